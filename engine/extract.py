@@ -1,0 +1,932 @@
+"""Answer extraction, canonicalisation, equivalence and majority vote.
+
+Pure standard-library module: it reads the final answer out of a free-text LLM
+reply, maps answers to one canonical string per task, compares them, and takes
+majority votes.  Model text is only ever matched with regular expressions and
+parsed with :class:`fractions.Fraction`; it is never evaluated.
+
+Tasks (see :data:`TASKS`)
+-------------------------
+``"numeric"``
+    GSM8K-style numbers.  Canonical form: the exact rational value (parsed with
+    ``fractions.Fraction``) written as a plain integer (``"1450000"``, ``"-3"``;
+    ``"18.00"`` -> ``"18"``) or, when not integral, as a reduced fraction
+    ``"p/q"`` (``"0.5"``, ``".5"``, ``"1/2"`` -> ``"1/2"``; ``"-2.25"`` ->
+    ``"-9/4"``).  Accepted decorations: thousands commas *only* when every group
+    after the first has exactly three digits (``"1,450,000"``; ``"1,2"`` is a
+    list, not a number), a leading ``+``/``-``/U+2212 minus sign, ``$``/``\\$``,
+    a trailing ``%`` (dropped: ``"50%"`` -> ``"50"``), scientific notation
+    (``"1.5e3"``), LaTeX fractions (``\\frac{1}{2}``) and surrounding words or
+    units (``"18 dollars"``).  Words such as "million" are *not* applied as
+    multipliers (``"1.5 million"`` -> ``"3/2"``).
+
+``"math"``
+    Hendrycks MATH answers.  Equivalence is *string equality after
+    normalisation* (like the MATH paper's checker), not symbolic algebra.
+    Normalisation, in order: unwrap the last ``\\boxed{}``/``\\fbox{}`` if the
+    answer still has one; drop ``$``, ``\\$``, ``\\(..\\)``/``\\[..\\]``,
+    ``\\displaystyle``, ``\\left``/``\\right``, the spacing commands ``\\!``,
+    ``\\,``, ``\\;``, ``\\:``, ``\\ ``, ``\\quad``, ``~``; ``{,}`` -> ``,``;
+    drop ``\\%``/``%``, ``^\\circ``/``^{\\circ}``/``\\degree``/``°``;
+    ``\\dfrac``/``\\tfrac``/``\\cfrac`` -> ``\\frac``; a trailing
+    ``\\text{..}`` (or ``\\mbox``/``\\mathrm``/...) after something containing a
+    digit is a unit and is dropped (``575\\text{ students}`` -> ``575``, also
+    with ``^2``), any other ``\\text{X}`` is unwrapped to ``X``
+    (``\\text{(C)}`` -> ``(C)``); trailing ``.``; a number followed only by
+    plain words (``"5 cm"``) -> the number; all whitespace is removed;
+    ``\\frac``/``\\sqrt`` arguments get braces (``\\frac12`` ->
+    ``\\frac{1}{2}``, ``\\sqrt2`` -> ``\\sqrt{2}``); one redundant outer brace
+    pair is removed; a leading single-variable assignment ``x=`` is removed.
+    If the result is a plain number, ``a/b`` or ``[-]\\frac{a}{b}`` with numeric
+    ``a``, ``b`` it becomes the numeric canonical form above (so
+    ``\\dfrac{9}{7}``, ``9/7`` and ``\\frac97`` are all ``"9/7"``, ``0.5`` and
+    ``\\frac{1}{2}`` are both ``"1/2"``, ``\\$15,\\!000`` is ``"15000"``; a
+    list whose later items all have exactly 3 digits, e.g. ``"1, 234"``, is
+    therefore read as a thousands number too).  A top-level comma list
+    (optionally in one pair of ``()``/``[]``) keeps its commas and has each
+    numeric element canonicalised (``"-2, 1"`` -> ``"-2,1"``, ``"(1,\\frac{9}{2})"`` ->
+    ``"(1,9/2)"``).  Anything else stays as the normalised LaTeX string.
+
+``"choice"``
+    Multiple choice: one upper-case letter among the first ``n_choices``
+    letters (``"A"``..).
+
+``"pair"``
+    Pairwise preference: ``"A"`` or ``"B"`` (``n_choices`` is ignored).
+
+Extraction precedence in :func:`extract_answer` (the first rule that yields a
+parseable answer wins; within a rule the LAST occurrence in the text that
+parses wins):
+
+numeric / math
+    1. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces matched);
+    2. the last ``#### X`` line (for numeric X must start with a number, for
+       math it must not start with a word, so markdown headings such as
+       ``#### Step 2`` are ignored);
+    3. the last "answer is X" / "final answer: X" / "answer: X" / "answer = X"
+       (case-insensitive; ``**`` bold, ``is:``, ``$`` allowed).  X runs to the
+       end of the line (or the next line if that is empty; at most 300
+       characters) and, for math, to the closing ``$`` when it starts with
+       one, else to the end of the sentence and before an English connective
+       ("because", "since", "so", ...); a math X of more than two words that
+       still contains English words is prose and skipped.  For numeric, if X
+       contains ``=`` the part after the last ``=`` is used, then the first
+       number in it;
+    4. the last number in the text (math: the last number or ``\\frac``).
+    No number anywhere -> ``None``.
+
+choice / pair
+    1. the last ``\\boxed{B}`` (also ``\\boxed{(B)}``, ``\\boxed{\\text{B}}``);
+    2. the last "answer is B" / "answer: B" / "Answer: (C)" / "correct option
+       is B" / "answer is option B";
+    3. pair only: preference phrases ("Response A is better", "A is better",
+       "I prefer B", "better response is A", "[[A]]", "I choose B");
+       choice and pair: "B is correct" / "B is the correct answer"
+       (the last such phrase in the text wins);
+    4. the last bold letter ``**B**`` (also ``**B) text**``);
+    5. the last line consisting only of a letter: ``B``, ``B.``, ``B)``, ``(B)``;
+    6. the last ``(B)``, "option B", "choice B", "Response B" mention;
+    7. weak fallback: the last standalone capital letter in range.  ``A``
+       (and ``I``) is skipped here when followed by a word, so the article in
+       "A robe takes ..." is never read as an answer.
+    Lower-case letters are accepted only in the ``(b)`` form and after
+    "answer:"/"answer is" when the letter ends the phrase (``answer: b.``).
+
+At most the last 25 ``\\boxed``/``####``/answer-phrase occurrences are tried
+and answer segments are cut at 300 characters, which keeps extraction fast on
+pathological replies.
+
+Voting: :func:`majority_vote` ignores ``None``; ties are broken in favour of
+the tied answer whose first occurrence comes earliest in the sequence (i.e.
+agent order).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+__all__ = [
+    "TASKS",
+    "extract_answer",
+    "canonical_answer",
+    "answers_equal",
+    "majority_vote",
+    "vote_counts",
+]
+
+TASKS = ("numeric", "math", "choice", "pair")
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_MAX_NUM_CHARS = 1000  # longer digit strings are refused (int() limits, DoS)
+_MAX_EXPONENT = 400
+
+# Unicode minus signs -> ASCII hyphen-minus; non-breaking/thin spaces -> space.
+_UNICODE_FIX = str.maketrans(
+    {
+        "\u2212": "-",  # MINUS SIGN
+        "\ufe63": "-",  # SMALL HYPHEN-MINUS
+        "\uff0d": "-",  # FULLWIDTH HYPHEN-MINUS
+        "\u00a0": " ",
+        "\u2009": " ",
+        "\u202f": " ",
+        "\u2007": " ",
+    }
+)
+
+
+def _check_task(task: str) -> None:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
+
+
+def _n_letters(task: str, n_choices: int) -> int:
+    if task == "pair":
+        return 2
+    if not isinstance(n_choices, int) or not 1 <= n_choices <= 26:
+        raise ValueError(f"n_choices must be an int in 1..26, got {n_choices!r}")
+    return n_choices
+
+
+# --------------------------------------------------------------------------
+# numbers
+# --------------------------------------------------------------------------
+
+_NUMSTR = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+
+_STRICT_NUM = re.compile(
+    rf"""
+    (?P<s1>[-+])?\s*+(?:\\?\$)?\s*+(?P<s2>[-+])?\s*+
+    (?P<num>{_NUMSTR})
+    (?:\s*+/\s*+(?P<den>{_NUMSTR}))?
+    \s*+(?:\\?%)?
+    """,
+    re.X,
+)
+
+# A number inside free text.  A '-' counts as a sign only when it cannot be a
+# binary minus (not preceded by a word character or closing bracket).  Digits
+# glued to a preceding letter ("H2O", "\frac12") or exponent ("m^2") are not
+# numbers.  Commas are thousands separators only with 3-digit groups.
+_NUM_TOKEN = re.compile(
+    r"""
+    (?:(?<![\w)\]}.^])(?P<sign>[-+]))?
+    (?:\\?\$\s?)?
+    (?<![\w.^])
+    (?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?|\.\d+)
+    (?:/(?P<den>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)(?![\w]))?
+    """,
+    re.X,
+)
+
+
+def _to_fraction(numstr: str) -> Fraction | None:
+    s = numstr.replace(",", "")
+    if s.endswith("."):
+        s = s[:-1]
+    if not s or len(s) > _MAX_NUM_CHARS:
+        return None
+    m = re.search(r"[eE]([-+]?\d+)$", s)
+    if m and abs(int(m.group(1))) > _MAX_EXPONENT:
+        return None
+    try:
+        return Fraction(s)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _format_fraction(f: Fraction) -> str | None:
+    try:
+        if f.denominator == 1:
+            return str(f.numerator)
+        return f"{f.numerator}/{f.denominator}"
+    except ValueError:  # exceeds int->str digit limit
+        return None
+
+
+def _parse_number_strict(s: str) -> Fraction | None:
+    """Whole string must be one (optionally signed/currency/percent) number."""
+    s = s.translate(_UNICODE_FIX).strip().strip("*").strip()
+    s = s.rstrip(".,;:!?").strip()
+    if not s or len(s) > _MAX_NUM_CHARS:
+        return None
+    m = _STRICT_NUM.fullmatch(s)
+    if not m:
+        return None
+    if m.group("s1") and m.group("s2"):
+        return None
+    f = _to_fraction(m.group("num"))
+    if f is None:
+        return None
+    if m.group("den") is not None:
+        d = _to_fraction(m.group("den"))
+        if d is None or d == 0:
+            return None
+        f = f / d
+    if (m.group("s1") or m.group("s2")) == "-":
+        f = -f
+    return f
+
+
+def _token_value(m: re.Match) -> Fraction | None:
+    f = _to_fraction(m.group("num"))
+    if f is None:
+        return None
+    if m.group("den") is not None:
+        d = _to_fraction(m.group("den"))
+        if d is None or d == 0:
+            return None
+        f = f / d
+    if m.group("sign") == "-":
+        f = -f
+    return f
+
+
+def _numbers_in(text: str) -> list[tuple[int, int, Fraction]]:
+    out = []
+    for m in _NUM_TOKEN.finditer(text):
+        v = _token_value(m)
+        if v is not None:
+            out.append((m.start(), m.end(), v))
+    return out
+
+
+def _numeric_from_segment(seg: str) -> str | None:
+    """Numeric canonical value of an isolated answer segment.
+
+    strict number -> LaTeX-normalised number/fraction -> right-hand side of the
+    last '=' -> first number in what is left.
+    """
+    seg = seg.translate(_UNICODE_FIX)
+    f = _parse_number_strict(seg)
+    if f is not None:
+        return _format_fraction(f)
+    if len(seg) <= 2000:
+        val = _math_numeric(_math_normalize(seg))
+        if val is not None:
+            return val
+    if "=" in seg:
+        seg = seg.rsplit("=", 1)[1]
+    nums = _numbers_in(seg)
+    if nums:
+        return _format_fraction(nums[0][2])
+    return None
+
+
+# --------------------------------------------------------------------------
+# LaTeX helpers
+# --------------------------------------------------------------------------
+
+_BOX_START = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+
+
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.S)
+
+
+def _brace_map(s: str) -> dict[int, int]:
+    """{index of '{': index of its matching '}'} for every matched pair (O(n))."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE_TOKEN.finditer(s):
+        c = m.group(0)
+        if c == "{":
+            stack.append(m.start())
+        elif c == "}" and stack:
+            pairs[stack.pop()] = m.start()
+    return pairs
+
+
+def _match_brace(s: str, i: int) -> int:
+    """Index of the brace closing s[i] (an opening '{'), or -1.  '\\{' skipped."""
+    depth = 0
+    j = i
+    n = len(s)
+    while j < n:
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _find_boxed(text: str) -> list[str]:
+    """Contents of every \\boxed{..}/\\fbox{..} in order of appearance.
+
+    Braces are matched with nesting; an unclosed box is ignored.  The
+    brace-less form ``\\boxed 5`` yields its single token.
+    """
+    out = []
+    pairs: dict[int, int] | None = None
+    for m in _BOX_START.finditer(text):
+        i = m.end()
+        k = i
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        if k < len(text) and text[k] == "{":
+            if pairs is None:
+                pairs = _brace_map(text)
+            j = pairs.get(k)
+            if j is not None:
+                out.append(text[k + 1 : j])
+        elif k > i:
+            tok = re.match(r"[^\s${}]+", text[k:])
+            if tok:
+                out.append(tok.group(0))
+    return out
+
+
+_TEXT_CMD = re.compile(
+    r"\\(?:text|textrm|textbf|textit|textnormal|textup|mbox|mathrm|mathbf|mathit|operatorname)\s*\{"
+)
+
+
+_UNIT_TAIL = re.compile(r"\s*+(?:\^\s*+\{?\s*+\d\s*+\}?)?\s*+\.?\s*+")  # "^2" after a unit
+
+
+def _unwrap_text_once(s: str) -> str:
+    pairs = _brace_map(s)
+    out = []
+    i = 0
+    for m in _TEXT_CMD.finditer(s):
+        if m.start() < i:  # nested inside an already unwrapped group
+            continue
+        out.append(s[i : m.start()])
+        j = pairs.get(m.end() - 1)
+        if j is None:  # unclosed: drop the command, keep the rest
+            i = m.end()
+        else:
+            out.append(s[m.end() : j])
+            i = j + 1
+    out.append(s[i:])
+    return "".join(out)
+
+
+def _strip_text_cmds(s: str) -> str:
+    # 1) a trailing \text{...} after something containing a digit is a unit
+    for _ in range(3):
+        pairs = _brace_map(s)
+        last = None
+        for m in _TEXT_CMD.finditer(s):
+            j = pairs.get(m.end() - 1)
+            if j is not None:
+                last = (m.start(), j + 1)
+        if last is None:
+            break
+        start, end = last
+        if _UNIT_TAIL.fullmatch(s, end) and re.search(r"\d", s[:start]):
+            s = s[:start].rstrip()
+        else:
+            break
+    # 2) unwrap every remaining \text{X} -> X (a few passes for nesting)
+    for _ in range(5):
+        t = _unwrap_text_once(s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+_FRAC_SQRT = re.compile(r"\\(frac|sqrt)(?![A-Za-z])")
+
+
+def _read_arg(s: str, i: int) -> tuple[str | None, int]:
+    if i >= len(s):
+        return None, i
+    c = s[i]
+    if c == "{":
+        j = _match_brace(s, i)
+        if j == -1:
+            return None, i
+        return s[i + 1 : j], j + 1
+    if c == "\\":
+        m = re.match(r"\\(?:[A-Za-z]+|.)", s[i:])
+        if m:
+            return m.group(0), i + len(m.group(0))
+        return None, i
+    if c in "}^_":
+        return None, i
+    return c, i + 1
+
+
+def _brace_args(s: str, depth: int = 0) -> str:
+    """\\frac12 -> \\frac{1}{2}, \\sqrt2 -> \\sqrt{2} (whitespace already gone)."""
+    if depth > 50:
+        return s
+    out = []
+    i = 0
+    while True:
+        m = _FRAC_SQRT.search(s, i)
+        if not m:
+            out.append(s[i:])
+            break
+        out.append(s[i : m.end()])
+        i = m.end()
+        nargs = 2
+        if m.group(1) == "sqrt":
+            nargs = 1
+            if i < len(s) and s[i] == "[":
+                j = s.find("]", i)
+                if j != -1:
+                    out.append(s[i : j + 1])
+                    i = j + 1
+        for _ in range(nargs):
+            arg, j = _read_arg(s, i)
+            if arg is None:
+                break
+            out.append("{" + _brace_args(arg, depth + 1) + "}")
+            i = j
+    return "".join(out)
+
+
+def _matching_close(s: str, i: int) -> int:
+    """Index closing the bracket at s[i] counting (), [], {} together, or -1."""
+    depth = 0
+    for j in range(i, len(s)):
+        c = s[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def _split_top(s: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for c in s:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return parts
+
+
+_NUM_THEN_WORDS = re.compile(
+    r"([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+]?\.\d+)\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})*"
+)
+
+
+def _math_normalize(raw: str) -> str:
+    """String normalisation of a MATH answer (see module docstring)."""
+    s = str(raw).translate(_UNICODE_FIX).strip()
+    boxed = _find_boxed(s)
+    if boxed:
+        s = boxed[-1].strip()
+    s = s.replace("\\$", "").replace("$", "")
+    s = s.strip()
+    for _ in range(3):  # \( .. \)  /  \[ .. \]
+        m = re.fullmatch(r"\\\((.*)\\\)|\\\[(.*)\\\]", s, re.S)
+        if not m:
+            break
+        s = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    s = s.replace("\\displaystyle", "")
+    s = re.sub(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])", "", s)
+    s = s.replace("{,}", ",")
+    s = re.sub(r"\\[!,;:> ]", "", s)
+    s = re.sub(r"\\q?quad(?![A-Za-z])", " ", s)
+    s = s.replace("~", " ")
+    s = s.replace("\\%", "").replace("%", "")
+    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", s)
+    s = re.sub(r"\\degree(?![A-Za-z])", "", s).replace("°", "")
+    s = re.sub(r"\\[dtc]frac(?![A-Za-z])", r"\\frac", s)
+    s = _strip_text_cmds(s)
+    s = s.strip()
+    s = s.rstrip(" \t\r\n\f\v.")
+    m = _NUM_THEN_WORDS.fullmatch(s)
+    if m:
+        s = m.group(1)
+    s = re.sub(r"\s+", "", s)
+    try:
+        s = _brace_args(s)
+    except RecursionError:  # pragma: no cover - absurdly nested input
+        pass
+    if s.startswith("{"):
+        pairs = _brace_map(s)
+        a, b = 0, len(s) - 1
+        while a < b and pairs.get(a) == b:
+            a, b = a + 1, b - 1
+        s = s[a : b + 1]
+    m = re.fullmatch(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=([^=]+)", s)
+    if m:
+        s = m.group(1)
+    s = s.rstrip(".")
+    return s
+
+
+def _math_numeric(s: str) -> str | None:
+    """Numeric canonical form of a normalised math string, or None."""
+    if not s:
+        return None
+    f = _parse_number_strict(s)
+    if f is None:
+        m = re.fullmatch(r"([-+]?)\\frac\{([^{}]+)\}\{([^{}]+)\}", s)
+        if m:
+            a = _parse_number_strict(m.group(2))
+            b = _parse_number_strict(m.group(3))
+            if a is not None and b is not None and b != 0:
+                f = a / b
+                if m.group(1) == "-":
+                    f = -f
+    if f is None:
+        return None
+    return _format_fraction(f)
+
+
+def _math_canon(raw: str) -> str | None:
+    s = _math_normalize(raw)
+    if not s:
+        return None
+    val = _math_numeric(s)
+    if val is not None:
+        return val
+    parts = _split_top(s)
+    if len(parts) > 1:
+        return ",".join(_math_numeric(p) or p for p in parts)
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _matching_close(s, 0) == len(s) - 1:
+        inner = _split_top(s[1:-1])
+        if len(inner) > 1:
+            return s[0] + ",".join(_math_numeric(p) or p for p in inner) + s[-1]
+    return s
+
+
+# --------------------------------------------------------------------------
+# choice / pair canonical
+# --------------------------------------------------------------------------
+
+_LETTER_CANON = re.compile(
+    r"(?i:option|choice|answer|response|dialogue|assistant|output|model|candidate)?[\s_:]*"
+    r"[(\[]?\s*([A-Za-z])\s*[)\]]?(?:[.:)]?|[.:)]\s+.*)",
+    re.S,
+)
+
+
+def _letter_canon(raw: str, n: int) -> str | None:
+    s = str(raw).translate(_UNICODE_FIX).strip()
+    boxed = _find_boxed(s)
+    if boxed:
+        s = boxed[-1]
+    s = _strip_text_cmds(s.replace("$", "")).strip().strip("*").strip()
+    m = _LETTER_CANON.fullmatch(s)
+    if not m:
+        return None
+    letter = m.group(1).upper()
+    return letter if letter in _LETTERS[:n] else None
+
+
+# --------------------------------------------------------------------------
+# public: canonical_answer
+# --------------------------------------------------------------------------
+
+
+def canonical_answer(raw: str | None, task: str, n_choices: int = 4) -> str | None:
+    """Canonical form of an answer given directly (gold label or isolated answer).
+
+    ``'1,450,000' -> '1450000'``, ``'\\dfrac{9}{7}' -> '9/7'``, ``'b' -> 'B'``.
+    Returns ``None`` when no answer of the task's kind can be read.
+    Numbers (int/float/Fraction) are accepted and read via ``str()``.
+    """
+    _check_task(task)
+    n = _n_letters(task, n_choices)
+    if raw is None or isinstance(raw, bool):
+        return None
+    s = str(raw)
+    if not s.strip():
+        return None
+    if task == "numeric":
+        return _numeric_from_segment(s)
+    if task == "math":
+        return _math_canon(s)
+    return _letter_canon(s, n)
+
+
+# --------------------------------------------------------------------------
+# extraction: numeric / math
+# --------------------------------------------------------------------------
+
+_HASH_ANS = re.compile(r"####[ \t]*+([^\n]*)")
+_ANS_PHRASE = re.compile(
+    r"(?i)\banswer\b[ \t*]*+"
+    r"(?:(?:is|was|would[ \t]+be|will[ \t]+be|should[ \t]+be|equals)\b[ \t*]*+:?|:|=)"
+)
+_MAX_SEGMENT = 300  # characters of an answer segment that are looked at
+_MAX_TRIES = 25  # occurrences per rule tried, starting from the last
+_SENTENCE_END = re.compile(r"\.(?=\s|$)")
+# English words that end a math answer written in prose: "5 because ..."
+_PROSE_CUT = re.compile(
+    r"\s+(?i:because|since|as|so|which|where|when|therefore|thus|hence|for|if|with|but|"
+    r"and[ \t]+(?:the|this|that|it|we|so|then)|or[ \t]+(?:the|we))\b"
+)
+_ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+_FRAC_TOKEN = re.compile(
+    r"(?:(?<![\w)\]}.^])-)?\\[dtc]?frac\s*(?:\{[^{}]*\}|[^{}\s\\])\s*(?:\{[^{}]*\}|[^{}\s\\])"
+)
+
+
+def _line_from(text: str, start: int) -> tuple[str, int]:
+    """Up to _MAX_SEGMENT chars of the line starting at ``start``; index after it."""
+    nl = text.find("\n", start, start + _MAX_SEGMENT + 1)
+    if nl == -1:
+        return text[start : start + _MAX_SEGMENT], -1
+    return text[start:nl], nl + 1
+
+
+def _phrase_segment(text: str, end: int, task: str) -> str:
+    line, nxt = _line_from(text, end)
+    if not line.strip("*: \t") and nxt != -1:
+        line, _ = _line_from(text, nxt)
+    seg = line.strip().lstrip("*:").strip()
+    if task == "math":
+        for opener, closer in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+            if seg.startswith(opener):
+                j = seg.find(closer, len(opener))
+                if j != -1:
+                    return seg[len(opener) : j]
+                break
+    m = _SENTENCE_END.search(seg)
+    if m:
+        seg = seg[: m.start()]
+    if task == "math":
+        m = _PROSE_CUT.search(seg)
+        if m:
+            seg = seg[: m.start()]
+    return seg.strip().rstrip("*").strip()
+
+
+def _extract_number_like(text: str, task: str) -> str | None:
+    canon = _numeric_from_segment if task == "numeric" else _math_canon
+
+    # 1. last \boxed{...} / \fbox{...}
+    for content in _find_boxed(text)[::-1][:_MAX_TRIES]:
+        if content.strip():
+            val = canon(content)
+            if val is not None:
+                return val
+
+    # 2. last "#### X"
+    for m in list(_HASH_ANS.finditer(text))[::-1][:_MAX_TRIES]:
+        seg = m.group(1)[:_MAX_SEGMENT].strip()
+        if not seg:
+            continue
+        if task == "numeric":
+            if not re.match(r"[-+]?\s*\\?\$?\s*[-+]?\s*\.?\d", seg.translate(_UNICODE_FIX)):
+                continue
+        elif re.match(r"[A-Za-z]{2,}\b", seg):
+            continue
+        val = canon(seg)
+        if val is not None:
+            return val
+
+    # 3. last "the answer is X" / "final answer: X" / "answer: X"
+    for m in list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES]:
+        seg = _phrase_segment(text, m.end(), task)
+        if not seg:
+            continue
+        if task == "math":
+            # accept math-looking text or a short phrase ("Monday"), not prose
+            short = len(seg.split()) <= 2
+            if short or re.search(r"[\d\\^_=+\-*/()\[\]{}]", seg):
+                val = _math_canon(seg)
+                # a long segment that still contains English words is prose
+                if val is not None and (short or not _ENGLISH_WORD.search(val)):
+                    return val
+        else:
+            val = _numeric_from_segment(seg)
+            if val is not None:
+                return val
+
+    # 4. last number in the text (math: last number or \frac)
+    nums = _numbers_in(text)
+    best_num = nums[-1] if nums else None
+    if task == "math":
+        fracs = list(_FRAC_TOKEN.finditer(text))
+        if fracs:
+            fm = fracs[-1]
+            if best_num is None or fm.end() >= best_num[1]:
+                val = _math_canon(fm.group(0))
+                if val is not None:
+                    return val
+    if best_num is not None:
+        return _format_fraction(best_num[2])
+    return None
+
+
+# --------------------------------------------------------------------------
+# extraction: choice / pair
+# --------------------------------------------------------------------------
+
+_L = r"(?P<body>\(\s*[A-Za-z]\s*\)|\[\s*[A-Za-z]\s*\]|[A-Za-z])"
+
+_CHOICE_ANS = re.compile(
+    r"(?i:\banswer\b|\bcorrect\s+(?:option|choice|response|letter)"
+    r"|\bbest\s+(?:option|choice)|\bfinal\s+choice)"
+    r"[ \t*]*+"
+    r"(?P<sep>(?i:is\b|was\b|would[ \t]+be\b|will[ \t]+be\b|should[ \t]+be\b)|:|=)?"
+    r"[ \t*:]*+"
+    r"(?:(?i:option|choice|letter|response)[ \t]*+)?"
+    + _L
+    + r"(?![A-Za-z0-9])"
+)
+
+_REFS = r"(?i:response|dialogue|assistant|output|answer|option|model|candidate|summary|completion|choice)"
+
+_PAIR_PHRASES = [
+    # "Response A is better", "A is clearly better", "(B) is preferred"
+    re.compile(
+        r"(?:" + _REFS + r"[ \t]*+)?(?<![\w'’])\(?(?P<L>[AB])\)?[ \t]+(?i:is|was|seems|appears)[ \t]++"
+        r"(?i:(?:clearly|much|slightly|significantly|far|definitely|the)[ \t]+)*"
+        r"(?i:better|preferred|superior|stronger|best|more[ \t]+(?:helpful|accurate|relevant|informative|"
+        r"complete|correct|appropriate|useful|harmless|honest|detailed|coherent|truthful|faithful))\b"
+    ),
+    # "I prefer B", "preference: Response A"
+    re.compile(
+        r"(?i:\bprefer(?:s|red|ence)?)(?:[ \t]++(?i:is|for))?[ \t:]*+(?:" + _REFS + r"[ \t]*+)?"
+        r"\(?(?P<L>[AB])\)?(?![\w'’])"
+    ),
+    # "the better response is A", "winner: B"
+    re.compile(
+        r"(?i:\b(?:better|best|winner|winning|preferred|chosen))[ \t]*+"
+        r"(?:(?i:response|dialogue|assistant|output|option|one|answer|choice|model|candidate)[ \t]*+)?"
+        r"(?i:is|:|would\s+be|=)[ \t*]*+(?:" + _REFS + r"[ \t]*+)?"
+        r"\(?(?P<L>[AB])\)?(?![\w'’])"
+    ),
+    # "I choose B", "I'd go with Response A", "vote for A"
+    re.compile(
+        r"(?i:\b(?:choose|chose|pick|picked|select|selected|go\s+with|vote\s+for))[ \t]+"
+        r"(?:" + _REFS + r"[ \t]*+)?"
+        r"\(?(?P<L>[AB])\)?(?![\w'’])"
+    ),
+    # MT-bench style verdict "[[A]]"
+    re.compile(r"\[\[(?P<L>[AB])\]\]"),
+]
+
+_IS_CORRECT = re.compile(
+    r"(?<![\w'’])(?:" + _REFS + r"[ \t]*+)?\(?(?P<L>[A-Z])\)?[ \t]+(?i:is)[ \t]+(?i:the[ \t]+)?"
+    r"(?i:correct|right|true|best)\b"
+)
+_BOLD = re.compile(r"\*\*[ \t]*+(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])\)?)(?:[.):][^*\n]*+)?[ \t]*+\*\*")
+_LINE_ALONE = re.compile(
+    r"^[ \t>#*\-]*(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])\)?)[.):]?[ \t*]*$", re.M
+)
+_MENTION = re.compile(
+    r"(?<!\w)\((?P<P>[A-Za-z])\)|(?i:\b(?:option|choice|response|dialogue|assistant|output|candidate))[ \t]+"
+    r"\(?(?P<L>[A-Z])\)?(?![\w'’])"
+)
+_ENDS_PHRASE = re.compile(r"[ \t]*+(?:[.)\],;!*\n]|$)")
+_FOLLOWED_BY_LOWER_WORD = re.compile(r"[ \t]++[a-z]")
+_FOLLOWED_BY_WORD = re.compile(r"[ \t]++[A-Za-z]")
+_STANDALONE = re.compile(r"(?<![\w'’\-./\\])(?P<L>[A-Z])(?![\w'’\-/])(?!\.[A-Za-z])")
+
+
+def _letter_from_box(content: str, n: int) -> str | None:
+    s = _strip_text_cmds(content.replace("$", "")).strip()
+    m = re.fullmatch(r"\(\s*([A-Za-z])\s*\)|\(?\s*([A-Z])\s*\)?[.:]?(?:[.:)]\s+.*)?", s, re.S)
+    if not m:
+        return None
+    letter = (m.group(1) or m.group(2)).upper()
+    return letter if letter in _LETTERS[:n] else None
+
+
+def _in_range(letter: str, n: int) -> bool:
+    return len(letter) == 1 and letter in _LETTERS[:n]
+
+
+def _extract_letter(text: str, task: str, n: int) -> str | None:
+    # 1. \boxed{B}
+    for content in _find_boxed(text)[::-1][:_MAX_TRIES]:
+        if len(content) > 40:
+            continue
+        val = _letter_from_box(content, n)
+        if val is not None:
+            return val
+
+    # 2. "answer is B" / "answer: (c)"
+    for m in reversed(list(_CHOICE_ANS.finditer(text))):
+        body = m.group("body")
+        sep = m.group("sep")
+        if body.startswith(("(", "[")):
+            letter = body.strip("()[] \t").upper()
+        elif body.isupper():
+            if not sep:
+                # "Answer B" without separator: reject an article "A word"
+                if _FOLLOWED_BY_LOWER_WORD.match(text, m.end()):
+                    continue
+            letter = body
+        else:
+            # lower case only when the letter ends the phrase: "answer: b."
+            if not sep or not _ENDS_PHRASE.match(text, m.end()):
+                continue
+            letter = body.upper()
+        if _in_range(letter, n):
+            return letter
+
+    # 3. preference / "B is correct" phrases
+    best: tuple[int, str] | None = None
+    patterns = (_PAIR_PHRASES if task == "pair" else []) + [_IS_CORRECT]
+    for pat in patterns:
+        for m in pat.finditer(text):
+            letter = m.group("L")
+            if _in_range(letter, n) and (best is None or m.start() >= best[0]):
+                best = (m.start(), letter)
+    if best is not None:
+        return best[1]
+
+    # 4. **B**, 5. line that is just "B" / "B." / "(B)", 6. "(B)" / "option B"
+    for pat in (_BOLD, _LINE_ALONE, _MENTION):
+        for m in reversed(list(pat.finditer(text))):
+            letter = (m.group("P") or m.group("L") or "").upper()
+            if _in_range(letter, n):
+                return letter
+
+    # 7. weak fallback: last standalone capital letter; "A"/"I" followed by a
+    # word are the article/pronoun, not an answer.
+    for m in reversed(list(_STANDALONE.finditer(text))):
+        letter = m.group("L")
+        if not _in_range(letter, n):
+            continue
+        if letter in "AI" and _FOLLOWED_BY_WORD.match(text, m.end()):
+            continue
+        return letter
+    return None
+
+
+# --------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------
+
+
+def extract_answer(text: str | None, task: str, n_choices: int = 4) -> str | None:
+    """Canonical answer string read from a model reply, or None if none can be read.
+
+    See the module docstring for the precedence of the patterns.
+    """
+    _check_task(task)
+    n = _n_letters(task, n_choices)
+    if text is None:
+        return None
+    text = str(text).translate(_UNICODE_FIX)
+    if not text.strip():
+        return None
+    if task in ("numeric", "math"):
+        return _extract_number_like(text, task)
+    return _extract_letter(text, task, n)
+
+
+def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:
+    """True when both sides canonicalise to the same non-None string.
+
+    ``pred`` None (unparseable) is never correct.  For choice tasks letters up
+    to ``Z`` are accepted on both sides (the range check belongs to extraction).
+    """
+    _check_task(task)
+    if pred is None or gold is None:
+        return False
+    p = canonical_answer(pred, task, 26)
+    if p is None:
+        return False
+    g = canonical_answer(gold, task, 26)
+    return g is not None and p == g
+
+
+def vote_counts(answers: Iterable[str | None]) -> dict[str, int]:
+    """Counts of the non-None answers, keys in order of first occurrence.
+
+    Empty / whitespace-only strings count as None.
+    """
+    counts: dict[str, int] = {}
+    for a in answers:
+        if a is None or (isinstance(a, str) and not a.strip()):
+            continue
+        counts[a] = counts.get(a, 0) + 1
+    return counts
+
+
+def majority_vote(answers: Sequence[str | None]) -> str | None:
+    """Most frequent non-None answer; None if there is none.
+
+    Answers are compared as given (pass canonical strings, e.g. the output of
+    :func:`extract_answer`).  Tie-break: among the tied most frequent answers,
+    the one whose FIRST occurrence comes earliest in the sequence (agent
+    order) wins.
+    """
+    counts = vote_counts(answers)
+    if not counts:
+        return None
+    top = max(counts.values())
+    for a, c in counts.items():  # dict order == order of first occurrence
+        if c == top:
+            return a
+    return None  # pragma: no cover

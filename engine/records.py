@@ -1,0 +1,86 @@
+"""Plain records that cross actor boundaries: a generation request, its result, one agent turn.
+
+They are dataclasses of builtins only, so Ray pickles them cheaply and the pure parts of the
+engine (state machine, accounting, results) can be tested without Ray or a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
+
+
+@dataclass
+class GenRequest:
+    """One chat completion for a replica.
+
+    ``seed`` makes sampling reproducible per request (backends that cannot seed a single
+    request say so in their docstring). ``meta`` carries facts that only the *simulated*
+    backend may read (gold answer, peers' answers); real backends ignore it.
+    """
+
+    messages: list[Message]
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GenResult:
+    """What a replica returns for one request.
+
+    Token counts come from the serving model's own tokenizer: ``prompt_tokens`` is the length of
+    the chat-template-applied prompt, ``completion_tokens`` the generated tokens including the
+    end-of-turn token when one was produced. ``error`` is set (and ``text`` empty) when the
+    backend failed on this request; it is then recorded, never retried silently.
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    finish_reason: str = "stop"  # "stop" | "length" | "error"
+    error: str | None = None
+
+
+@dataclass
+class Turn:
+    """One planned agent call in a debate round.
+
+    kind: "first" (round 0 answer), "debate" (reads peers' previous replies) or "self_check"
+    (a debate round in which the agent hears nobody, so it re-checks its own answer).
+    ``peers`` are the agent ids whose previous-round replies are shown, in order.
+    """
+
+    agent: int
+    round: int
+    kind: str
+    peers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CallRecord:
+    """The outcome of one agent turn: the generation plus the parsed answer."""
+
+    question_id: str
+    round: int
+    agent_id: int
+    kind: str
+    model: str
+    peers: list[int]
+    text: str
+    answer: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    finish_reason: str
+    error: str | None
+    seed: int
+    temperature: float
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)

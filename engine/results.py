@@ -1,0 +1,150 @@
+"""Results schema and a streaming Parquet sink.
+
+A run directory holds one sub-directory per table, each a set of Parquet part files::
+
+    OUT/calls/part-<writer>-00000.parquet     one row per LLM call
+    OUT/questions/part-<writer>-00000.parquet one row per question
+    OUT/runs/<run_id>.parquet                 one row per run (rewritten at the end)
+
+Read any of them with ``pyarrow.dataset.dataset(OUT / "calls")``, ``pandas.read_parquet`` or
+DuckDB (``SELECT * FROM 'OUT/calls/*.parquet'``). Rows are flushed as they are produced (every
+``flush_rows`` rows or ``flush_seconds`` seconds), each part written to a temporary name and
+renamed into place, so a reader never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CALLS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("round", pa.int32()),
+        ("agent_id", pa.int32()),
+        ("kind", pa.string()),
+        ("model", pa.string()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("peers", pa.list_(pa.int32())),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+        ("text", pa.string()),
+        ("answer", pa.string()),
+        ("finish_reason", pa.string()),
+        ("error", pa.string()),
+        ("seed", pa.int64()),
+        ("temperature", pa.float64()),
+    ]
+)
+
+QUESTIONS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("protocol", pa.string()),
+        ("task", pa.string()),
+        ("n_agents", pa.int32()),
+        ("rounds_run", pa.int32()),
+        ("final_answer", pa.string()),
+        ("gold", pa.string()),
+        ("correct", pa.bool_()),
+        ("n_calls", pa.int32()),
+        ("n_invalid", pa.int32()),
+        ("n_errors", pa.int32()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("consensus", pa.list_(pa.float64())),
+        ("wall_s", pa.float64()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+    ]
+)
+
+RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("protocol", pa.string()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("config", pa.string()),
+        ("status", pa.string()),
+        ("started", pa.timestamp("ms", tz="UTC")),
+        ("finished", pa.timestamp("ms", tz="UTC")),
+        ("n_questions", pa.int64()),
+        ("accuracy", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("n_calls", pa.int64()),
+        ("wall_s", pa.float64()),
+    ]
+)
+
+SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "runs": RUNS_SCHEMA}
+
+
+def _atomic_write(table: pa.Table, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+class ParquetSink:
+    """Buffers rows per table and writes them as atomically renamed Parquet part files."""
+
+    def __init__(self, out_dir: str | Path, flush_rows: int = 256, flush_seconds: float = 2.0, name: str | None = None):
+        self.out = Path(out_dir)
+        self.flush_rows = flush_rows
+        self.flush_seconds = flush_seconds
+        self.name = name or uuid.uuid4().hex[:8]
+        self._buffers: dict[str, list[dict[str, Any]]] = {"calls": [], "questions": []}
+        self._parts: dict[str, int] = {"calls": 0, "questions": 0}
+        self._last_flush = time.monotonic()
+        self.rows_written: dict[str, int] = {"calls": 0, "questions": 0}
+        for t in ("calls", "questions", "runs"):
+            (self.out / t).mkdir(parents=True, exist_ok=True)
+
+    def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
+        if table not in self._buffers:
+            raise ValueError(f"unknown table {table!r}")
+        self._buffers[table].extend(rows)
+        due = time.monotonic() - self._last_flush >= self.flush_seconds
+        if due or any(len(b) >= self.flush_rows for b in self._buffers.values()):
+            self.flush()
+
+    def flush(self) -> None:
+        for table, rows in self._buffers.items():
+            if not rows:
+                continue
+            schema = SCHEMAS[table]
+            data = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
+            path = self.out / table / f"part-{self.name}-{self._parts[table]:05d}.parquet"
+            _atomic_write(data, path)
+            self._parts[table] += 1
+            self.rows_written[table] += len(rows)
+            rows.clear()
+        self._last_flush = time.monotonic()
+
+    def write_run(self, row: dict[str, Any]) -> None:
+        """Write (or rewrite, atomically) the single row of a run."""
+        data = pa.Table.from_pylist([{k: row.get(k) for k in RUNS_SCHEMA.names}], schema=RUNS_SCHEMA)
+        _atomic_write(data, self.out / "runs" / f"{row['run_id']}.parquet")
+
+
+def read_table(out_dir: str | Path, table: str) -> pa.Table:
+    """Read one table of a run directory (empty table with the schema if nothing was written)."""
+    import pyarrow.dataset as ds
+
+    path = Path(out_dir) / table
+    files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else []
+    if not files:
+        return SCHEMAS[table].empty_table()
+    return ds.dataset(files, schema=SCHEMAS[table], format="parquet").to_table()

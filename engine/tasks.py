@@ -1,0 +1,892 @@
+"""Benchmark questions: the generated arithmetic task and loaders for data files.
+
+Everything a debate needs to know about a question is a :class:`Question`. There are
+four task kinds (:data:`TASKS`):
+
+``numeric``
+    The gold answer is a number (GSM8K, the Du et al. arithmetic task).
+``math``
+    The gold answer is free-form LaTeX (Hendrycks MATH).
+``choice``
+    Multiple choice; the gold answer is a letter (MMLU).
+``pair``
+    Pairwise preference between two dialogues; the gold answer is ``"A"`` or ``"B"``.
+
+Loaders
+=======
+:func:`load_dataset` reads ``.jsonl`` (also ``.ndjson``), ``.json`` (a list of objects),
+``.parquet`` and ``.csv`` files. Every problem with a file raises :class:`DatasetError`
+whose message starts with ``"<path>:<row>: "`` (or ``"<path>: "`` for problems with the
+whole file), e.g. ``data.jsonl:17: missing field 'answer' (have: id, question)``.
+
+Row numbers are 1-based:
+
+* ``.jsonl``: the line number in the file. Blank lines are skipped but counted.
+* ``.json``: the position of the object in the top-level list (1 = first object).
+* ``.parquet``: the row number in the table.
+* ``.csv``: the data row number + 1 for the header, i.e. the row number a spreadsheet
+  shows (header = row 1, first data row = row 2; blank lines are skipped but counted).
+  This is the line number unless a quoted field spans several lines. CSV is read with
+  the :mod:`csv` module, so all values are strings; an empty cell counts as a missing
+  value.
+
+Field names (the first one present with a non-null value wins; the ``fields`` argument
+of :func:`load_dataset` maps one of our names to the file's column and then *only* that
+column is used). Our names are listed in :data:`FIELD_NAMES`:
+
+``id``
+    ``id``. Without it the question id is ``f"{file_stem}-{row_index:05d}"`` where
+    ``row_index`` is the 0-based index of the record in the file (independent of
+    ``offset``), so ids are stable however the file is sliced.
+``question``
+    ``question``, ``problem``, ``input``, ``prompt``. Must be a non-empty string.
+``answer``
+    ``answer``, ``gold``, ``label``, ``target``. For the pair task also ``winner`` and
+    ``preference``.
+``solution``
+    ``solution``. numeric: used when there is no answer field and it contains ``####``
+    (the text after the last ``####`` is the gold). math: used when there is no answer
+    field; the gold is the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``),
+    found by brace matching. The solution is never copied into ``meta`` (it gives the
+    answer away).
+``choices``
+    ``choices`` or ``options`` (a list, a JSON-encoded list in a string, or a mapping
+    letter -> text), else consecutive columns ``A``, ``B``, ``C``, ... starting at ``A``.
+``a`` / ``b``
+    pair task: ``conversation_a``/``conversation_b``, ``dialogue_a``/``dialogue_b``,
+    ``response_a``/``response_b``.
+``chosen`` / ``rejected``
+    pair task, used when none of the a/b pairs is present.
+
+Gold answers
+============
+* numeric: a string, int or float. If it contains ``####`` the text after the last
+  ``####`` is taken. The result (stripped) must be a plain number: optional sign,
+  digits with optional thousands commas (``1,234``), optional decimal part, or a
+  fraction ``3/4``. It is kept as that string -- no canonicalisation happens here.
+* math: any non-empty string (ints/floats are converted with ``str``).
+* choice: resolved to a letter, in this order: a letter ``A``..``Z`` (also ``a``,
+  ``(A)``, ``A.``, ``A)``) within the number of choices; an int (not bool) as a
+  **0-based** index; the text of one of the choices; a string of digits as a 0-based
+  index. Anything else, or fewer than two choices, is an error.
+* pair: ``A``/``B``/``a``/``b``/``model_a``/``model_b``/``0``/``1`` (0 -> A). Ties are
+  not a preference and raise :class:`DatasetError`; filter them out beforehand.
+  In the ``chosen``/``rejected`` format the file's order would leak the label, so the
+  presentation order is randomised per row with ``random.Random(qid)`` (deterministic:
+  the same question always gets the same order, independent of any run seed) and the
+  gold is the letter under which the chosen dialogue is shown. Any label field is
+  ignored for that format.
+
+A dialogue is either a string (shown as is) or a list of messages ``{"role", "content"}``
+(``{"from", "value"}`` also accepted), rendered as ``"role: content"`` lines.
+
+``meta`` holds every other scalar field of the row (str, int, float, bool or None) --
+``id``, ``subject``, ``level``, ``duplicate_of`` and so on -- except the fields used for
+question, answer, solution, choices and dialogues.
+
+``limit``/``offset`` select rows before they are converted: the first ``offset`` rows are
+skipped, then at most ``limit`` rows are taken. Only the selected rows are checked (rows
+after them are not even read, and skipped JSONL lines are not parsed).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+import math
+import os
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TASKS",
+    "FIELD_NAMES",
+    "Question",
+    "DatasetError",
+    "arithmetic_questions",
+    "load_dataset",
+    "load_questions",
+    "infer_task",
+]
+
+TASKS = ("numeric", "math", "choice", "pair")
+
+#: Names accepted as keys of the ``fields`` override of :func:`load_dataset`.
+FIELD_NAMES = ("id", "question", "answer", "solution", "choices", "a", "b", "chosen", "rejected")
+
+_ID_KEYS = ("id",)
+_QUESTION_KEYS = ("question", "problem", "input", "prompt")
+_ANSWER_KEYS = ("answer", "gold", "label", "target")
+_LABEL_KEYS = ("answer", "label", "winner", "preference")
+_SOLUTION_KEYS = ("solution",)
+_CHOICE_KEYS = ("choices", "options")
+_PAIR_KEYS = (
+    ("conversation_a", "conversation_b"),
+    ("dialogue_a", "dialogue_b"),
+    ("response_a", "response_b"),
+)
+_RANKED_KEYS = ("chosen", "rejected")
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+ARITHMETIC_TEMPLATE = (
+    "What is the result of {a}+{b}*{c}+{d}-{e}*{f}? "
+    "Make sure to state your answer at the end of the response."
+)
+
+PAIR_QUESTION = "Which dialogue is better, A or B?"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question. Hashable (``meta`` is left out of the hash) and picklable."""
+
+    qid: str
+    task: str
+    text: str
+    gold: str
+    choices: tuple[str, ...] = ()
+    source: str = ""
+    row: int = 0
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+class DatasetError(ValueError):
+    """A data file cannot be used. The message names the file and, for row problems,
+    the 1-based row/line: ``"data.jsonl:17: missing field 'answer' (have: id, question)"``."""
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def arithmetic_questions(n: int, seed: int = 0) -> list[Question]:
+    """The Du et al. arithmetic task: ``a+b*c+d-e*f`` with six integers uniform in 0..29.
+
+    The numbers come from ``random.Random(seed)``, six draws per question in the order
+    a..f, so the first N questions of a seed never depend on ``n`` (a smaller ``n`` gives
+    a prefix). ``meta`` holds the six numbers under keys ``"a"``..``"f"``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0 (got {n})")
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        a, b, c, d, e, f = (rng.randint(0, 29) for _ in range(6))
+        out.append(
+            Question(
+                qid=f"arith-{seed}-{i:05d}",
+                task="numeric",
+                text=ARITHMETIC_TEMPLATE.format(a=a, b=b, c=c, d=d, e=e, f=f),
+                gold=str(a + b * c + d - e * f),
+                source="arithmetic",
+                row=0,
+                meta={"a": a, "b": b, "c": c, "d": d, "e": e, "f": f},
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- front door
+
+
+def load_questions(
+    dataset: str | os.PathLike,
+    task: str | None,
+    limit: int | None,
+    seed: int,
+    *,
+    offset: int = 0,
+    fields: Mapping[str, str] | None = None,
+) -> list[Question]:
+    """Front door used by the CLI.
+
+    ``dataset == "arithmetic"`` gives ``arithmetic_questions(limit or 100, seed)`` (``task``
+    must then be None or ``"numeric"``; ``offset`` skips the first questions of the seeded
+    stream). Anything else is a file path loaded with :func:`load_dataset`; when ``task``
+    is None it is guessed with :func:`infer_task`. ``seed`` only matters for arithmetic.
+    """
+    _check_task(task, allow_none=True)
+    _check_limit(limit)
+    _check_offset(offset)
+    if isinstance(dataset, str) and dataset == "arithmetic":
+        if task not in (None, "numeric"):
+            raise ValueError(f"--task {task!r} does not fit the arithmetic dataset (it is 'numeric')")
+        n = limit or 100
+        return arithmetic_questions(offset + n, seed)[offset:]
+    if task is None:
+        task = infer_task(dataset)
+        if task is None:
+            raise DatasetError(
+                f"{os.fspath(dataset)}: cannot tell the task from the first row; "
+                f"pass --task (one of {', '.join(TASKS)})"
+            )
+    return load_dataset(dataset, task, limit=limit, offset=offset, fields=fields)
+
+
+def infer_task(path: str | os.PathLike) -> str | None:
+    """Guess the task from the first row of a data file.
+
+    In order: a ``choices``/``options`` field or columns ``A`` and ``B`` -> ``"choice"``;
+    one of the dialogue pairs (``conversation_a``/``_b``, ``dialogue_a``/``_b``,
+    ``response_a``/``_b``, ``chosen``/``rejected``) -> ``"pair"``; a file name containing
+    ``math``, an answer that looks like LaTeX (contains ``\\``, ``{``, ``^`` or ``$``) or
+    only a ``\\boxed`` solution -> ``"math"``; an answer (or ``####`` solution) that is a
+    number -> ``"numeric"``; any other non-empty answer -> ``"math"`` (free-form).
+    Returns None when the row has none of these fields. Raises :class:`DatasetError`
+    when the file is missing, unreadable or empty.
+    """
+    display = os.fspath(path)
+    rows = _iter_rows(Path(path), display)
+    try:
+        first = next(rows, None)
+        if first is None:
+            raise DatasetError(f"{display}: empty file (no rows)")
+        row, get = first
+        rec = get()
+    finally:
+        rows.close()
+    present = {k for k, v in rec.items() if v is not None}
+    if present & set(_CHOICE_KEYS) or {"A", "B"} <= present:
+        return "choice"
+    for ka, kb in _PAIR_KEYS + (_RANKED_KEYS,):
+        if ka in present and kb in present:
+            return "pair"
+    answer = next((rec[k] for k in _ANSWER_KEYS if k in present), None)
+    solution = rec.get("solution")
+    solution = solution if isinstance(solution, str) else ""
+    if "math" in Path(path).stem.lower():
+        return "math"
+    if isinstance(answer, str):
+        if "####" in answer:
+            return "numeric"
+        if any(ch in answer for ch in "\\{^$"):
+            return "math"
+        if _is_number(answer.strip()):
+            return "numeric"
+        return "math" if answer.strip() else None
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        return "numeric"
+    if answer is None:
+        if "####" in solution:
+            return "numeric"
+        if "\\boxed" in solution or "\\fbox" in solution:
+            return "math"
+    return None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_dataset(
+    path: str | os.PathLike,
+    task: str,
+    limit: int | None = None,
+    offset: int = 0,
+    fields: Mapping[str, str] | None = None,
+) -> list[Question]:
+    """Load questions of ``task`` from a ``.jsonl``/``.json``/``.parquet``/``.csv`` file.
+
+    See the module docstring for the field names, gold-answer rules and row numbering.
+    ``fields`` maps our field names (:data:`FIELD_NAMES`) to the file's column names.
+    ``limit`` must be None or positive and ``offset`` >= 0 (else ValueError naming the
+    flag); an offset past the last row is a ValueError too. Raises :class:`DatasetError`
+    for every problem with the file or a selected row.
+    """
+    _check_task(task)
+    _check_limit(limit)
+    _check_offset(offset)
+    overrides = _check_fields(fields)
+    display = os.fspath(path)
+    stem = Path(path).stem
+
+    selected: list[tuple[int, int, Callable[[], dict]]] = []
+    count = 0
+    rows = _iter_rows(Path(path), display)
+    try:
+        for row, get in rows:
+            index = count
+            count += 1
+            if index < offset:
+                continue
+            selected.append((index, row, get))
+            if limit is not None and len(selected) >= limit:
+                break
+    finally:
+        rows.close()
+    if count == 0:
+        raise DatasetError(f"{display}: empty file (no rows)")
+    if not selected:
+        raise ValueError(f"--offset {offset} is past the end of {display} ({count} rows)")
+
+    build = _BUILDERS[task]
+    out: list[Question] = []
+    seen: dict[str, int] = {}
+    for index, row, get in selected:
+        r = _Row(get(), display, row, index, stem, overrides)
+        q = build(r)
+        if q.qid in seen:
+            raise r.error(f"duplicate id {q.qid!r} (first at row {seen[q.qid]})")
+        seen[q.qid] = row
+        out.append(q)
+    return out
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _check_task(task: str | None, allow_none: bool = False) -> None:
+    if task is None and allow_none:
+        return
+    if task not in TASKS:
+        raise ValueError(f"--task must be one of {', '.join(TASKS)} (got {task!r})")
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError(f"--limit must be a positive integer (got {limit!r})")
+    if limit <= 0:
+        raise ValueError(f"--limit must be positive (got {limit})")
+
+
+def _check_offset(offset: int) -> None:
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise ValueError(f"--offset must be a non-negative integer (got {offset!r})")
+    if offset < 0:
+        raise ValueError(f"--offset must be >= 0 (got {offset})")
+
+
+def _check_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
+    if not fields:
+        return {}
+    out = {}
+    for ours, theirs in fields.items():
+        if ours not in FIELD_NAMES:
+            raise ValueError(f"unknown field name {ours!r} in fields; use one of {', '.join(FIELD_NAMES)}")
+        if not isinstance(theirs, str) or not theirs:
+            raise ValueError(f"fields[{ours!r}] must be a column name (got {theirs!r})")
+        out[ours] = theirs
+    return out
+
+
+# --------------------------------------------------------------------------- file readers
+#
+# Each reader is a generator of (row_number, getter); calling getter() returns the row as
+# a dict (and raises DatasetError if it is not one). Checks that must happen eagerly
+# (file exists, extension known) are done in _iter_rows before the generator starts.
+
+RowIter = Iterator[tuple[int, Callable[[], dict]]]
+
+
+def _iter_rows(path: Path, display: str) -> RowIter:
+    ext = path.suffix.lower()
+    reader = _READERS.get(ext)
+    if reader is None:
+        raise DatasetError(
+            f"{display}: unknown file extension {ext or '(none)'!r}; "
+            f"expected one of {', '.join(sorted(_READERS))}"
+        )
+    if not path.exists():
+        raise DatasetError(f"{display}: no such file")
+    if not path.is_file():
+        raise DatasetError(f"{display}: not a regular file")
+    return reader(path, display)
+
+
+def _as_object(value: Any, display: str, row: int) -> dict:
+    if not isinstance(value, dict):
+        raise DatasetError(f"{display}:{row}: row is not a JSON object (got {_type_name(value)})")
+    return value
+
+
+def _read_jsonl(path: Path, display: str) -> RowIter:
+    def parse(text: str, row: int) -> dict:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{display}:{row}: invalid JSON: {e.msg} (column {e.colno})") from None
+        return _as_object(value, display, row)
+
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DatasetError(f"{display}:{lineno}: not valid UTF-8 ({e.reason})") from None
+            if not text.strip():
+                continue
+            yield lineno, (lambda text=text, row=lineno: parse(text, row))
+
+
+def _read_json(path: Path, display: str) -> RowIter:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DatasetError(f"{display}: not valid UTF-8 ({e.reason})") from None
+    if not text.strip():
+        return
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{display}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{display}: expected a JSON list of objects, got {_type_name(data)}")
+    for i, value in enumerate(data, 1):
+        yield i, (lambda value=value, row=i: _as_object(value, display, row))
+
+
+def _read_parquet(path: Path, display: str) -> RowIter:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        batches = pf.iter_batches(batch_size=1024)
+        row = 0
+        for batch in batches:
+            for rec in batch.to_pylist():
+                row += 1
+                yield row, (lambda rec=rec: rec)
+    except (pa.ArrowException, OSError) as e:
+        raise DatasetError(f"{display}: cannot read Parquet file: {e}") from None
+
+
+def _read_csv(path: Path, display: str) -> RowIter:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh)
+        header: list[str] | None = None
+        start = 0  # records read so far, blank ones included = spreadsheet row number
+        while True:
+            start += 1
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except UnicodeDecodeError as e:
+                raise DatasetError(f"{display}:{start}: not valid UTF-8 ({e.reason})") from None
+            except csv.Error as e:
+                raise DatasetError(f"{display}:{start}: bad CSV: {e}") from None
+            if not values or all(not v.strip() for v in values):
+                continue  # blank line
+            if header is None:
+                header = [h.strip() for h in values]
+                dup = sorted({h for h in header if header.count(h) > 1})
+                if dup:
+                    raise DatasetError(f"{display}:{start}: duplicate column name(s) in header: {', '.join(dup)}")
+                if any(not h for h in header):
+                    raise DatasetError(f"{display}:{start}: empty column name in header")
+                continue
+            if len(values) != len(header):
+                raise DatasetError(
+                    f"{display}:{start}: row has {len(values)} values but the header has {len(header)} columns"
+                )
+            rec = {h: (v if v != "" else None) for h, v in zip(header, values)}
+            yield start, (lambda rec=rec: rec)
+
+
+_READERS: dict[str, Callable[[Path, str], RowIter]] = {
+    ".jsonl": _read_jsonl,
+    ".ndjson": _read_jsonl,
+    ".json": _read_json,
+    ".parquet": _read_parquet,
+    ".csv": _read_csv,
+}
+
+
+# --------------------------------------------------------------------------- row helpers
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return type(value).__name__
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class _Row:
+    """One record plus where it came from; knows how to complain about it."""
+
+    def __init__(self, rec: dict, display: str, row: int, index: int, stem: str, overrides: dict[str, str]):
+        self.rec = rec
+        self.display = display
+        self.row = row
+        self.index = index
+        self.stem = stem
+        self.overrides = overrides
+        self.used: set[str] = set()
+
+    def error(self, msg: str) -> DatasetError:
+        return DatasetError(f"{self.display}:{self.row}: {msg}")
+
+    def have(self) -> str:
+        return ", ".join(str(k) for k in self.rec) or "no fields"
+
+    def find(self, name: str, candidates: tuple[str, ...]) -> tuple[str | None, Any]:
+        """First present (non-null) column for our field ``name``; (None, None) if none."""
+        keys = (self.overrides[name],) if name in self.overrides else candidates
+        for k in keys:
+            if self.rec.get(k) is not None:
+                return k, self.rec[k]
+        return None, None
+
+    def tried(self, name: str, candidates: tuple[str, ...]) -> tuple[str, ...]:
+        return (self.overrides[name],) if name in self.overrides else candidates
+
+    def missing(self, name: str, candidates: tuple[str, ...], extra: str = "") -> DatasetError:
+        keys = self.tried(name, candidates)
+        also = f"; also looked for {', '.join(keys[1:])}" if len(keys) > 1 else ""
+        return self.error(f"missing field {keys[0]!r} (have: {self.have()}{also}){extra}")
+
+    def require(self, name: str, candidates: tuple[str, ...]) -> tuple[str, Any]:
+        key, value = self.find(name, candidates)
+        if key is None:
+            raise self.missing(name, candidates)
+        return key, value
+
+    def text(self, key: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self.error(f"field {key!r} must be a string, got {_type_name(value)}")
+        s = value.strip()
+        if not s:
+            raise self.error(f"field {key!r} is empty")
+        return s
+
+    def qid(self) -> str:
+        key, value = self.find("id", _ID_KEYS)
+        if key is None:
+            return f"{self.stem}-{self.index:05d}"
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise self.error(f"field {key!r} must be a string or an integer, got {_type_name(value)}")
+        s = str(value).strip()
+        if not s:
+            raise self.error(f"field {key!r} is empty")
+        return s
+
+    def question_text(self) -> str:
+        key, value = self.require("question", _QUESTION_KEYS)
+        self.used.add(key)
+        return self.text(key, value)
+
+    def meta(self) -> dict[str, Any]:
+        skip = self.used | {self.overrides.get("solution", "solution")}
+        return {str(k): v for k, v in self.rec.items() if k not in skip and isinstance(v, _SCALARS)}
+
+    def question(self, task: str, text: str, gold: str, choices: tuple[str, ...] = ()) -> Question:
+        return Question(
+            qid=self.qid(),
+            task=task,
+            text=text,
+            gold=gold,
+            choices=choices,
+            source=self.display,
+            row=self.row,
+            meta=self.meta(),
+        )
+
+
+def _scalar_text(r: _Row, key: str, value: Any) -> str:
+    """A gold value as a stripped string; ints and finite floats are accepted."""
+    if isinstance(value, bool):
+        raise r.error(f"field {key!r} must be a string or a number, got bool")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise r.error(f"field {key!r} is {value!r}, not a usable answer")
+        return repr(value)
+    if not isinstance(value, str):
+        raise r.error(f"field {key!r} must be a string or a number, got {_type_name(value)}")
+    s = value.strip()
+    if not s:
+        raise r.error(f"field {key!r} is empty")
+    return s
+
+
+# --------------------------------------------------------------------------- numbers & boxes
+
+_NUMBER_RE = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
+_FRACTION_RE = re.compile(r"[+-]?\d+\s*/\s*(\d+)")
+
+
+def _is_number(s: str) -> bool:
+    """Plain number: sign, digits (thousands commas allowed), decimals, or a fraction a/b."""
+    if _NUMBER_RE.fullmatch(s):
+        return True
+    m = _FRACTION_RE.fullmatch(s)
+    return bool(m) and int(m.group(1)) != 0
+
+
+def _last_boxed(s: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` in ``s`` (brace matched).
+
+    ``\\boxed 5`` (no braces) gives the token after the space. Escaped braces ``\\{``
+    ``\\}`` are not counted. Returns None if there is no box or it is unbalanced.
+    """
+    start = max(s.rfind("\\boxed"), s.rfind("\\fbox"))
+    if start < 0:
+        return None
+    i = start + (len("\\boxed") if s.startswith("\\boxed", start) else len("\\fbox"))
+    if i < len(s) and s[i] == " ":
+        m = re.match(r" +([^\s$]+)", s[i:])
+        return m.group(1) if m else None
+    if i >= len(s) or s[i] != "{":
+        return None
+    depth = 0
+    j = i
+    while j < len(s):
+        ch = s[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return s[i + 1:j].strip()
+        j += 1
+    return None
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _build_numeric(r: _Row) -> Question:
+    text = r.question_text()
+    key, value = r.find("answer", _ANSWER_KEYS)
+    if key is not None:
+        r.used.add(key)
+        gold = _scalar_text(r, key, value)
+        if "####" in gold:
+            gold = gold.rsplit("####", 1)[1].strip()
+            if not gold:
+                raise r.error(f"field {key!r} has nothing after '####'")
+    else:
+        skey, solution = r.find("solution", _SOLUTION_KEYS)
+        if not isinstance(solution, str) or "####" not in solution:
+            raise r.missing(
+                "answer", _ANSWER_KEYS, "" if skey is None else f" and field {skey!r} has no '####' answer line"
+            )
+        key = skey
+        gold = solution.rsplit("####", 1)[1].strip()
+        if not gold:
+            raise r.error(f"field {key!r} has nothing after '####'")
+    if not _is_number(gold):
+        raise r.error(f"numeric gold answer {gold!r} (field {key!r}) is not a number")
+    return r.question("numeric", text, gold)
+
+
+def _build_math(r: _Row) -> Question:
+    text = r.question_text()
+    key, value = r.find("answer", _ANSWER_KEYS)
+    if key is not None:
+        r.used.add(key)
+        gold = _scalar_text(r, key, value)
+    else:
+        skey, solution = r.find("solution", _SOLUTION_KEYS)
+        if skey is None:
+            raise r.missing("answer", _ANSWER_KEYS)
+        if not isinstance(solution, str):
+            raise r.error(f"field {skey!r} must be a string, got {_type_name(solution)}")
+        boxed = _last_boxed(solution)
+        if not boxed:
+            raise r.missing("answer", _ANSWER_KEYS, f" and field {skey!r} has no complete \\boxed{{...}}")
+        gold = boxed
+    return r.question("math", text, gold)
+
+
+def _choice_list(r: _Row) -> tuple[str, ...]:
+    key, value = r.find("choices", _CHOICE_KEYS)
+    if key is None:
+        if "choices" in r.overrides:
+            raise r.missing("choices", _CHOICE_KEYS)
+        items = []
+        for letter in _LETTERS:
+            if r.rec.get(letter) is None:
+                break
+            items.append((letter, r.rec[letter]))
+            r.used.add(letter)
+        if not items:
+            raise r.error(
+                f"missing field 'choices' (have: {r.have()}; also looked for options and columns A, B, ...)"
+            )
+    else:
+        r.used.add(key)
+        if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise r.error(f"field {key!r} is a string that is not a JSON list") from None
+        if isinstance(value, Mapping):
+            keys = [str(k).strip().upper() for k in value]
+            if keys != list(_LETTERS[: len(keys)]):
+                raise r.error(f"field {key!r} is a mapping whose keys are not A, B, C, ... in order")
+            items = [(k, v) for k, v in zip(keys, value.values())]
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+        else:
+            raise r.error(f"field {key!r} must be a list of choices, got {_type_name(value)}")
+    choices = []
+    for where, v in items:
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise r.error(f"choice {where} must be a string, got {_type_name(v)}")
+        choices.append(v.strip() if isinstance(v, str) else str(v))
+    if len(choices) < 2:
+        raise r.error(f"need at least 2 choices, got {len(choices)}")
+    if len(choices) > len(_LETTERS):
+        raise r.error(f"at most {len(_LETTERS)} choices are supported, got {len(choices)}")
+    return tuple(choices)
+
+
+_LETTER_RE = re.compile(r"\(?([A-Za-z])[).:]?")
+
+
+def _choice_gold(r: _Row, key: str, value: Any, choices: tuple[str, ...]) -> str:
+    n = len(choices)
+    valid = f"{_LETTERS[0]}-{_LETTERS[n - 1]}"
+    if isinstance(value, bool):
+        raise r.error(f"answer field {key!r} must be a letter or an index, got bool")
+    if isinstance(value, int):
+        if 0 <= value < n:
+            return _LETTERS[value]
+        raise r.error(f"answer index {value} (field {key!r}) is out of range for {n} choices (0-based)")
+    if not isinstance(value, str):
+        raise r.error(f"answer field {key!r} must be a letter or an index, got {_type_name(value)}")
+    s = value.strip()
+    m = _LETTER_RE.fullmatch(s)
+    if m and m.group(1).upper() in _LETTERS[:n]:
+        return m.group(1).upper()
+    if s in choices:
+        return _LETTERS[choices.index(s)]
+    if s.isdigit():
+        if int(s) < n:
+            return _LETTERS[int(s)]
+        raise r.error(f"answer index {s} (field {key!r}) is out of range for {n} choices (0-based)")
+    if m:
+        raise r.error(f"answer {s!r} (field {key!r}) is not one of the {n} choices {valid}")
+    raise r.error(f"answer {s!r} (field {key!r}) is not a letter {valid}, a 0-based index or a choice text")
+
+
+def _build_choice(r: _Row) -> Question:
+    question = r.question_text()
+    choices = _choice_list(r)
+    key, value = r.require("answer", _ANSWER_KEYS)
+    r.used.add(key)
+    gold = _choice_gold(r, key, value, choices)
+    lines = "\n".join(f"({_LETTERS[i]}) {c}" for i, c in enumerate(choices))
+    return r.question("choice", f"{question}\n{lines}", gold, choices)
+
+
+def _dialogue(r: _Row, key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return r.text(key, value)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise r.error(f"field {key!r} is an empty dialogue")
+        lines = []
+        for i, msg in enumerate(value, 1):
+            if not isinstance(msg, Mapping):
+                raise r.error(f"field {key!r}: message {i} is not a {{role, content}} object (got {_type_name(msg)})")
+            role = msg.get("role", msg.get("from"))
+            content = msg.get("content", msg.get("value"))
+            if not isinstance(role, str) or not isinstance(content, str):
+                raise r.error(f"field {key!r}: message {i} needs string 'role' and 'content'")
+            lines.append(f"{role.strip()}: {content.strip()}")
+        return "\n".join(lines)
+    raise r.error(f"field {key!r} must be a string or a list of messages, got {_type_name(value)}")
+
+
+_PAIR_LABELS = {"a": "A", "b": "B", "model_a": "A", "model_b": "B", "0": "A", "1": "B"}
+
+
+def _pair_label(r: _Row, key: str, value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return "AB"[value]
+    if isinstance(value, str) and value.strip().lower() in _PAIR_LABELS:
+        return _PAIR_LABELS[value.strip().lower()]
+    raise r.error(
+        f"label {value!r} (field {key!r}) is not a preference for A or B "
+        "(expected A/B, model_a/model_b or 0/1; ties must be filtered out)"
+    )
+
+
+def _build_pair(r: _Row) -> Question:
+    prompt_key, prompt = r.find("question", _QUESTION_KEYS)
+    if prompt_key is not None:
+        r.used.add(prompt_key)
+        if not isinstance(prompt, str):
+            raise r.error(f"field {prompt_key!r} must be a string, got {_type_name(prompt)}")
+        prompt = prompt.strip()
+
+    if "a" in r.overrides or "b" in r.overrides:
+        pairs: tuple[tuple[str, str], ...] = ((r.overrides.get("a", "a"), r.overrides.get("b", "b")),)
+    elif "chosen" in r.overrides or "rejected" in r.overrides:
+        pairs = ()
+    else:
+        pairs = _PAIR_KEYS
+    ranked = (r.overrides.get("chosen", "chosen"), r.overrides.get("rejected", "rejected"))
+
+    def present(k: str) -> bool:
+        return r.rec.get(k) is not None
+
+    found = None
+    for ka, kb in pairs:
+        if present(ka) or present(kb):
+            if not (present(ka) and present(kb)):
+                have, miss = (ka, kb) if present(ka) else (kb, ka)
+                raise r.error(f"field {have!r} has no partner {miss!r} (have: {r.have()})")
+            found = (ka, kb)
+            break
+
+    if found is not None:
+        ka, kb = found
+        r.used.update(found)
+        a = _dialogue(r, ka, r.rec[ka])
+        b = _dialogue(r, kb, r.rec[kb])
+        lkey, lvalue = r.require("answer", _LABEL_KEYS)
+        r.used.add(lkey)
+        gold = _pair_label(r, lkey, lvalue)
+        qid = r.qid()
+    else:
+        kc, kr = ranked
+        if not (present(kc) and present(kr)):
+            wanted = [f"{x}/{y}" for x, y in pairs] + [f"{kc}/{kr}"]
+            raise r.error(f"missing dialogue fields (looked for {', '.join(wanted)}; have: {r.have()})")
+        r.used.update(ranked)
+        chosen = _dialogue(r, kc, r.rec[kc])
+        rejected = _dialogue(r, kr, r.rec[kr])
+        qid = r.qid()
+        # The file order (chosen first) would leak the label: shuffle per question,
+        # deterministically from the question id.
+        if random.Random(qid).random() < 0.5:
+            a, b, gold = chosen, rejected, "A"
+        else:
+            a, b, gold = rejected, chosen, "B"
+
+    parts = [prompt] if prompt else []
+    parts += [f"Dialogue A:\n{a}", f"Dialogue B:\n{b}", PAIR_QUESTION]
+    return r.question("pair", "\n\n".join(parts), gold)
+
+
+_BUILDERS: dict[str, Callable[[_Row], Question]] = {
+    "numeric": _build_numeric,
+    "math": _build_math,
+    "choice": _build_choice,
+    "pair": _build_pair,
+}

@@ -1,0 +1,33 @@
+import pytest
+
+from engine.prompts import PromptError, PromptSet, build_messages
+
+
+def test_templates_exist_for_every_task_and_mention_the_answer_format():
+    for task, marker in [("numeric", "\\boxed{answer}"), ("math", "\\boxed{answer}"), ("choice", "(X)"), ("pair", "A or B")]:
+        p = PromptSet.for_task(task)
+        assert "Q?" in p.first("Q?") and marker in p.first("Q?")
+        deb = p.debate("Q?", [(1, "sol one"), (4, "sol four")])
+        assert "sol one" in deb and "sol four" in deb and deb.index("sol one") < deb.index("sol four")
+        assert "Q?" in p.self_check("Q?")
+
+
+def test_override_and_bad_placeholder():
+    p = PromptSet.for_task("numeric", {"numeric": {"first": "Solve $question now. \\boxed{}"}})
+    assert p.first("2+2") == "Solve 2+2 now. \\boxed{}"
+    with pytest.raises(PromptError, match="prompts.numeric.first"):
+        PromptSet.for_task("numeric", {"numeric": {"first": "Solve $questoin"}})
+    with pytest.raises(PromptError, match="unknown stage"):
+        PromptSet.for_task("numeric", {"numeric": {"firts": "x"}})
+
+
+def test_history_and_forgetting():
+    p = PromptSet.for_task("numeric")
+    hist = [{"role": "user", "content": "u0"}, {"role": "assistant", "content": "r0"},
+            {"role": "user", "content": "u1"}, {"role": "assistant", "content": "r1"}]
+    msgs, user = build_messages(p, "Q", "debate", hist, [(1, "peer")], system_prompt="sys")
+    assert [m["content"] for m in msgs[:5]] == ["sys", "u0", "r0", "u1", "r1"] and msgs[-1] is user
+    msgs, _ = build_messages(p, "Q", "debate", hist, [(1, "peer")], forgetting=True)
+    assert [m["content"] for m in msgs[:2]] == ["u0", "r1"] and len(msgs) == 3
+    with pytest.raises(PromptError):
+        build_messages(p, "Q", "nonsense", [], [])

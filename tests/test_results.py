@@ -1,0 +1,40 @@
+import pyarrow.parquet as pq
+import pytest
+
+from engine.results import ParquetSink, read_table
+
+
+def call_row(i):
+    return {"run_id": "r", "question_id": f"q{i}", "round": 0, "agent_id": i, "peers": [1, 2], "prompt_tokens": 10 + i,
+            "completion_tokens": 3, "text": "t", "answer": None, "simulated": True}
+
+
+def test_rows_stream_to_part_files_as_they_come(tmp_path):
+    sink = ParquetSink(tmp_path, flush_rows=3, flush_seconds=3600)
+    sink.write("calls", [call_row(0), call_row(1)])
+    assert read_table(tmp_path, "calls").num_rows == 0  # buffered
+    sink.write("calls", [call_row(2)])  # reaches flush_rows -> a part file appears now
+    t = read_table(tmp_path, "calls")
+    assert t.num_rows == 3 and t.column("prompt_tokens").to_pylist() == [10, 11, 12]
+    assert t.column("answer").to_pylist() == [None, None, None]  # unparseable stays null
+    sink.write("calls", [call_row(3)])
+    sink.flush()
+    assert read_table(tmp_path, "calls").num_rows == 4
+    assert len(list((tmp_path / "calls").glob("*.parquet"))) == 2
+    assert not list((tmp_path / "calls").glob(".*tmp"))  # no temp files left behind
+
+
+def test_run_row_is_rewritten_in_place(tmp_path):
+    sink = ParquetSink(tmp_path)
+    sink.write_run({"run_id": "abc", "status": "running", "config": "{}"})
+    sink.write_run({"run_id": "abc", "status": "finished", "config": "{}", "accuracy": 0.5})
+    t = read_table(tmp_path, "runs")
+    assert t.num_rows == 1 and t.column("status").to_pylist() == ["finished"]
+    assert pq.read_schema(tmp_path / "runs" / "abc.parquet").field("accuracy").type == "double"
+
+
+def test_unknown_table_and_empty_read(tmp_path):
+    sink = ParquetSink(tmp_path)
+    with pytest.raises(ValueError, match="unknown table"):
+        sink.write("nope", [])
+    assert read_table(tmp_path, "questions").num_rows == 0

@@ -1,0 +1,61 @@
+from actors.agent_actor import AgentCore
+from actors.backend_simulated import SimulatedBackend, count_tokens
+from engine.config import RunConfig
+from engine.extract import extract_answer
+from engine.prompts import PromptSet
+from engine.records import GenRequest, Turn
+from engine.tasks import Question
+
+
+def req(seed, **meta):
+    return GenRequest(messages=[{"role": "user", "content": "a b c"}], seed=seed, meta={"gold": "42", "task": "numeric", **meta})
+
+
+def test_seeded_exact_lengths_and_token_counts():
+    b = SimulatedBackend(reply_tokens=20)
+    r1 = b.generate([req(i) for i in range(50)])
+    r2 = b.generate([req(i) for i in range(50)])
+    assert [r.text for r in r1] == [r.text for r in r2]
+    assert all(r.completion_tokens == 20 == len(r.text.split()) for r in r1)
+    assert all(r.prompt_tokens == count_tokens([{"role": "user", "content": "a b c"}]) == 3 + 4 + 3 for r in r1)
+
+
+def test_accuracy_and_invalid_rates():
+    b = SimulatedBackend(accuracy=0.7, invalid=0.1, follow=0.0)
+    answers = [extract_answer(r.text, "numeric") for r in b.generate([req(i) for i in range(2000)])]
+    assert 0.07 < answers.count(None) / 2000 < 0.13
+    assert 0.58 < answers.count("42") / 2000 < 0.68  # 0.9 * 0.7 = 0.63
+
+
+def test_follow_adopts_peer_majority_and_max_tokens_cuts():
+    b = SimulatedBackend(accuracy=0.0, follow=1.0)
+    out = b.generate([req(i, peer_answers=["7", "7", "9"], own_answer="9") for i in range(20)])
+    assert all(extract_answer(r.text, "numeric") in ("7", "9") for r in out)
+    short = b.generate([GenRequest(messages=[{"role": "user", "content": "x"}], max_tokens=5, meta={"gold": "1"})])[0]
+    assert short.completion_tokens == 5 and short.finish_reason == "length"
+
+
+def test_only_simulated_agents_see_the_gold():
+    q = Question(qid="q", task="numeric", text="What?", gold="42")
+    spec = RunConfig().agent_specs()[0]
+    prompts = PromptSet.for_task("numeric")
+    real = AgentCore(0, spec, prompts, forgetting=False, simulated=False)
+    r, _ = real.request(q, Turn(0, 0, "first"), [], key=1)
+    assert r.meta == {} and "42" not in str(r.messages)
+    sim = AgentCore(0, spec, prompts, forgetting=False, simulated=True)
+    r, _ = sim.request(q, Turn(0, 0, "first"), [], key=1)
+    assert r.meta["gold"] == "42"
+
+
+def test_agent_memory_grows_per_question_and_is_forgotten():
+    q = Question(qid="q", task="numeric", text="What?", gold="42")
+    core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), False, True)
+    b = SimulatedBackend()
+    for rnd, kind, peers in [(0, "first", []), (1, "debate", [(1, "peer says \\boxed{41}", "41")])]:
+        turn = Turn(0, rnd, kind, [p[0] for p in peers])
+        request, user = core.request(q, turn, peers, key=3)
+        rec = core.record(q, turn, user, request, b.generate([request])[0])
+        assert rec.round == rnd and rec.answer == extract_answer(rec.text, "numeric")
+    assert len(core.memory["q"]) == 4 and "peer says" in core.memory["q"][2]["content"]
+    core.forget("q")
+    assert "q" not in core.memory

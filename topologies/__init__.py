@@ -1,0 +1,51 @@
+"""Communication topologies for multi-agent debate (MAD).
+
+N agents answer independently in round 0; in each round ``t >= 1`` every agent
+reads some peers' round ``t-1`` replies and revises.  A :class:`Topology` says
+who reads whom::
+
+    from topologies import make_topology
+    topo = make_topology("regular", 6, density=0.4)   # the 6-ring
+    topo.peers(1)          # {0: [1, 5], 1: [0, 2], ...}
+    topo.graph(1)          # nx.DiGraph, edge src -> dst when dst reads src
+
+Density follows "Improving Multi-Agent Debate with Sparse Communication
+Topology" (sec. 3.1): ``D = 2|E| / (N(N-1))`` -- 1 for the fully connected
+debate, ``2/(N-1)`` for the neighbour ring, ``k/(N-1)`` for a k-regular graph.
+:class:`ProbMAD` (appendix E) instead lets each agent read each other agent
+with probability ``D``, redrawn each round.
+"""
+
+from .base import Topology, TopologyError
+from .factory import CENTRALITY_MEASURES, KINDS, centrality_order, make_topology
+from .probmad import ProbMAD
+from .static import (
+    StaticTopology,
+    from_edges,
+    fully_connected,
+    parse_edges,
+    possible_regular_densities,
+    regular,
+    regular_degree,
+    ring,
+    star,
+)
+
+__all__ = [
+    "Topology",
+    "TopologyError",
+    "StaticTopology",
+    "ProbMAD",
+    "fully_connected",
+    "regular",
+    "regular_degree",
+    "possible_regular_densities",
+    "ring",
+    "star",
+    "from_edges",
+    "parse_edges",
+    "make_topology",
+    "centrality_order",
+    "KINDS",
+    "CENTRALITY_MEASURES",
+]
