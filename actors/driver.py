@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,15 +158,15 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     if cfg.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(questions), desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})", unit="q")
+        bar = tqdm(total=len(questions), desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})", unit="q",
+                   mininterval=1.0 if sys.stderr.isatty() else 15.0)
     try:
         while True:
             ready, _ = ray.wait([ref], timeout=0.5)
             state = ray.get(coordinator.progress.remote())
             if bar is not None:
-                bar.n = state["questions_done"]
                 bar.set_postfix(calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"], refresh=False)
-                bar.refresh()
+                bar.update(state["questions_done"] - bar.n)  # redraws at most every mininterval
             if progress_cb is not None:
                 progress_cb(state)
             if ready:

@@ -1,0 +1,30 @@
+"""`debate run` end to end with the real CPU model on local Ray (small, but every part real)."""
+
+import pandas as pd
+import pytest
+
+from actors.driver import run
+from engine.config import RunConfig
+from engine.extract import extract_answer
+from engine.results import read_table
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+
+def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path):
+    cfg = RunConfig(protocol="mad", agents=2, rounds=2, limit=2, max_tokens=48, out=str(tmp_path / "real"), progress=False,
+                    replica_cpus=2)
+    result = run(cfg)
+    calls = read_table(result.out_dir, "calls").to_pandas()
+    qs = read_table(result.out_dir, "questions").to_pandas()
+    assert not result.simulated and not calls.simulated.any() and (calls.backend == "transformers").all()
+    assert len(calls) == 8 and len(qs) == 2
+    assert calls.text.str.len().gt(0).all() and calls.error.isna().all()
+    assert calls.prompt_tokens.gt(30).all() and calls.completion_tokens.between(1, 48).all()
+    # a debate prompt contains the peer's reply, so it is longer than the first prompt
+    r0 = calls[calls["round"] == 0].set_index(["question_id", "agent_id"]).prompt_tokens
+    r1 = calls[calls["round"] == 1].set_index(["question_id", "agent_id"]).prompt_tokens
+    assert (r1 > r0).all()
+    stored = [None if pd.isna(a) else a for a in calls.answer]  # pandas 3 reads a null string as NaN
+    assert [extract_answer(t, "numeric") for t in calls.text] == stored
+    assert qs.correct.dtype == bool and result.summary["completion_tokens"] == calls.completion_tokens.sum()

