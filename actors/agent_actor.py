@@ -1,9 +1,10 @@
 """The agent actor: one debate agent's memory and prompts, bound to one replica.
 
 It reserves no CPU (``num_cpus=0``): it only builds prompts and waits on its replica. It keeps a
-transcript per question in flight (dropped with ``forget`` when the question ends), builds the
-turn's messages from :mod:`engine.prompts`, sends them to the replica, parses the answer and
-returns a :class:`~engine.records.CallRecord`.
+transcript per question in flight (dropped with ``forget`` when the question ends), renders the
+call's prompt stage from :mod:`engine.prompts`, sends the messages to its replica, parses the
+answer and returns a :class:`~engine.records.CallRecord`. It also serves the summary calls that
+a protocol assigns to its model (those never touch its memory).
 """
 
 from __future__ import annotations
@@ -16,76 +17,74 @@ from engine.config import AgentSpec
 from engine.debate import call_seed
 from engine.extract import extract_answer
 from engine.prompts import PromptSet, build_messages
-from engine.records import CallRecord, GenRequest, Message, Turn
+from engine.protocols.base import SUMMARIZER, AgentCall, SummaryCall
+from engine.records import CallRecord, GenRequest, GenResult, Message
 from engine.tasks import Question
 
 
 class AgentCore:
-    """The pure part of an agent (no Ray): memory per question and turn execution."""
+    """The pure part of an agent (no Ray): memory per question, prompts, answer parsing."""
 
-    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, forgetting: bool, simulated: bool):
+    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool):
         self.agent_id = agent_id
         self.spec = spec
         self.prompts = prompts
-        self.forgetting = forgetting
         self.simulated = simulated
         self.memory: dict[str, list[Message]] = {}
         self.last_answer: dict[str, str | None] = {}
 
-    def request(self, question: Question, turn: Turn, peers: list[tuple[int, str, str | None]], key: int) -> tuple[GenRequest, Message]:
+    def _oracle(self, question: Question, answers: list[str | None], kind: str) -> dict[str, Any]:
+        if not self.simulated:  # only the simulated model is ever shown the gold answer
+            return {}
+        return {
+            "gold": question.gold,
+            "task": question.task,
+            "n_choices": len(question.choices) or 4,
+            "peer_answers": list(answers),
+            "own_answer": self.last_answer.get(question.qid) if kind != "summary" else None,
+            "kind": kind,
+        }
+
+    def request(self, question: Question, call: AgentCall, round_: int, key: int) -> tuple[GenRequest, Message]:
         history = self.memory.setdefault(question.qid, [])
         msgs, user = build_messages(
-            self.prompts,
-            question.text,
-            turn.kind,
-            history,
-            [(j, text) for j, text, _ in peers],
-            system_prompt=self.spec.system_prompt,
-            forgetting=self.forgetting,
+            self.prompts, question.text, call.stage, history, call.peer_texts,
+            system_prompt=self.spec.system_prompt, memory=call.memory, values=call.values,
         )
-        meta: dict[str, Any] = {}
-        if self.simulated:  # only the simulated model is ever shown the gold answer
-            meta = {
-                "gold": question.gold,
-                "task": question.task,
-                "n_choices": len(question.choices) or 4,
-                "peer_answers": [a for _, _, a in peers],
-                "own_answer": self.last_answer.get(question.qid),
-            }
         req = GenRequest(
-            messages=msgs,
-            temperature=self.spec.temperature,
-            top_p=self.spec.top_p,
-            max_tokens=self.spec.max_tokens,
-            seed=call_seed(self.spec.seed, key, turn.round),
-            meta=meta,
+            messages=msgs, temperature=self.spec.temperature, top_p=self.spec.top_p,
+            max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, key, round_),
+            meta=self._oracle(question, call.peer_answers, call.stage),
         )
         return req, user
 
-    def record(self, question: Question, turn: Turn, user: Message, req: GenRequest, res) -> CallRecord:
+    def summary_request(self, question: Question, call: SummaryCall, round_: int, key: int) -> GenRequest:
+        text = self.prompts.render(call.stage, question=question.text,
+                                   peers=self.prompts.peers_block([(i, t) for i, t in enumerate(call.texts)]))
+        return GenRequest(
+            messages=[{"role": "user", "content": text}], temperature=self.spec.temperature, top_p=self.spec.top_p,
+            max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, key, round_, f"summary:{call.group}"),
+            meta=self._oracle(question, call.answers, "summary"),
+        )
+
+    def record(self, question: Question, round_: int, call: AgentCall | SummaryCall, req: GenRequest,
+               res: GenResult, user: Message | None = None) -> CallRecord:
         answer = None
         if res.error is None:
             answer = extract_answer(res.text, question.task, len(question.choices) or 4)
-            history = self.memory.setdefault(question.qid, [])
-            history.append(user)
-            history.append({"role": "assistant", "content": res.text})
-            self.last_answer[question.qid] = answer
+            if user is not None:  # an agent turn: remember it
+                history = self.memory.setdefault(question.qid, [])
+                history.append(user)
+                history.append({"role": "assistant", "content": res.text})
+                self.last_answer[question.qid] = answer
+        is_summary = isinstance(call, SummaryCall)
         return CallRecord(
-            question_id=question.qid,
-            round=turn.round,
-            agent_id=self.agent_id,
-            kind=turn.kind,
-            model=self.spec.model,
-            peers=list(turn.peers),
-            text=res.text,
-            answer=answer,
-            prompt_tokens=res.prompt_tokens,
-            completion_tokens=res.completion_tokens,
-            latency_s=res.latency_s,
-            finish_reason=res.finish_reason,
-            error=res.error,
-            seed=req.seed,
-            temperature=req.temperature,
+            question_id=question.qid, round=round_, agent_id=SUMMARIZER if is_summary else self.agent_id,
+            kind=call.stage, model=self.spec.model,
+            peers=list(call.sources if is_summary else call.peers), text=res.text, answer=answer,
+            prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens, latency_s=res.latency_s,
+            finish_reason=res.finish_reason, error=res.error, seed=req.seed, temperature=req.temperature,
+            group=call.group if is_summary else None,
         )
 
     def forget(self, qid: str) -> None:
@@ -95,17 +94,22 @@ class AgentCore:
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class AgentActor:
-    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, forgetting: bool, simulated: bool, replica):
-        self.core = AgentCore(agent_id, spec, prompts, forgetting, simulated)
+    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica):
+        self.core = AgentCore(agent_id, spec, prompts, simulated)
         self.replica = replica
-
-    async def step(self, question: Question, turn: Turn, peers: list[tuple[int, str, str | None]], key: int) -> CallRecord:
-        req, user = self.core.request(question, turn, peers, key)
-        res = await self.replica.generate.remote(req)
-        return self.core.record(question, turn, user, req, res)
 
     async def ready(self) -> int:
         return self.core.agent_id
+
+    async def step(self, question: Question, call: AgentCall, round_: int, key: int) -> CallRecord:
+        req, user = self.core.request(question, call, round_, key)
+        res = await self.replica.generate.remote(req)
+        return self.core.record(question, round_, call, req, res, user)
+
+    async def summarize(self, question: Question, call: SummaryCall, round_: int, key: int) -> CallRecord:
+        req = self.core.summary_request(question, call, round_, key)
+        res = await self.replica.generate.remote(req)
+        return self.core.record(question, round_, call, req, res)
 
     async def forget(self, qid: str) -> None:
         self.core.forget(qid)

@@ -84,6 +84,8 @@ class SimulatedBackend:
             return None
         heard = [a for a in meta.get("peer_answers", []) if a is not None]
         own = meta.get("own_answer")
+        if meta.get("kind") == "summary":  # a summary states the majority of what it summarises
+            return Counter(heard).most_common(1)[0][0] if heard else None
         if heard and rng.random() < self.follow:
             pool = heard + ([own] if own is not None else [])
             counts = Counter(pool)

@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.accounting import summarize
 from engine.config import RunConfig
-from engine.debate import build_topology
+from engine.protocols import build_topology
 from engine.prompts import PromptSet
 from engine.tasks import Question, load_questions
 
@@ -134,7 +134,7 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     infos = ray.get([r.info.remote() for r in replicas.values()])
     simulated = any(i["simulated"] for i in infos)
     agents = [
-        AgentActor.remote(i, spec, prompts, cfg.forgetting, simulated, replicas[spec.model])
+        AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model])
         for i, spec in enumerate(specs)
     ]
     # Wait until every agent's worker process is up, so the first round's requests reach the

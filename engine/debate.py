@@ -1,33 +1,20 @@
-"""The debate state machine for one question, and the protocol plans that drive it.
+"""The per-question debate state the coordinator keeps while it drives a protocol.
 
-Pure logic: no Ray, no model. The coordinator actor owns one :class:`Debate` per question in
-flight, asks it for the current round's turns, runs them, feeds the replies back and advances.
-
-Protocols in this module (all share the same prompts, :mod:`engine.prompts`):
-
-* ``cot``     one agent, one round (chain-of-thought baseline).
-* ``sc``      CoT-SC(k): k independent samples in one round, majority vote.
-* ``mad``     Du et al. fully connected debate with *simultaneous talk*: in round t >= 1 every
-              agent reads all peers' round t-1 replies.
-* ``sparse``  the same, but agent i reads only its neighbours in a static topology (regular
-              graph of density D, ring, star, user edge list), as in Li et al. 2024.
-* ``probmad`` each agent reads each peer's previous reply with probability D, resampled per
-              round and question (Li et al. 2024, appendix E).
-
-An agent that reads no peer in a debate round makes a ``self_check`` turn. The final answer is
-the majority vote of the last round's parsed answers (:func:`engine.extract.majority_vote`).
+Pure logic. A protocol (:mod:`engine.protocols`) decides what happens; :class:`DebateLog`
+records what did happen — every call and every information edge of every round — and turns it,
+with the protocol's :class:`~engine.protocols.base.Outcome`, into the question's result row.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
-from engine.config import RunConfig
-from engine.extract import answers_equal, majority_vote
-from engine.records import CallRecord, Turn
+from engine.extract import answers_equal
+from engine.protocols.base import SUMMARIZER, AgentCall, Call, Outcome, Reply, consensus, effective_rounds
+from engine.records import CallRecord
 from engine.tasks import Question
-from topologies import Topology, make_topology
 
 
 def question_key(seed: int, qid: str) -> int:
@@ -36,92 +23,53 @@ def question_key(seed: int, qid: str) -> int:
     return int.from_bytes(h[:8], "big") >> 1
 
 
-def call_seed(agent_seed: int, key: int, round_: int) -> int:
-    """Per-call sampling seed: reproducible, distinct per agent, question and round."""
-    h = hashlib.sha1(f"{agent_seed}:{key}:{round_}".encode()).digest()
+def call_seed(agent_seed: int, key: int, round_: int, salt: str = "") -> int:
+    """Per-call sampling seed: reproducible, distinct per agent, question, round (and salt)."""
+    h = hashlib.sha1(f"{agent_seed}:{key}:{round_}:{salt}".encode()).digest()
     return int.from_bytes(h[:4], "big")
 
 
-def build_topology(cfg: RunConfig) -> Topology:
-    """The topology a run's protocol uses (CoT/SC have no debate rounds, so it is never read)."""
-    n = cfg.n_agents
-    if cfg.protocol in ("cot", "sc", "mad"):
-        return make_topology("full", n)
-    if cfg.protocol == "probmad":
-        return make_topology("probmad", n, density=cfg.density, seed=cfg.seed)
-    kind = cfg.topology or ("edges" if cfg.edges else "regular")
-    return make_topology(kind, n, density=cfg.density, edges=cfg.edges, center=cfg.center, seed=cfg.seed)
+def call_edges(call: Call) -> list[tuple[int, int, float]]:
+    """Information edges (src, dst, weight) of one call: who this call reads."""
+    if isinstance(call, AgentCall):
+        weights = call.weights or [1.0] * len(call.peers)
+        return [(src, call.agent, float(w)) for src, w in zip(call.peers, weights)]
+    return [(src, SUMMARIZER, 1.0) for src in call.sources]
 
 
 @dataclass
-class Debate:
-    """State of one question's debate: the rounds done so far and every agent's replies."""
-
+class DebateLog:
     question: Question
-    topology: Topology
-    n_agents: int
-    n_rounds: int
-    key: int
-    round: int = 0
-    records: dict[tuple[int, int], CallRecord] = field(default_factory=dict)
-    finished: bool = False
+    records: list[CallRecord] = field(default_factory=list)
+    edges: list[tuple[int, int, int, float]] = field(default_factory=list)  # (round, src, dst, weight)
 
-    def plan(self) -> list[Turn]:
-        """The turns of the current round (every agent speaks once per round here)."""
-        if self.finished:
-            return []
-        if self.round == 0:
-            return [Turn(agent=i, round=0, kind="first") for i in range(self.n_agents)]
-        peers = self.topology.peers(self.round, self.key)
-        turns = []
-        for i in range(self.n_agents):
-            p = [j for j in peers.get(i, []) if j != i]
-            turns.append(Turn(agent=i, round=self.round, kind="debate" if p else "self_check", peers=p))
-        return turns
+    def add(self, round_: int, call: Call, rec: CallRecord) -> Reply:
+        self.records.append(rec)
+        self.edges.extend((round_, s, d, w) for s, d, w in call_edges(call))
+        return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 
-    def peer_texts(self, turn: Turn) -> list[tuple[int, str]]:
-        """(agent id, previous-round text) of each peer the turn reads."""
-        return [(j, self.records[(turn.round - 1, j)].text) for j in turn.peers]
+    def question_row(self, outcome: Outcome, n_agents: int) -> dict[str, Any]:
+        q, recs = self.question, self.records
+        return {
+            "question_id": q.qid,
+            "task": q.task,
+            "n_agents": n_agents,
+            "rounds_run": outcome.rounds_run,
+            "effective_rounds": effective_rounds(outcome.answers_by_round),
+            "stopped_early": outcome.stopped_early,
+            "final_answer": outcome.final_answer,
+            "gold": q.gold,
+            "correct": answers_equal(outcome.final_answer, q.gold, q.task),
+            "n_calls": len(recs),
+            "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
+            "n_skipped": outcome.skipped_turns,
+            "n_invalid": sum(r.answer is None and r.error is None and r.agent_id != SUMMARIZER for r in recs),
+            "n_errors": sum(r.error is not None for r in recs),
+            "prompt_tokens": sum(r.prompt_tokens for r in recs),
+            "completion_tokens": sum(r.completion_tokens for r in recs),
+            "consensus": [consensus(a) for a in outcome.answers_by_round],
+        }
 
-    def peer_answers(self, turn: Turn) -> list[str | None]:
-        return [self.records[(turn.round - 1, j)].answer for j in turn.peers]
-
-    def record(self, rec: CallRecord) -> None:
-        if rec.round != self.round:
-            raise ValueError(f"record for round {rec.round} while the debate is in round {self.round}")
-        self.records[(rec.round, rec.agent_id)] = rec
-
-    def round_complete(self) -> bool:
-        return all((self.round, i) in self.records for i in range(self.n_agents))
-
-    def advance(self) -> bool:
-        """Close the current round; return True if another round follows."""
-        if not self.round_complete():
-            raise ValueError(f"round {self.round} is not complete")
-        if self.round + 1 >= self.n_rounds:
-            self.finished = True
-            return False
-        self.round += 1
-        return True
-
-    @property
-    def rounds_run(self) -> int:
-        return len({r for r, _ in self.records})
-
-    def answers(self, round_: int | None = None) -> list[str | None]:
-        r = self.round if round_ is None else round_
-        return [self.records[(r, i)].answer if (r, i) in self.records else None for i in range(self.n_agents)]
-
-    def final_answer(self) -> str | None:
-        return majority_vote(self.answers(self.rounds_run - 1))
-
-    def consensus(self, round_: int) -> float:
-        """Share of agents whose answer equals the round's majority answer (invalid = dissent)."""
-        answers = self.answers(round_)
-        maj = majority_vote(answers)
-        if maj is None:
-            return 0.0
-        return sum(a == maj for a in answers) / len(answers)
-
-    def correct(self) -> bool:
-        return answers_equal(self.final_answer(), self.question.gold, self.question.task)
+    def graph_rows(self) -> list[dict[str, Any]]:
+        return [{"question_id": self.question.qid, "round": r, "src": s, "dst": d, "weight": w}
+                for r, s, d, w in self.edges]

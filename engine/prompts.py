@@ -1,73 +1,94 @@
 """Prompt templates for every task and debate stage, in one place.
 
-Every protocol uses these same templates, so that protocols are compared on identical prompts.
-Templates are ``string.Template`` strings (``$question``, ``$peers``, ``$text``): LaTeX braces
-such as ``\\boxed{}`` need no escaping. A user overrides any of them from config::
+Every protocol uses these templates, so protocols are compared on identical prompts. Templates
+are ``string.Template`` strings: LaTeX braces such as ``\\boxed{}`` need no escaping. Two
+placeholders are filled for every stage from the task: ``$intro`` (e.g. "Can you solve the
+following math problem?") and ``$format`` (the answer-format instruction, e.g. "... in the form
+\\boxed{answer} ..."). Base stages:
 
-    prompts:
-      numeric:
-        first: "Solve: $question ... \\boxed{answer}"
-
-Stages:
   first       the round-0 question prompt                      ($question)
   debate      a later round, showing peers' previous replies   ($question, $peers)
-  peer        how one peer reply is shown inside $peers         ($text, $agent)
+  peer        how one shown reply is rendered inside $peers     ($text, $agent)
   self_check  a later round in which the agent hears nobody     ($question)
 
-The wording follows Du et al. (2023) ("Improving Factuality and Reasoning in Language Models
-through Multiagent Debate"): the first prompt asks for reasoning and a final answer in a fixed
-format, the debate prompt shows the other agents' solutions and asks for an updated answer, and
-an agent that reads no peer is asked to double-check its answer (the sparse-topology paper's
-agents with no neighbours in a round do the same).
+Protocol modules register their own stages (GroupDebate's summary and inter-group prompts,
+S2-MAD's and CortexDebate's prompts) with :func:`register_stages`, quoting their papers.
+
+A user overrides any stage from config, for one task or for all::
+
+    prompts:
+      all:     {peer: "\\nAgent $agent said: $text\\n"}
+      numeric: {first: "Solve: $question ... \\boxed{answer}"}
+
+The base wording follows Du et al. (2023): the first prompt asks for reasoning and a final answer
+in a fixed format, the debate prompt shows the other agents' solutions and asks for an updated
+answer, and an agent that reads no peer is asked to double-check its answer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from string import Template
-from typing import Mapping
+from typing import Any, Mapping
 
 from engine.records import Message
 
-STAGES = ("first", "debate", "peer", "self_check")
-
-_FORMAT = {
+FORMATS = {
     "numeric": "Your final answer should be a single number, in the form \\boxed{answer}, at the end of your response.",
     "math": "Your final answer should be a simplified expression, in the form \\boxed{answer}, at the end of your response.",
     "choice": "Your final answer should be a single letter, in the form (X), at the end of your response.",
     "pair": "Your final answer should be A or B, in the form (X), at the end of your response.",
 }
 
-_INTRO = {
+INTROS = {
     "numeric": "Can you solve the following math problem?",
     "math": "Can you solve the following math problem?",
     "choice": "Can you answer the following question?",
     "pair": "Can you judge which of the two dialogues below is better?",
 }
 
+BASE_STAGES = {
+    "first": "$intro $question\nExplain your reasoning. $format",
+    "debate": (
+        "These are the solutions to the problem from other agents:\n$peers\n"
+        "Using the reasoning from other agents as additional information, can you provide an updated answer? "
+        "The original problem is: $question\nExplain your reasoning. $format"
+    ),
+    "peer": "\nOne agent solution: ```$text```\n",
+    "self_check": (
+        "Can you double check that your answer is correct? "
+        "The original problem is: $question\nPlease restate your reasoning. $format"
+    ),
+}
 
-def _defaults(task: str) -> dict[str, str]:
-    fmt = _FORMAT[task]
-    return {
-        "first": f"{_INTRO[task]} $question\nExplain your reasoning. {fmt}",
-        "debate": (
-            "These are the solutions to the problem from other agents:\n$peers\n"
-            "Using the reasoning from other agents as additional information, can you provide an updated answer? "
-            f"The original problem is: $question\nExplain your reasoning. {fmt}"
-        ),
-        "peer": "\nOne agent solution: ```$text```\n",
-        "self_check": (
-            "Can you double check that your answer is correct? "
-            f"The original problem is: $question\nPlease restate your reasoning. {fmt}"
-        ),
-    }
-
-
-DEFAULT_TEMPLATES: dict[str, dict[str, str]] = {t: _defaults(t) for t in _FORMAT}
+_STAGES: dict[str, str] = dict(BASE_STAGES)
+_ALWAYS = {"intro", "format", "question"}
+_EXTRA_FIELDS: dict[str, set[str]] = {"peer": {"agent", "text"}}  # usable even if the default omits them
 
 
 class PromptError(ValueError):
     pass
+
+
+def register_stages(templates: Mapping[str, str], fields: Mapping[str, set[str]] | None = None) -> None:
+    """Add a protocol's stage templates (idempotent; a name cannot be given two texts).
+
+    ``fields`` lists, per stage, placeholders a user override may use besides those of the default.
+    """
+    for name, extra in (fields or {}).items():
+        _EXTRA_FIELDS.setdefault(name, set()).update(extra)
+    for name, text in templates.items():
+        if name in _STAGES and _STAGES[name] != text:
+            raise PromptError(f"prompt stage {name!r} is already registered with another text")
+        _STAGES[name] = text
+
+
+def stages() -> dict[str, str]:
+    return dict(_STAGES)
+
+
+def _identifiers(text: str) -> set[str]:
+    return set(Template(text).get_identifiers())
 
 
 @dataclass
@@ -79,31 +100,49 @@ class PromptSet:
 
     @classmethod
     def for_task(cls, task: str, overrides: Mapping[str, Mapping[str, str]] | None = None) -> "PromptSet":
-        if task not in DEFAULT_TEMPLATES:
-            raise PromptError(f"--task {task!r} has no prompts; tasks: {', '.join(DEFAULT_TEMPLATES)}")
-        templates = dict(DEFAULT_TEMPLATES[task])
-        for key, value in ((overrides or {}).get(task) or {}).items():
-            if key not in STAGES:
-                raise PromptError(f"prompts.{task}.{key}: unknown stage; stages: {', '.join(STAGES)}")
-            templates[key] = str(value)
-        # Fail on a bad placeholder now, not in the middle of a run.
-        probe = {"question": "q", "peers": "p", "text": "t", "agent": "0"}
-        for key, value in templates.items():
-            try:
-                Template(value).substitute(probe)
-            except (KeyError, ValueError) as exc:
-                raise PromptError(f"prompts.{task}.{key}: bad placeholder {exc}; use $question, $peers, $text, $agent") from exc
+        if task not in FORMATS:
+            raise PromptError(f"--task {task!r} has no prompts; tasks: {', '.join(FORMATS)}")
+        templates = stages()
+        overrides = overrides or {}
+        for scope in overrides:
+            if scope != "all" and scope not in FORMATS:
+                raise PromptError(f"prompts.{scope}: not a task; use one of {', '.join(FORMATS)} or 'all'")
+        for scope in ("all", task):
+            for key, value in (overrides.get(scope) or {}).items():
+                if key not in _STAGES:
+                    raise PromptError(f"prompts.{scope}.{key}: unknown stage; stages: {', '.join(sorted(_STAGES))}")
+                value = str(value)
+                try:
+                    idents = _identifiers(value)
+                except ValueError as exc:
+                    raise PromptError(f"prompts.{scope}.{key}: bad template: {exc}") from exc
+                allowed = _identifiers(_STAGES[key]) | _ALWAYS | _EXTRA_FIELDS.get(key, set())
+                if not idents <= allowed:
+                    raise PromptError(
+                        f"prompts.{scope}.{key}: bad placeholder(s) {sorted(idents - allowed)}; "
+                        f"this stage takes ${', $'.join(sorted(allowed))}"
+                    )
+                templates[key] = value
         return cls(task=task, templates=templates)
 
-    def render(self, stage: str, **values: str) -> str:
-        return Template(self.templates[stage]).substitute(values)
+    def render(self, stage: str, **values: Any) -> str:
+        if stage not in self.templates:
+            raise PromptError(f"unknown prompt stage {stage!r}")
+        full = {"intro": INTROS[self.task], "format": FORMATS[self.task]}
+        full.update({k: str(v) for k, v in values.items()})
+        try:
+            return Template(self.templates[stage]).substitute(full)
+        except KeyError as exc:
+            raise PromptError(f"prompt stage {stage!r} needs ${exc.args[0]}") from exc
 
     def first(self, question: str) -> str:
         return self.render("first", question=question)
 
-    def debate(self, question: str, peer_texts: list[tuple[int, str]]) -> str:
-        peers = "".join(self.render("peer", text=text, agent=str(agent)) for agent, text in peer_texts)
-        return self.render("debate", question=question, peers=peers)
+    def peers_block(self, peer_texts: list[tuple[Any, str]]) -> str:
+        return "".join(self.render("peer", text=text, agent=str(label)) for label, text in peer_texts)
+
+    def debate(self, question: str, peer_texts: list[tuple[Any, str]]) -> str:
+        return self.render("debate", question=question, peers=self.peers_block(peer_texts))
 
     def self_check(self, question: str) -> str:
         return self.render("self_check", question=question)
@@ -112,30 +151,29 @@ class PromptSet:
 def build_messages(
     prompts: PromptSet,
     question: str,
-    kind: str,
+    stage: str,
     history: list[Message],
-    peer_texts: list[tuple[int, str]],
+    peer_texts: list[tuple[Any, str]],
     system_prompt: str | None = None,
-    forgetting: bool = False,
+    memory: str = "full",
+    values: Mapping[str, Any] | None = None,
 ) -> tuple[list[Message], Message]:
     """Messages to send for one turn, and the new user message to append to the memory.
 
     ``history`` is the agent's own transcript for this question (alternating user/assistant).
-    With ``forgetting`` the agent keeps only its first prompt and its previous reply (the memory
-    of the last round) instead of the whole transcript; the choice of keeping the first prompt is
-    ours: the question must stay in context and the debate prompt restates it anyway.
+    ``memory``: "full" sends it all; "last" (forgetting) keeps only the first prompt and the
+    agent's previous reply — our choice of keeping the first prompt: the question must stay in
+    context; "none" sends only the new message.
     """
-    if kind == "first":
-        user = {"role": "user", "content": prompts.first(question)}
-    elif kind == "debate":
-        user = {"role": "user", "content": prompts.debate(question, peer_texts)}
-    elif kind == "self_check":
-        user = {"role": "user", "content": prompts.self_check(question)}
-    else:
-        raise PromptError(f"unknown turn kind {kind!r}")
+    if memory not in ("full", "last", "none"):
+        raise PromptError(f"unknown memory mode {memory!r}")
+    content = prompts.render(stage, question=question, peers=prompts.peers_block(peer_texts), **dict(values or {}))
+    user = {"role": "user", "content": content}
     context = list(history)
-    if forgetting and len(context) > 2:
+    if memory == "last" and len(context) > 2:
         context = context[:1] + context[-1:]
+    elif memory == "none":
+        context = []
     msgs: list[Message] = []
     if system_prompt:
         msgs.append({"role": "system", "content": system_prompt})

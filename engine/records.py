@@ -48,21 +48,6 @@ class GenResult:
 
 
 @dataclass
-class Turn:
-    """One planned agent call in a debate round.
-
-    kind: "first" (round 0 answer), "debate" (reads peers' previous replies) or "self_check"
-    (a debate round in which the agent hears nobody, so it re-checks its own answer).
-    ``peers`` are the agent ids whose previous-round replies are shown, in order.
-    """
-
-    agent: int
-    round: int
-    kind: str
-    peers: list[int] = field(default_factory=list)
-
-
-@dataclass
 class CallRecord:
     """The outcome of one agent turn: the generation plus the parsed answer."""
 
@@ -81,6 +66,7 @@ class CallRecord:
     error: str | None
     seed: int
     temperature: float
+    group: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,6 +4,7 @@ A run directory holds one sub-directory per table, each a set of Parquet part fi
 
     OUT/calls/part-<writer>-00000.parquet     one row per LLM call
     OUT/questions/part-<writer>-00000.parquet one row per question
+    OUT/graphs/part-<writer>-00000.parquet    one row per information edge per round
     OUT/runs/<run_id>.parquet                 one row per run (rewritten at the end)
 
 Read any of them with ``pyarrow.dataset.dataset(OUT / "calls")``, ``pandas.read_parquet`` or
@@ -43,6 +44,7 @@ CALLS_SCHEMA = pa.schema(
         ("error", pa.string()),
         ("seed", pa.int64()),
         ("temperature", pa.float64()),
+        ("group", pa.int32()),
     ]
 )
 
@@ -54,10 +56,14 @@ QUESTIONS_SCHEMA = pa.schema(
         ("task", pa.string()),
         ("n_agents", pa.int32()),
         ("rounds_run", pa.int32()),
+        ("effective_rounds", pa.int32()),
+        ("stopped_early", pa.bool_()),
         ("final_answer", pa.string()),
         ("gold", pa.string()),
         ("correct", pa.bool_()),
         ("n_calls", pa.int32()),
+        ("n_summary_calls", pa.int32()),
+        ("n_skipped", pa.int32()),
         ("n_invalid", pa.int32()),
         ("n_errors", pa.int32()),
         ("prompt_tokens", pa.int64()),
@@ -88,7 +94,21 @@ RUNS_SCHEMA = pa.schema(
     ]
 )
 
-SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "runs": RUNS_SCHEMA}
+GRAPHS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("round", pa.int32()),
+        ("src", pa.int32()),
+        ("dst", pa.int32()),
+        ("weight", pa.float64()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+    ]
+)
+
+SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "graphs": GRAPHS_SCHEMA, "runs": RUNS_SCHEMA}
+STREAMED = ("calls", "questions", "graphs")
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
@@ -105,11 +125,11 @@ class ParquetSink:
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
         self.name = name or uuid.uuid4().hex[:8]
-        self._buffers: dict[str, list[dict[str, Any]]] = {"calls": [], "questions": []}
-        self._parts: dict[str, int] = {"calls": 0, "questions": 0}
+        self._buffers: dict[str, list[dict[str, Any]]] = {t: [] for t in STREAMED}
+        self._parts: dict[str, int] = {t: 0 for t in STREAMED}
         self._last_flush = time.monotonic()
-        self.rows_written: dict[str, int] = {"calls": 0, "questions": 0}
-        for t in ("calls", "questions", "runs"):
+        self.rows_written: dict[str, int] = {t: 0 for t in STREAMED}
+        for t in SCHEMAS:
             (self.out / t).mkdir(parents=True, exist_ok=True)
 
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:

@@ -1,84 +1,82 @@
-"""The debate state machine: who speaks, who reads whom, when it ends, what it answers."""
-
-import pytest
+"""MAD-family protocols driven without Ray: who speaks, who reads whom, when it ends, what it answers."""
 
 from engine.config import RunConfig
-from engine.debate import Debate, build_topology, call_seed, question_key
+from engine.debate import DebateLog, call_edges, call_seed, question_key
+from engine.protocols import AgentCall, Context, Reply, Step, consensus, drive, effective_rounds, get_protocol
 from engine.records import CallRecord
 from engine.tasks import Question
-from topologies import ProbMAD, make_topology
 
 Q = Question(qid="q1", task="numeric", text="What is 1+1?", gold="2")
 
 
-def rec(round_, agent, answer, text=None):
-    return CallRecord("q1", round_, agent, "first" if round_ == 0 else "debate", "m", [], text or f"a{agent}r{round_}",
-                      answer, 10, 5, 0.1, "stop", None, 0, 0.7)
+def play(cfg, answers_per_round, key=1):
+    """Drive a protocol, answering round r, agent i with answers_per_round[r][i]; return (steps, outcome)."""
+    steps = []
+
+    def answer(req):
+        assert isinstance(req, Step)
+        steps.append(req)
+        return [Reply(f"agent {c.agent} round {req.round}", answers_per_round[req.round][c.agent]) for c in req.calls]
+
+    outcome = drive(get_protocol(cfg.protocol)(Context(Q, cfg, key)), answer)
+    return steps, outcome
 
 
-def run_round(d, answers):
-    for t in d.plan():
-        d.record(rec(d.round, t.agent, answers[t.agent]))
+def test_mad_every_agent_reads_all_peers_of_previous_round():
+    cfg = RunConfig(protocol="mad", agents=4, rounds=3)
+    steps, out = play(cfg, [["2", "2", "3", None], ["2", "2", "2", "3"], ["3", "3", "2", None]])
+    assert [s.round for s in steps] == [0, 1, 2]
+    assert [c.stage for c in steps[0].calls] == ["first"] * 4 and all(c.peers == [] for c in steps[0].calls)
+    assert [c.peers for c in steps[1].calls] == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]
+    assert steps[1].calls[0].peer_texts == [(1, "agent 1 round 0"), (2, "agent 2 round 0"), (3, "agent 3 round 0")]
+    assert steps[2].calls[3].peer_answers == ["2", "2", "2"]  # what the round-1 replies said
+    assert out.rounds_run == 3 and out.final_answer == "3"  # the vote reads the LAST round only
+    assert all(c.memory == "full" for s in steps for c in s.calls)
 
 
-def test_mad_plan_reads_all_peers_of_previous_round():
-    d = Debate(Q, make_topology("full", 4), n_agents=4, n_rounds=3, key=1)
-    turns = d.plan()
-    assert [t.kind for t in turns] == ["first"] * 4 and all(t.peers == [] for t in turns)
-    run_round(d, ["2", "2", "3", None])
-    assert d.advance() is True
-    turns = d.plan()
-    assert [t.peers for t in turns] == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]
-    assert d.peer_texts(turns[0]) == [(1, "a1r0"), (2, "a2r0"), (3, "a3r0")]
-    run_round(d, ["2", "2", "2", "3"])
-    assert d.advance() is True
-    run_round(d, ["3", "3", "2", None])
-    assert d.advance() is False and d.finished and d.plan() == []
-    assert d.rounds_run == 3
-    assert d.final_answer() == "3"  # the vote reads the LAST round only
-    assert not d.correct()
+def test_forgetting_sets_last_memory():
+    steps, _ = play(RunConfig(protocol="mad", agents=2, rounds=2, forgetting=True), [["1", "1"], ["1", "1"]])
+    assert all(c.memory == "last" for s in steps for c in s.calls)
 
 
 def test_sparse_ring_reads_only_neighbours():
-    cfg = RunConfig(protocol="sparse", agents=6, density=0.4, rounds=2, backend="simulated")
-    d = Debate(Q, build_topology(cfg), 6, 2, key=0)
-    run_round(d, ["2"] * 6)
-    d.advance()
-    peers = {t.agent: t.peers for t in d.plan()}
-    assert all(len(p) == 2 for p in peers.values())
-    assert peers[0] == [1, 5] and peers[3] == [2, 4]
+    steps, _ = play(RunConfig(protocol="sparse", agents=6, density=0.4, rounds=2), [["2"] * 6] * 2)
+    peers = {c.agent: c.peers for c in steps[1].calls}
+    assert peers[0] == [1, 5] and peers[3] == [2, 4] and all(len(p) == 2 for p in peers.values())
 
 
 def test_agent_hearing_nobody_self_checks():
-    d = Debate(Q, ProbMAD(3, 0.0), 3, 2, key=5)
-    run_round(d, ["2", "2", "2"])
-    d.advance()
-    assert [t.kind for t in d.plan()] == ["self_check"] * 3
+    steps, _ = play(RunConfig(protocol="probmad", agents=3, density=0.0, rounds=2), [["2"] * 3] * 2)
+    assert [c.stage for c in steps[1].calls] == ["self_check"] * 3 and all(c.peers == [] for c in steps[1].calls)
 
 
-def test_cannot_advance_an_incomplete_round_or_record_out_of_round():
-    d = Debate(Q, make_topology("full", 2), 2, 2, key=0)
-    d.record(rec(0, 0, "2"))
-    with pytest.raises(ValueError, match="not complete"):
-        d.advance()
-    with pytest.raises(ValueError, match="round 1"):
-        d.record(rec(1, 1, "2"))
+def test_cot_and_sc_are_one_round():
+    steps, out = play(RunConfig(protocol="cot", agents=5, rounds=3), [["2"]])
+    assert len(steps) == 1 and len(steps[0].calls) == 1 and out.final_answer == "2"
+    steps, out = play(RunConfig(protocol="sc", agents=5, rounds=4), [["2", "3", "3", None, "2"]])
+    assert len(steps) == 1 and len(steps[0].calls) == 5 and out.final_answer == "2"  # tie: first seen wins
 
 
-def test_consensus_and_invalid_answers():
-    d = Debate(Q, make_topology("full", 4), 4, 1, key=0)
-    run_round(d, ["2", "2", None, "5"])
-    assert d.consensus(0) == 0.5
-    assert d.final_answer() == "2" and d.correct()
-    d2 = Debate(Q, make_topology("full", 2), 2, 1, key=0)
-    run_round(d2, [None, None])
-    assert d2.final_answer() is None and not d2.correct()  # unparseable is never right
+def test_consensus_and_effective_rounds():
+    assert consensus(["2", "2", None, "5"]) == 0.5 and consensus([None, None]) == 0.0
+    assert effective_rounds([["1", "2"], ["2", "2"], ["2", "2"]]) == 2
+    assert effective_rounds([["1", "2"], [None, None]]) == 2  # never agreed: all rounds
 
 
-def test_cot_and_sc_shapes():
-    assert (RunConfig(protocol="cot", agents=5).n_agents, RunConfig(protocol="cot").n_rounds) == (1, 1)
-    sc = RunConfig(protocol="sc", agents=5, rounds=4)
-    assert (sc.n_agents, sc.n_rounds) == (5, 1)
+def test_log_counts_tokens_and_edges():
+    log = DebateLog(Q)
+    call = AgentCall(agent=2, stage="debate", peers=[0, 1], weights=[0.5, 2.0])
+    rec = CallRecord("q1", 1, 2, "debate", "m", [0, 1], "t \\boxed{2}", "2", 40, 7, 0.1, "stop", None, 0, 0.7)
+    reply = log.add(1, call, rec)
+    assert reply.answer == "2" and reply.prompt_tokens == 40
+    assert call_edges(call) == [(0, 2, 0.5), (1, 2, 2.0)]
+    from engine.protocols import Outcome
+
+    row = log.question_row(Outcome("2", [["2", "3", "2"], ["2", "2", "2"]]), 3)
+    assert row["correct"] and row["prompt_tokens"] == 40 and row["effective_rounds"] == 2
+    assert row["consensus"] == [2 / 3, 1.0]
+    assert log.graph_rows() == [{"question_id": "q1", "round": 1, "src": 0, "dst": 2, "weight": 0.5},
+                                {"question_id": "q1", "round": 1, "src": 1, "dst": 2, "weight": 2.0}]
 
 
 def test_seeds_are_stable_and_distinct():

@@ -15,7 +15,7 @@ def test_templates_exist_for_every_task_and_mention_the_answer_format():
 def test_override_and_bad_placeholder():
     p = PromptSet.for_task("numeric", {"numeric": {"first": "Solve $question now. \\boxed{}"}})
     assert p.first("2+2") == "Solve 2+2 now. \\boxed{}"
-    with pytest.raises(PromptError, match="prompts.numeric.first"):
+    with pytest.raises(PromptError, match=r"prompts.numeric.first: bad placeholder\(s\) \['questoin'\]"):
         PromptSet.for_task("numeric", {"numeric": {"first": "Solve $questoin"}})
     with pytest.raises(PromptError, match="unknown stage"):
         PromptSet.for_task("numeric", {"numeric": {"firts": "x"}})
@@ -26,8 +26,18 @@ def test_history_and_forgetting():
     hist = [{"role": "user", "content": "u0"}, {"role": "assistant", "content": "r0"},
             {"role": "user", "content": "u1"}, {"role": "assistant", "content": "r1"}]
     msgs, user = build_messages(p, "Q", "debate", hist, [(1, "peer")], system_prompt="sys")
+    assert "peer" in user["content"] and "\\boxed{answer}" in user["content"]
     assert [m["content"] for m in msgs[:5]] == ["sys", "u0", "r0", "u1", "r1"] and msgs[-1] is user
-    msgs, _ = build_messages(p, "Q", "debate", hist, [(1, "peer")], forgetting=True)
+    msgs, _ = build_messages(p, "Q", "debate", hist, [(1, "peer")], memory="last")
     assert [m["content"] for m in msgs[:2]] == ["u0", "r1"] and len(msgs) == 3
     with pytest.raises(PromptError):
         build_messages(p, "Q", "nonsense", [], [])
+    msgs, _ = build_messages(p, "Q", "first", hist, [], memory="none")
+    assert len(msgs) == 1
+
+
+def test_override_for_all_tasks_and_unknown_scope():
+    p = PromptSet.for_task("choice", {"all": {"peer": "[$agent] $text"}})
+    assert p.peers_block([(3, "hi")]) == "[3] hi"
+    with pytest.raises(PromptError, match="prompts.numerc"):
+        PromptSet.for_task("numeric", {"numerc": {"first": "x"}})

@@ -3,7 +3,8 @@ from actors.backend_simulated import SimulatedBackend, count_tokens
 from engine.config import RunConfig
 from engine.extract import extract_answer
 from engine.prompts import PromptSet
-from engine.records import GenRequest, Turn
+from engine.protocols import AgentCall
+from engine.records import GenRequest
 from engine.tasks import Question
 
 
@@ -39,22 +40,23 @@ def test_only_simulated_agents_see_the_gold():
     q = Question(qid="q", task="numeric", text="What?", gold="42")
     spec = RunConfig().agent_specs()[0]
     prompts = PromptSet.for_task("numeric")
-    real = AgentCore(0, spec, prompts, forgetting=False, simulated=False)
-    r, _ = real.request(q, Turn(0, 0, "first"), [], key=1)
+    real = AgentCore(0, spec, prompts, simulated=False)
+    r, _ = real.request(q, AgentCall(0, "first"), 0, key=1)
     assert r.meta == {} and "42" not in str(r.messages)
-    sim = AgentCore(0, spec, prompts, forgetting=False, simulated=True)
-    r, _ = sim.request(q, Turn(0, 0, "first"), [], key=1)
+    sim = AgentCore(0, spec, prompts, simulated=True)
+    r, _ = sim.request(q, AgentCall(0, "first"), 0, key=1)
     assert r.meta["gold"] == "42"
 
 
 def test_agent_memory_grows_per_question_and_is_forgotten():
     q = Question(qid="q", task="numeric", text="What?", gold="42")
-    core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), False, True)
+    core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), True)
     b = SimulatedBackend()
     for rnd, kind, peers in [(0, "first", []), (1, "debate", [(1, "peer says \\boxed{41}", "41")])]:
-        turn = Turn(0, rnd, kind, [p[0] for p in peers])
-        request, user = core.request(q, turn, peers, key=3)
-        rec = core.record(q, turn, user, request, b.generate([request])[0])
+        call = AgentCall(0, kind, peers=[p[0] for p in peers], peer_texts=[(p[0], p[1]) for p in peers],
+                         peer_answers=[p[2] for p in peers])
+        request, user = core.request(q, call, rnd, key=3)
+        rec = core.record(q, rnd, call, request, b.generate([request])[0], user)
         assert rec.round == rnd and rec.answer == extract_answer(rec.text, "numeric")
     assert len(core.memory["q"]) == 4 and "peer says" in core.memory["q"][2]["content"]
     core.forget("q")

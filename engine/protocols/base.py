@@ -1,0 +1,165 @@
+"""The protocol interface: a debate protocol is a generator that yields requests.
+
+A protocol is written as straight-line code that follows its paper's algorithm. Whenever it
+needs something from the outside world it *yields* a request and receives the answer:
+
+* :class:`Step` — a set of LLM calls to run concurrently (agents speaking, or summaries);
+  the protocol receives one :class:`Reply` per call, in order.
+* :class:`Similarity` — texts whose pairwise cosine similarity is needed (embedding actor);
+  the protocol receives an ``n x n`` list of lists of floats.
+
+When it is done it *returns* an :class:`Outcome`. The coordinator actor drives the generator
+(and runs the requests on Ray); tests drive it with fake replies, without Ray or a model.
+The protocol alone decides who reads whom (it gets that from ``topologies/``), what each agent
+is shown, and when to stop; every call and every information edge is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Union
+
+from engine.config import RunConfig
+from engine.extract import majority_vote
+from engine.tasks import Question
+
+SUMMARIZER = -1  # agent_id recorded for summary calls (they belong to no agent)
+
+
+@dataclass
+class AgentCall:
+    """One agent speaks.
+
+    stage:        prompt template to render (``engine.prompts``), e.g. "first", "debate".
+    peers:        agents whose outputs this call reads (recorded as graph edges src -> agent).
+    peer_texts:   what is shown in ``$peers``, in order: (label, text) pairs rendered with the
+                  "peer" template; label is an agent id or any string (e.g. a group name).
+    values:       further template values (``$summaries``, ``$confidence`` ...).
+    peer_answers: answers of what is shown (read only by the SIMULATED model).
+    memory:       "full" transcript, "last" (first prompt + own last reply, the papers'
+                  forgetting), or "none" (only this message).
+    weights:      optional edge weight per peer (CortexDebate); default 1.0.
+    """
+
+    agent: int
+    stage: str
+    peers: list[int] = field(default_factory=list)
+    peer_texts: list[tuple[Any, str]] = field(default_factory=list)
+    values: dict[str, str] = field(default_factory=dict)
+    peer_answers: list[str | None] = field(default_factory=list)
+    memory: str = "full"
+    weights: list[float] | None = None
+
+
+@dataclass
+class SummaryCall:
+    """An LLM call that summarises texts (GroupDebate / S2-MAD group summaries).
+
+    It is served by ``agent``'s model and does not touch any agent's memory. Recorded in the
+    calls table with ``agent_id = -1`` and ``kind = stage``; ``group`` says which group.
+    """
+
+    group: int
+    texts: list[str]
+    agent: int = 0
+    answers: list[str | None] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    stage: str = "summary"
+
+
+Call = Union[AgentCall, SummaryCall]
+
+
+@dataclass
+class Step:
+    """LLM calls of one round, run concurrently. ``round`` is 0-based."""
+
+    round: int
+    calls: list[Call]
+
+
+@dataclass
+class Similarity:
+    """Pairwise cosine similarity of ``texts`` (one matrix per round per question)."""
+
+    texts: list[str]
+
+
+@dataclass
+class Reply:
+    text: str
+    answer: str | None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class Outcome:
+    """What a protocol returns.
+
+    answers_by_round: for each round run, every agent's answer *after* that round (an agent
+    that made no call keeps its previous answer), used for the vote, consensus and effective
+    rounds. ``final_answer`` is what the protocol decided (normally the last round's vote).
+    """
+
+    final_answer: str | None
+    answers_by_round: list[list[str | None]]
+    stopped_early: bool = False
+    skipped_turns: int = 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rounds_run(self) -> int:
+        return len(self.answers_by_round)
+
+
+@dataclass
+class Context:
+    """Everything a protocol may read: the question, the run config and a per-question key."""
+
+    question: Question
+    cfg: RunConfig
+    key: int
+
+    @property
+    def n_agents(self) -> int:
+        return self.cfg.n_agents
+
+    @property
+    def n_rounds(self) -> int:
+        return self.cfg.n_rounds
+
+
+Request = Union[Step, Similarity]
+ProtocolGen = Generator[Request, Any, Outcome]
+ProtocolFn = Callable[[Context], ProtocolGen]
+
+
+def consensus(answers: list[str | None]) -> float:
+    """Share of agents whose answer equals the majority answer (invalid answers dissent)."""
+    maj = majority_vote(answers)
+    if maj is None or not answers:
+        return 0.0
+    return sum(a == maj for a in answers) / len(answers)
+
+
+def effective_rounds(answers_by_round: list[list[str | None]]) -> int:
+    """Rounds run until all agents first agree on one valid answer (all rounds if never)."""
+    for r, answers in enumerate(answers_by_round):
+        if answers and answers[0] is not None and all(a == answers[0] for a in answers):
+            return r + 1
+    return len(answers_by_round)
+
+
+def drive(gen: ProtocolGen, answer: Callable[[Request], Any]) -> Outcome:
+    """Run a protocol generator synchronously, answering each request with ``answer``.
+
+    The coordinator does the same asynchronously; this is for tests and planning tools.
+    """
+    try:
+        request = next(gen)
+        while True:
+            request = gen.send(answer(request))
+    except StopIteration as stop:
+        return stop.value
