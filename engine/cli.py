@@ -14,7 +14,7 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, PROTOCOLS, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import BACKENDS, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
     "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
@@ -31,10 +31,19 @@ _HELP = {
     "out": "output directory (default runs/<timestamp>)",
     "forgetting": "agents keep only the previous round in context",
     "config": "YAML file with the same keys as the flags",
+    "groups": "group/s2mad: group sizes '2+2+4' or a number of equal groups",
+    "stage_rounds": "group/s2mad: intra-group rounds per stage R (stages S = ceil(rounds / R))",
+    "similarity": "s2mad: 'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
+    "tau": "s2mad: cosine similarity threshold",
+    "filter": "s2mad: redundancy filter (--no-filter: ablation)",
+    "early_stop": "s2mad/cortex: stop when views agree (--no-early-stop: ablation)",
+    "models": "per-agent models, strongest first: 'modelA*1,modelB*5'",
+    "placement": "none | central (strongest models on the most central agents) | peripheral",
 }
 
-_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS}
-_SKIP = {"agent_settings", "prompts"}  # YAML only
+_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
+            "placement": PLACEMENTS}
+_SKIP = {"agent_settings", "prompts", "model_info"}  # YAML only
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:

@@ -17,8 +17,10 @@ from typing import Any
 
 import yaml
 
-PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad")
+PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex")
 BACKENDS = ("transformers", "simulated")
+SIMILARITY = ("answer", "embedding")
+PLACEMENTS = ("none", "central", "peripheral")
 TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
@@ -63,6 +65,19 @@ class RunConfig:
     agent_settings: list[dict[str, Any]] = field(default_factory=list)
     prompts: dict[str, dict[str, str]] = field(default_factory=dict)
     out: str | None = None
+    # GroupDebate / S2-MAD
+    groups: str | None = None  # "2+2+4" (group sizes) or "3" (number of equal groups)
+    stage_rounds: int = 2  # R: intra-group rounds per stage (GroupDebate's default)
+    similarity: str = "answer"  # S2-MAD similarity: extracted-answer match or embedding cosine
+    tau: float = 0.4  # S2-MAD cosine threshold (the paper's best on MATH; ~0.1 on GSM8K)
+    filter: bool = True  # S2-MAD redundancy filter (False = the paper's "w/o filter" ablation)
+    early_stop: bool = True  # S2-MAD / CortexDebate early stop (False = ablation)
+    embedding_model: str = "all-minilm-l6-v2"  # alias, local folder or hub name (offline cache)
+    # strong/weak placement
+    models: str | None = None  # per-agent models, strongest first: "big*1,small*5"
+    placement: str = "none"  # none | central (strongest on most central nodes) | peripheral
+    model_info: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {params_b, tokens_t}
+    # --- CortexDebate options (cortex_* fields) go here ---
     # engine knobs
     max_concurrent_questions: int = 64
     max_batch: int = 16
@@ -148,6 +163,14 @@ class RunConfig:
                 raise bad("density", "is required with --protocol sparse and a regular topology")
             if kind == "edges" and not self.edges:
                 raise bad("edges", "is required with --topology edges (e.g. '0-1,1-2,2-0')")
+        if self.similarity not in SIMILARITY:
+            raise bad("similarity", f"{self.similarity!r} is not one of {', '.join(SIMILARITY)}")
+        if self.placement not in PLACEMENTS:
+            raise bad("placement", f"{self.placement!r} is not one of {', '.join(PLACEMENTS)}")
+        if self.stage_rounds < 1:
+            raise bad("stage_rounds", f"must be at least 1 (got {self.stage_rounds})")
+        if not -1.0 <= self.tau <= 1.0:
+            raise bad("tau", f"is a cosine threshold in [-1, 1] (got {self.tau})")
         if self.density is not None and not 0.0 <= self.density <= 1.0:
             raise bad("density", f"must be within [0, 1] (got {self.density})")
         for name in ("temperature",):

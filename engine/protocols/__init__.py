@@ -18,12 +18,28 @@ from engine.protocols.base import (
 )
 from engine.protocols.mad import build_topology, topology_debate
 
+
+def _lazy(module: str, name: str) -> ProtocolFn:
+    """A protocol whose module is imported on first use."""
+
+    def protocol(ctx: Context):
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(ctx)
+
+    protocol.__name__ = name
+    return protocol
+
+
 REGISTRY: dict[str, ProtocolFn] = {
     "cot": topology_debate,
     "sc": topology_debate,
     "mad": topology_debate,
     "sparse": topology_debate,
     "probmad": topology_debate,
+    "group": _lazy("engine.protocols.group_debate", "group_debate"),
+    "s2mad": _lazy("engine.protocols.s2mad", "s2mad"),
+    "cortex": _lazy("engine.protocols.cortex", "cortex_debate"),
 }
 
 
