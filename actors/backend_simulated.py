@@ -10,7 +10,8 @@ Behaviour of one call, drawn from ``random.Random(request.seed)``:
 2. else, in a debate round, with probability ``follow`` it adopts the majority of the answers it
    read (its own previous answer included);
 3. else it answers correctly with probability ``accuracy``, otherwise a wrong answer drawn from a
-   small set of nearby values (so that wrong answers can collide and win votes, as real ones do).
+   small set of nearby values (so that wrong answers can collide and win votes, as real ones do);
+4. it ends with "Confidence: x" (x uniform in [0.6, 1] when right, [0.2, 0.8] when wrong).
 
 Reply length is exactly ``reply_tokens`` whitespace tokens, and token counts use the same
 whitespace tokenizer over a fixed chat layout (4 tokens of framing per message plus 3 for the
@@ -63,8 +64,8 @@ class SimulatedBackend:
         invalid: float = 0.0,
         latency_s: float = 0.0,
     ):
-        if reply_tokens < 6:
-            raise ValueError("sim_reply_tokens must be at least 6 (room for the answer sentence)")
+        if reply_tokens < 8:
+            raise ValueError("sim_reply_tokens must be at least 8 (room for the answer and confidence)")
         self.model = f"simulated:{model}"
         self.accuracy = accuracy
         self.follow = follow
@@ -95,13 +96,14 @@ class SimulatedBackend:
             return gold
         return _wrong_answer(gold, task, n_choices, rng)
 
-    def _text(self, answer: str | None, task: str) -> str:
+    def _text(self, answer: str | None, task: str, confidence: float) -> str:
+        conf = ["Confidence:", f"{confidence:.2f}"]
         if answer is None:
             tail = ["I", "cannot", "decide", "on", "this", "one."]
         elif task in ("choice", "pair"):
-            tail = ["So", "the", "answer", "is", f"({answer})."]
+            tail = ["So", "the", "answer", "is", f"({answer})."] + conf
         else:
-            tail = ["So", "the", "answer", "is", f"\\boxed{{{answer}}}."]
+            tail = ["So", "the", "answer", "is", f"\\boxed{{{answer}}}."] + conf
         n_filler = self.reply_tokens - len(tail)
         filler = [_FILLER[i % len(_FILLER)] for i in range(n_filler)]
         return " ".join(filler + tail)
@@ -112,7 +114,10 @@ class SimulatedBackend:
             start = time.perf_counter()
             rng = random.Random(req.seed)
             answer = self._answer(req, rng)
-            text = self._text(answer, req.meta.get("task", "numeric"))
+            # a stated confidence (CortexDebate reads it): higher on average when right
+            right = answer is not None and answer == str(req.meta.get("gold"))
+            confidence = rng.uniform(0.6, 1.0) if right else rng.uniform(0.2, 0.8)
+            text = self._text(answer, req.meta.get("task", "numeric"), confidence)
             finish = "stop"
             words = text.split()
             if len(words) > req.max_tokens:  # honour max_tokens like a real model: cut, say so

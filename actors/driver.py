@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.accounting import summarize
 from engine.config import RunConfig
-from engine.protocols import build_topology
+from engine.protocols import validate_protocol
 from engine.prompts import PromptSet
 from engine.tasks import Question, load_questions
 
@@ -76,6 +76,11 @@ def init_ray(address: str | None = None) -> None:
     )
 
 
+def needs_embeddings(cfg: RunConfig) -> bool:
+    """Protocols that ask for a similarity matrix (S2-MAD's embedding check, CortexDebate's intimacy)."""
+    return cfg.protocol == "cortex" or (cfg.protocol == "s2mad" and cfg.similarity == "embedding")
+
+
 def replica_options(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Ray actor options, backend options) for a replica of this run's backend."""
     if cfg.backend == "simulated":
@@ -101,10 +106,16 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     tasks = {q.task for q in questions}
     if len(tasks) != 1:
         raise ValueError(f"--dataset {cfg.dataset}: questions of several tasks {sorted(tasks)} in one run")
-    build_topology(cfg)  # raises TopologyError naming --density/--agents before anything starts
+    # Imports the protocol's module (registering its prompt stages) and runs its own checks,
+    # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
+    validate_protocol(cfg)
     prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
     for spec in cfg.agent_specs():
         check_model(cfg.backend, spec.model)
+    if needs_embeddings(cfg):
+        from actors.backend_embedding import resolve_embedding_model
+
+        resolve_embedding_model(cfg.embedding_model)  # names --embedding-model if it cannot load
     return questions, prompts
 
 
@@ -140,7 +151,15 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     # Wait until every agent's worker process is up, so the first round's requests reach the
     # replica together and are batched together, instead of trickling in as processes start.
     ray.get([a.ready.remote() for a in agents])
-    coordinator = CoordinatorActor.remote(cfg, run_id, agents, writer, cfg.backend, simulated)
+    embedder = None
+    if needs_embeddings(cfg):
+        from actors.embedding_actor import EmbeddingActor
+
+        # No CPU reserved: encoding a round's replies is short next to generating them, and on a
+        # CPU machine the replica already holds the cores; one thread avoids oversubscribing.
+        embedder = EmbeddingActor.remote(cfg.embedding_model, threads=1)
+        ray.get(embedder.info.remote())
+    coordinator = CoordinatorActor.remote(cfg, run_id, agents, writer, cfg.backend, simulated, embedder)
     run_row = {
         "run_id": run_id,
         "protocol": cfg.protocol,
@@ -188,6 +207,6 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
         wall_s=wall,
     )
     ray.get(writer.write_run.remote(run_row))
-    for actor in [coordinator, writer, *agents, *replicas.values()]:
+    for actor in [coordinator, writer, *agents, *replicas.values(), *([embedder] if embedder else [])]:
         ray.kill(actor)
     return RunResult(run_id, out, summary, wall, rows, simulated, stats)

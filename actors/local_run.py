@@ -21,6 +21,7 @@ from engine.tasks import Question
 def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Callable[[list[str]], Any] | None = None
               ) -> list[tuple[dict[str, Any], DebateLog]]:
     """Debate every question sequentially; returns (question row, log) per question."""
+    protocol = get_protocol(cfg.protocol)  # first: importing it registers its prompt stages
     prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
     simulated = bool(getattr(backend, "simulated", False))
     agents = [AgentCore(i, spec, prompts, simulated) for i, spec in enumerate(cfg.agent_specs())]
@@ -28,7 +29,7 @@ def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Ca
     for q in questions:
         key = question_key(cfg.seed, q.qid)
         log = DebateLog(q)
-        gen = get_protocol(cfg.protocol)(Context(question=q, cfg=cfg, key=key))
+        gen = protocol(Context(question=q, cfg=cfg, key=key))
         response: Any = None
         while True:
             try:

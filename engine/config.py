@@ -78,6 +78,8 @@ class RunConfig:
     placement: str = "none"  # none | central (strongest on most central nodes) | peripheral
     model_info: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {params_b, tokens_t}
     # --- CortexDebate options (cortex_* fields) go here ---
+    cortex_memory: str = "none"  # eq. 13: the prompt is [Ins, Q, peers' answers] only; "full"/"last" keep the transcript
+    cortex_s_offset: float = 1.0  # added to S_d (eq. 8); our choice, the paper's literal S_1 = 0 divides by zero (0 = literal, W = inf)
     # engine knobs
     max_concurrent_questions: int = 64
     max_batch: int = 16
@@ -107,12 +109,35 @@ class RunConfig:
         return self.backend == "simulated"
 
     def agent_specs(self) -> list[AgentSpec]:
+        """One spec per agent. An agent's model is, in order of precedence: its
+        ``agent_settings[i]["model"]``; else, when ``--models`` is set, the model that
+        ``topologies.placement.assign_models`` gives it (``--models`` ranked strongest first,
+        placed by ``--placement`` on the run's topology, paper sec. 6); else ``--model``.
+
+        The topology used for placement is ``engine.protocols.build_topology(self)`` for
+        cot/sc/mad/sparse/probmad. GroupDebate, S2-MAD and CortexDebate have no fixed graph
+        there (groups / similarity / learned weights decide who reads whom), so placement uses
+        the fully connected graph, on which every agent ties: "central"/"peripheral" then
+        equal "none" (agent i gets the i-th listed model).
+        """
+        defaults = [self.model] * self.n_agents
+        if self.models:
+            from topologies import fully_connected  # imported here: avoid import cycles
+            from topologies.placement import assign_models, parse_models
+
+            if self.protocol in ("group", "s2mad", "cortex"):
+                topo = fully_connected(self.n_agents)
+            else:
+                from engine.protocols import build_topology
+
+                topo = build_topology(self)
+            defaults = assign_models(parse_models(self.models, self.n_agents), topo, self.placement)
         specs = []
         for i in range(self.n_agents):
             over = self.agent_settings[i] if i < len(self.agent_settings) else {}
             specs.append(
                 AgentSpec(
-                    model=over.get("model", self.model),
+                    model=over.get("model", defaults[i]),
                     system_prompt=over.get("system_prompt", self.system_prompt),
                     temperature=float(over.get("temperature", self.temperature)),
                     top_p=float(over.get("top_p", self.top_p)),
@@ -167,6 +192,18 @@ class RunConfig:
             raise bad("similarity", f"{self.similarity!r} is not one of {', '.join(SIMILARITY)}")
         if self.placement not in PLACEMENTS:
             raise bad("placement", f"{self.placement!r} is not one of {', '.join(PLACEMENTS)}")
+        if self.placement != "none" and not self.models:
+            raise ConfigError(
+                f"--placement {self.placement} needs --models (models strongest first, e.g. 'big*1,small*5')"
+            )
+        if self.models:
+            from topologies import TopologyError
+            from topologies.placement import parse_models
+
+            try:
+                parse_models(self.models, self.n_agents)
+            except TopologyError as exc:
+                raise ConfigError(str(exc)) from None
         if self.stage_rounds < 1:
             raise bad("stage_rounds", f"must be at least 1 (got {self.stage_rounds})")
         if not -1.0 <= self.tau <= 1.0:
@@ -193,6 +230,10 @@ class RunConfig:
             unknown = set(over) - allowed
             if unknown:
                 raise ConfigError(f"agent_settings[{i}]: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        if self.cortex_memory not in ("none", "last", "full"):
+            raise bad("cortex_memory", f"{self.cortex_memory!r} is not one of none, last, full")
+        if not (self.cortex_s_offset >= 0 and self.cortex_s_offset < float("inf")):
+            raise bad("cortex_s_offset", f"must be a finite number >= 0 (got {self.cortex_s_offset})")
         return self
 
 

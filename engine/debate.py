@@ -8,6 +8,7 @@ with the protocol's :class:`~engine.protocols.base.Outcome`, into the question's
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,7 @@ class DebateLog:
             "prompt_tokens": sum(r.prompt_tokens for r in recs),
             "completion_tokens": sum(r.completion_tokens for r in recs),
             "consensus": [consensus(a) for a in outcome.answers_by_round],
+            "protocol_info": json.dumps(outcome.info, default=str, sort_keys=True) if outcome.info else None,
         }
 
     def graph_rows(self) -> list[dict[str, Any]]:

@@ -69,6 +69,7 @@ QUESTIONS_SCHEMA = pa.schema(
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
         ("consensus", pa.list_(pa.float64())),
+        ("protocol_info", pa.string()),  # JSON: protocol-specific per-round state (e.g. CortexDebate weights)
         ("wall_s", pa.float64()),
         ("backend", pa.string()),
         ("simulated", pa.bool_()),

@@ -49,3 +49,38 @@ __all__ = [
     "KINDS",
     "CENTRALITY_MEASURES",
 ]
+
+# strong/weak model placement (paper sec. 6)
+from .placement import assign_models, paper_placement_graph, parse_models, placement_order  # noqa: E402
+
+__all__ += ["assign_models", "paper_placement_graph", "parse_models", "placement_order"]
+
+# CortexDebate: MDM edge weights and the per-round pruned graph (eqs. 1-12)
+from .cortex import MDMState, CortexRound, credibility, debate_peers, prune, weight_matrix  # noqa: E402
+
+__all__ += ["MDMState", "CortexRound", "credibility", "debate_peers", "prune", "weight_matrix"]
+
+# GroupDebate / S2-MAD groups and S2-MAD's decision-making mechanism
+from .groups import (  # noqa: E402
+    Groups,
+    RoundPlan,
+    all_similar,
+    dedup,
+    default_group_sizes,
+    differing,
+    make_groups,
+    n_stages,
+    parse_group_sizes,
+    participates,
+    redundancy_filter,
+    similar_by_answer,
+    similar_by_cosine,
+    stage_plan,
+    summary_after,
+)
+
+__all__ += [
+    "Groups", "RoundPlan", "all_similar", "dedup", "default_group_sizes", "differing", "make_groups", "n_stages",
+    "parse_group_sizes", "participates", "redundancy_filter", "similar_by_answer", "similar_by_cosine",
+    "stage_plan", "summary_after",
+]

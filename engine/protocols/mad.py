@@ -28,6 +28,11 @@ def build_topology(ctx_cfg) -> Topology:
     return make_topology(kind, n, density=cfg.density, edges=cfg.edges, center=cfg.center, seed=cfg.seed)
 
 
+def validate(cfg) -> None:
+    """Raise TopologyError naming --density/--agents/--edges before a run starts."""
+    build_topology(cfg)
+
+
 def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolGen:
     topo = topology or build_topology(ctx.cfg)
     n, memory = ctx.n_agents, ("last" if ctx.cfg.forgetting else "full")

@@ -1,0 +1,323 @@
+"""CortexDebate ("CortexDebate: Debating Sparsely and Equally for Multi-Agent Debate", Alg. 1).
+
+Phase 1 (round 0): every agent answers with an explanation and a self-confidence score
+(Table 7, stage ``cortex_first``); the score is read from the reply (:func:`parse_confidence`)
+and recalibrated (eq. 2). Credibility ``C`` of each agent comes from its model's parameter and
+training-token counts through the Chinchilla scaling law (eqs. 3-4).
+
+Phase 2, debate round ``d = 1..D`` (``D = --rounds - 1``):
+  step 1  MDM weights every edge ``i -> j`` with the McKinsey Trust Formula (eqs. 1, 5-9): the
+          reliability ``R`` is the running mean of ``i``'s recalibrated confidences, the intimacy
+          ``I = 1 - mean cosine`` of ``i``'s and ``j``'s outputs (the protocol yields
+          :class:`Similarity` on the round ``d-1`` texts), the self-orientation ``S`` counts
+          ``i``'s missed participation;
+  step 2  agent ``j`` keeps the incoming edges with weight >= their mean (eqs. 10-12);
+  step 3  agent ``j`` reads the round ``d-1`` outputs of the agents it kept (eq. 13, stage
+          ``cortex_debate``) and answers again with a new confidence (recalibrated, eq. 2);
+  step 4  if all agents' extracted answers agree, the debate stops (Alg. 1 lines 33-43;
+          ``--no-early-stop`` turns this off).
+Phase 3: majority vote over the last round's extracted answers (eq. 14).
+
+The math lives in :mod:`topologies.cortex`; this module does the prompts, reads confidences
+from text and keeps the record. Every call carries ``peers`` (who it reads: the edges
+``i -> j`` left after pruning) and ``weights`` (their eq. 9 weights *before* pruning to 0/1), so
+the graphs table holds each round's weighted sparse graph. ``Outcome.info`` has, per round, the
+full weight matrix, the means, R, I, S, the raw and recalibrated confidences and which replies had
+no readable confidence.
+
+Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 8, 9, 11):
+
+* **Memory (eq. 13).** ``Prompt_j^d = [Ins, Q, {O_k^{d-1}}]``: the instruction, the question and
+  the peers' answers — nothing else. By default (``cortex_memory = "none"``) an agent is sent
+  only this message; ``"full"`` keeps the whole transcript (Du et al. style) and ``"last"`` the
+  first prompt plus the agent's previous reply. ``--forgetting`` turns ``"full"`` into ``"last"``.
+* **Answer format.** Table 7 asks for "Answer: / Explanation: / Confidence Score:"; we keep that
+  and add the task's ``$format`` sentence so the engine's answer extraction works on every task.
+  Peers' outputs are rendered with the shared ``peer`` stage ("One agent solution: ..."), which
+  plays the role of Table 7's "One LLM agent answer: {answer}".
+* **Unreadable confidence.** A reply with no readable confidence (or an error) counts as the
+  lowest band of eq. 2 (0.3) and is listed in ``info["unparsed_confidence"]`` as ``[round, agent]``.
+* **No incoming edge.** With ``n >= 2`` eq. 11 always keeps the largest incoming weight (it is
+  never below the mean), so this only happens with a single agent: that agent gets the
+  ``cortex_self_check`` prompt, which shows its own previous output (needed because the default
+  memory is empty) and asks for an answer and a confidence again.
+* **Consensus (step 4).** "All agents agree" means every extracted answer is the same *valid*
+  answer; unreadable answers never agree. Following Alg. 1, it is checked after debate rounds
+  only (not after round 0), so at least one debate round runs when ``--rounds >= 2``.
+* **Ties in eq. 14** go to the answer given first in agent order (``majority_vote``); unreadable
+  answers do not vote.
+* **Unknown models.** ``cfg.model_info[model] = {"params_b", "tokens_t"}`` gives N and M. A model
+  without an entry uses :data:`KNOWN_MODELS` (matched on the lower-cased name) and otherwise the
+  SmolLM2-135M values; ``info["credibility"]["source"]`` says which, per agent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from engine.extract import majority_vote
+from engine.prompts import register_stages
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step
+from topologies.cortex import MDMState, credibility, pretraining_loss, recalibrate
+
+# --------------------------------------------------------------------------- prompts (Table 7)
+
+_CONFIDENCE_ASK = (
+    "Also, evaluate how confident you are that your answer is correct.\n"
+    "Your confidence score should be between 0 and 1.\n"
+    "The format of your answer must be:\n"
+    "Answer: (...)\n"
+    "Explanation: (...)\n"
+    "Confidence Score: (...)"
+)
+
+STAGES = {
+    # Table 7, "Initial Answer Generation" (Kojima et al.'s step-by-step cue)
+    "cortex_first": (
+        "Question: $question\n"
+        "Please think it step by step and generate an answer and an explanation for your answer. $format\n"
+        + _CONFIDENCE_ASK
+    ),
+    # Table 7, "Answer Regeneration" = eq. 13: [Ins, Q, {O_k^{d-1}}]
+    "cortex_debate": (
+        "Question: $question\n"
+        "There are some answers generated by other LLM agents:\n$peers\n"
+        "Using these answers as additional information, please generate a new answer and an explanation "
+        "for your answer. $format\n"
+        + _CONFIDENCE_ASK
+    ),
+    # our addition: an agent that reads nobody (only possible with one agent)
+    "cortex_self_check": (
+        "Question: $question\n"
+        "This is your previous answer:\n$previous\n"
+        "Can you double check that your answer is correct? Please generate a new answer and an explanation "
+        "for your answer. $format\n"
+        + _CONFIDENCE_ASK
+    ),
+}
+register_stages(STAGES)
+
+# --------------------------------------------------------------------------- model metadata
+
+# Defaults for eqs. 3-4 when cfg.model_info has no entry: name fragment -> (params_b, tokens_t).
+# SmolLM2-135M: 135M parameters, "trained on 2 trillion tokens" (model card,
+# https://huggingface.co/HuggingFaceTB/SmolLM2-135M). The instruct model is the same base.
+KNOWN_MODELS: dict[str, tuple[float, float]] = {
+    "smollm2-135m": (0.135, 2.0),
+}
+FALLBACK_MODEL = "smollm2-135m"
+
+
+def model_size(name: str, model_info: dict[str, dict[str, float]]) -> tuple[float, float, str]:
+    """``(params_b, tokens_t, source)`` of a model for eq. 3.
+
+    source: ``"model_info"`` (from the config), ``"known:<fragment>"`` (:data:`KNOWN_MODELS`) or
+    ``"default:smollm2-135m"`` (nothing known: the SmolLM2-135M values). A key missing from a
+    ``model_info`` entry is filled the same way and the source says ``"model_info+default"``.
+    """
+    fallback, source = KNOWN_MODELS[FALLBACK_MODEL], f"default:{FALLBACK_MODEL}"
+    lname = str(name).lower()
+    for frag, sizes in KNOWN_MODELS.items():
+        if frag in lname:
+            fallback, source = sizes, f"known:{frag}"
+            break
+    entry = model_info.get(name)
+    if entry is None:
+        return fallback[0], fallback[1], source
+    try:
+        params = float(entry["params_b"]) if "params_b" in entry else None
+        tokens = float(entry["tokens_t"]) if "tokens_t" in entry else None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"model_info[{name!r}]: params_b / tokens_t must be numbers ({exc})") from None
+    for key, val in (("params_b", params), ("tokens_t", tokens)):
+        if val is not None and not (val > 0 and math.isfinite(val)):
+            raise ValueError(f"model_info[{name!r}].{key} must be a positive number (got {val})")
+    full = params is not None and tokens is not None
+    return (params if params is not None else fallback[0], tokens if tokens is not None else fallback[1],
+            "model_info" if full else f"model_info+{source}")
+
+
+# --------------------------------------------------------------------------- confidence parsing
+
+_NUM = r"(\d+(?:\.\d+)?|\.\d+)"
+_SCALE = r"(?:[ \t]*(%)|[ \t]*(?:/|out[ \t]+of)[ \t]*" + _NUM + r")?"
+# "Confidence Score: 0.8", "**Confidence:** 80%", "confidence level of 8/10", "Confidence (0-1): 0.7",
+# "Confidence score is 0.9", "Confidence = .75", "Confidence Score: (0.8)", "Confidence:\n0.6"
+_CONF_KEYWORD = re.compile(
+    r"(?i)\bconfidence(?:[ \t]+(?:score|level|rating|value))?"
+    r"[ \t*_]*"
+    r"(?:\((?:from[ \t]+)?0(?:\.0)?[ \t]*(?:-|–|to|and)[ \t]*(?:1(?:\.0)?|10|100)\)[ \t*_]*)?"  # "(0-1)" hint
+    r"(?:is|of|=|:|-|–)?[ \t*_:]*\n?[ \t*_]*"
+    r"[(\[]?[ \t]*" + _NUM + _SCALE
+)
+# "I am 90% confident" (percentages only: "2 confident agents" is not a score)
+_CONFIDENT = re.compile(r"(?i)" + _NUM + r"[ \t]*(%)[ \t]+confident\b")
+
+
+def _scale(value: str, pct: str | None, denom: str | None) -> float | None:
+    x = float(value)
+    if pct:
+        return x / 100 if x <= 100 else None
+    if denom is not None:
+        b = float(denom)
+        return x / b if 0 < b and x <= b else None
+    if x <= 1:
+        return x
+    if x <= 10:
+        return x / 10
+    if x <= 100:
+        return x / 100
+    return None
+
+
+def parse_confidence(text: str | None) -> float | None:
+    """The self-confidence score in a reply, in [0, 1], or None if there is none.
+
+    Accepted (case-insensitive; the LAST readable occurrence in the text wins):
+
+    * ``Confidence Score: 0.8``, ``Confidence: 0.8``, ``confidence level of 0.8``,
+      ``Confidence score is 0.8``, ``Confidence = .8``, ``**Confidence Score:** (0.8)``,
+      ``Confidence (0-1): 0.8``, the number on the next line;
+    * percentages ``Confidence: 80%``, ``confidence 80 %``;
+    * fractions ``Confidence: 8/10``, ``confidence 4 out of 5`` (numerator <= denominator);
+    * ``I am 90% confident`` (a percentage right before "confident");
+    * a bare number above 1 is read as a 1-10 scale if <= 10 (``Confidence: 8`` -> 0.8) and as
+      a percentage if <= 100 (``Confidence: 85`` -> 0.85); above 100 it is unreadable.
+
+    Words ("high"), an empty ``Confidence Score: ()`` or the echoed instruction ("confidence score
+    should be between 0 and 1") are not read: only a number right after the keyword counts.
+    """
+    if not text:
+        return None
+    best: tuple[int, float] | None = None
+    for m in _CONF_KEYWORD.finditer(text):
+        v = _scale(m.group(1), m.group(2), m.group(3))
+        if v is not None and (best is None or m.start() >= best[0]):
+            best = (m.start(), v)
+    for m in _CONFIDENT.finditer(text):
+        v = _scale(m.group(1), m.group(2), None)
+        if v is not None and (best is None or m.start() >= best[0]):
+            best = (m.start(), v)
+    return None if best is None else best[1]
+
+
+# --------------------------------------------------------------------------- the protocol
+
+
+def _agreed(answers: list[str | None]) -> bool:
+    """Alg. 1 step 4: every agent's extracted answer equals agent 0's, and it is a valid answer."""
+    return bool(answers) and answers[0] is not None and all(a == answers[0] for a in answers)
+
+
+def _clean_cos(matrix: Any, n: int) -> tuple[list[list[float]], int]:
+    """The n x n similarity matrix as floats clipped to [-1, 1]; non-finite entries become 0."""
+    out, bad = [], 0
+    for a in range(n):
+        row = []
+        for b in range(n):
+            x = float(matrix[a][b])
+            if not math.isfinite(x):
+                x, bad = 0.0, bad + 1
+            row.append(min(1.0, max(-1.0, x)))
+        out.append(row)
+    return out, bad
+
+
+def _jsonable(x: float) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def cortex_debate(ctx: Context) -> ProtocolGen:
+    cfg = ctx.cfg
+    n, n_rounds = ctx.n_agents, ctx.n_rounds
+    memory = cfg.cortex_memory
+    if cfg.forgetting and memory == "full":
+        memory = "last"
+    s_offset = float(cfg.cortex_s_offset)
+
+    # eqs. 3-4: credibility per agent from its model's size
+    models = [spec.model for spec in cfg.agent_specs()]
+    sizes = [model_size(m, cfg.model_info or {}) for m in models]
+    cred = [credibility(p, t) for p, t, _ in sizes]
+    info: dict[str, Any] = {
+        "credibility": {
+            "models": models,
+            "params_b": [p for p, _, _ in sizes],
+            "tokens_t": [t for _, t, _ in sizes],
+            "source": [s for _, _, s in sizes],
+            "loss": [pretraining_loss(p * 1e9, t * 1e12) for p, t, _ in sizes],
+            "C": cred,
+        },
+        "defaults_used": sorted({m for m, (_, _, s) in zip(models, sizes) if s != "model_info"}),
+        "memory": memory,
+        "s_offset": s_offset,
+        "confidence_raw": [],  # per round, per agent: parsed value or None
+        "confidence": [],  # per round, per agent: recalibrated (eq. 2)
+        "unparsed_confidence": [],  # [round, agent]
+        "self_checks": [],  # [round, agent]
+        "nonfinite_similarity": 0,
+        "rounds": [],  # per debate round: the MDM quantities
+    }
+
+    def confidences(round_: int, replies) -> list[float]:
+        raw = [None if r.error else parse_confidence(r.text) for r in replies]
+        for i, h in enumerate(raw):
+            if h is None:
+                info["unparsed_confidence"].append([round_, i])
+        info["confidence_raw"].append(raw)
+        h = [recalibrate(x) for x in raw]  # eq. 2 (None -> lowest band)
+        info["confidence"].append(h)
+        return h
+
+    # Phase 1: initial answers (Alg. 1 lines 1-6)
+    replies = yield Step(0, [AgentCall(agent=i, stage="cortex_first", memory=memory) for i in range(n)])
+    texts = [r.text for r in replies]
+    answers = [r.answer for r in replies]
+    h = confidences(0, replies)
+    history = [answers]
+    mdm = MDMState(credibility=cred, s_offset=s_offset)
+    stopped = False
+
+    # Phase 2: debate rounds d = 1..D
+    for d in range(1, n_rounds):
+        cos, bad = _clean_cos((yield Similarity(list(texts))), n)  # eq. 6 input: cos(O_i^{d-1}, O_j^{d-1})
+        info["nonfinite_similarity"] += bad
+        rnd = mdm.step(h, cos)  # steps 1-2: eqs. 5-12
+        info["rounds"].append({
+            "round": d,
+            "R": rnd.reliability,
+            "I": rnd.intimacy,
+            "S": rnd.self_orientation,
+            "W": [[_jsonable(x) for x in row] for row in rnd.weights],
+            "mean": [_jsonable(x) for x in rnd.mean],
+            "peers": rnd.peers,
+        })
+        calls = []
+        for j in range(n):
+            peers = rnd.peers[j]
+            if peers:
+                calls.append(AgentCall(
+                    agent=j, stage="cortex_debate", peers=list(peers),
+                    peer_texts=[(i, texts[i]) for i in peers],
+                    peer_answers=[answers[i] for i in peers],
+                    memory=memory, weights=rnd.peer_weights(j),
+                ))
+            else:
+                info["self_checks"].append([d, j])
+                calls.append(AgentCall(agent=j, stage="cortex_self_check", values={"previous": texts[j]},
+                                       peer_answers=[answers[j]], memory=memory))
+        replies = yield Step(d, calls)  # step 3 (eq. 13)
+        texts = [r.text for r in replies]
+        answers = [r.answer for r in replies]
+        h = confidences(d, replies)
+        history.append(answers)
+        if cfg.early_stop and _agreed(answers):  # step 4
+            stopped = d < n_rounds - 1
+            break
+
+    # Phase 3: eq. 14
+    return Outcome(final_answer=majority_vote(answers), answers_by_round=history, stopped_early=stopped,
+                   skipped_turns=0, info=info)

@@ -1,0 +1,250 @@
+"""GroupDebate (GD): Liu et al., "GroupDebate: Enhancing the Efficiency of Multi-Agent Debate
+Using Group Discussion" (AAMAS 2026), sec. 3.1 and Alg. 1 (appendix A).
+
+The M agents are shuffled and split into N groups (:mod:`topologies.groups`; Alg. 1 lines 1-2).
+The T rounds form S = ceil(T / R) stages of R rounds (``--stage-rounds``, the paper's default 2).
+For the s-th stage's r-th round (sec. 3.1):
+
+1. **Initial thinking** (s = 1, r = 1): every agent answers the question (stage "first").
+2. **Intra-group debate** (r > 1): every agent reads the previous round's replies of the *other*
+   members of its group (stage "gd_intra", Table 3's intra-group prompt).
+3. **Inter-group debate** (s > 1, r = 1): every agent reads the group summaries made at the end
+   of the previous stage — its own group's and the others' (stage "gd_inter", Table 3's
+   inter-group prompt; eq. 4 counts all N summaries).
+
+At the end of every stage but the last, each group's latest replies are summarised by one LLM
+call per group (``SummaryCall``, stage "gd_summary", Table 3's summary prompt; Alg. 1 lines
+30-36). After the last round all agents vote (Alg. 1 line 42): the majority of every agent's
+final answer. GD has no early stop.
+
+Memory: the paper keeps "only output from the last round or summary generated from the last
+stage" (sec. 4.1; Alg. 1 keeps ``H_i = [Q, own last reply, what it reads now]``), so every GD
+agent call uses ``memory="last"``: the first prompt, the agent's previous reply and the new
+message. This is part of the method, so ``--forgetting`` is not consulted (its default, off,
+would turn GD into the paper's "MAD+Group" ablation).
+
+Choices where the paper leaves room (each said again where it is coded):
+
+* Groups are drawn once per run from ``--seed`` (not per question), so all questions of a run
+  are debated by the same groups. Default when ``--groups`` is not given: 2 groups if M >= 4,
+  else 1 (:func:`topologies.groups.default_group_sizes`).
+* An agent alone in its group has nobody to read in an intra-group round (Alg. 1 line 20 gives
+  it an empty buffer but still calls it): it gets the engine's "self_check" prompt.
+* A summary is served by the model of the group's lowest-id member (the paper has one model).
+* Summary steps are yielded as their own :class:`Step` with the round index of the round whose
+  replies they summarise (so in the calls table they sit in that round, agent_id -1).
+* ``peers`` of an inter-group call are the agents whose replies went into the summaries it
+  reads, minus the agent itself (the graph table has no self-loops); summary calls record the
+  group's members as ``sources``.
+* Table 3's summary prompt has no ``<Output Format>`` (it asks for the answers "in
+  parentheses"), so "gd_summary" has no ``$format``; a config override may add it.
+* The paper's system prompt (Table 3, "Welcome to the debate! ...") is :data:`GD_SYSTEM_PROMPT`;
+  it is not applied by default, so GD runs on the same system prompt as the other protocols.
+  Pass it with ``--system-prompt`` to reproduce the paper exactly.
+
+Token-cost equations (sec. 3.2, Alg. 3 of appendix B.2) are implemented as the pure functions
+:func:`gd_first_round_tokens`, :func:`gd_intra_round_tokens` (eq. 3),
+:func:`gd_inter_round_tokens` (eq. 4), :func:`gd_summary_tokens` (Alg. 3 line 6) and
+:func:`gd_total_tokens` (eq. 7 / Alg. 3 line 12).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engine.extract import majority_vote
+from engine.prompts import register_stages
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall
+from topologies.groups import Groups, make_groups, n_stages, stage_plan
+
+MEMORY = "last"  # GD sec. 4.1: only the last round's output / the last stage's summary is kept
+
+GD_SYSTEM_PROMPT = (
+    "Welcome to the debate! You are a seasoned debater with expertise in succinctly and persuasively "
+    "expressing your viewpoints. You will be assigned to debate groups, where you will engage in "
+    "discussions with fellow participants. The outcomes of each group's deliberations will be shared "
+    "among all members. It is crucial for you to leverage this information effectively in order to "
+    "critically analyze the question at hand and ultimately arrive at the correct answer. Best of luck!"
+)
+
+# Table 3 (appendix C) of the GD paper; "<Output Format>" is the task's $format sentence (Table 4).
+GD_STAGES = {
+    "gd_intra": (
+        "These are the recent opinions from other agents:\n$peers\n"
+        "Using the opinions carefully as additional advice, can you provide an updated answer? "
+        "Examine your solution and that other agents step by step. $format"
+    ),
+    "gd_summary": (
+        "These are the recent/updated opinions from all agents:\n$peers\n"
+        "Summarize these opinions carefully and completely in no more than 80 words. "
+        "Aggregate and put your final answers in parentheses at the end of your response."
+    ),
+    "gd_inter": (
+        "These are the recent opinions from all groups:\n"
+        "Your group response: ```$own_summary```\n"
+        "Other group responses: $other_summaries\n"
+        "Using the reasoning from all groups as additional advice, can you give an updated answer? "
+        "Examine your solution and that all groups step by step. $format"
+    ),
+}
+register_stages(GD_STAGES)
+
+NO_OTHER_GROUPS = "(none: there is only one group)"
+
+
+def group_block(summaries: Sequence[str]) -> str:
+    """How group summaries are listed inside a prompt (one line per group)."""
+    return "".join(f"\nOne group response: ```{s}```\n" for s in summaries)
+
+
+def run_groups(ctx: Context) -> Groups:
+    """The run's groups: ``--groups`` sizes, shuffled with ``--seed`` (same for every question)."""
+    return make_groups(ctx.cfg.groups, ctx.n_agents, seed=ctx.cfg.seed)
+
+
+def validate(cfg) -> None:
+    """Checks before a run starts (``engine.protocols.validate_protocol``): the groups (a
+    :class:`topologies.TopologyError` naming ``--groups`` and ``--agents``) and the schedule."""
+    make_groups(cfg.groups, cfg.n_agents, seed=cfg.seed)
+    stage_plan(cfg.n_rounds, cfg.stage_rounds)
+
+
+def summary_calls(groups: Groups, texts: list[str], answers: list[str | None], stage: str,
+                  members: list[list[int]] | None = None) -> list[SummaryCall]:
+    """One summary call per group over the latest replies of ``members[j]`` (default: the whole
+    group, Alg. 1 lines 31-35); served by the model of the group's lowest-id member."""
+    calls = []
+    for j, g in enumerate(groups.members):
+        read = list(g) if members is None else list(members[j])
+        calls.append(SummaryCall(group=j, texts=[texts[a] for a in read], agent=g[0],
+                                 answers=[answers[a] for a in read], sources=read, stage=stage))
+    return calls
+
+
+def _text(reply: Reply) -> str:
+    return reply.text if reply.error is None else ""
+
+
+def group_debate(ctx: Context) -> ProtocolGen:
+    """GroupDebate, Alg. 1 of the paper's appendix A (see the module docstring)."""
+    cfg, n = ctx.cfg, ctx.n_agents
+    groups = run_groups(ctx)
+    plan = stage_plan(ctx.n_rounds, cfg.stage_rounds)
+    texts: list[str] = [""] * n
+    answers: list[str | None] = [None] * n
+    history: list[list[str | None]] = []
+    summaries: list[tuple[str, str | None, list[int]]] = []  # per group: text, answer, sources
+    summary_answers: list[list[str | None]] = []
+
+    for rp in plan:
+        calls: list[AgentCall] = []
+        for i in range(n):
+            if rp.kind == "first":  # (1) initial thinking, Alg. 1 lines 12-15
+                calls.append(AgentCall(agent=i, stage="first", memory=MEMORY))
+            elif rp.kind == "intra":  # (2) intra-group debate, Alg. 1 lines 19-26
+                mates = groups.mates(i)
+                calls.append(AgentCall(
+                    agent=i, stage="gd_intra" if mates else "self_check", peers=mates,
+                    peer_texts=[(j, texts[j]) for j in mates], peer_answers=[answers[j] for j in mates],
+                    memory=MEMORY,
+                ))
+            else:  # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
+                own = groups.group_of(i)
+                others = [j for j in range(groups.n_groups) if j != own]
+                read_from = sorted({a for j in range(groups.n_groups) for a in summaries[j][2]} - {i})
+                calls.append(AgentCall(
+                    agent=i, stage="gd_inter", peers=read_from,
+                    values={
+                        "own_summary": summaries[own][0],
+                        "other_summaries": group_block([summaries[j][0] for j in others]) if others else NO_OTHER_GROUPS,
+                    },
+                    peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
+                    memory=MEMORY,
+                ))
+        replies = yield Step(rp.round, calls)
+        texts = [_text(r) for r in replies]
+        answers = [r.answer for r in replies]
+        history.append(list(answers))
+
+        if rp.summarize_after:  # end of a stage that is not the last: Alg. 1 lines 30-36
+            sreplies = yield Step(rp.round, summary_calls(groups, texts, answers, "gd_summary"))
+            summaries = [(_text(r), r.answer, list(g)) for r, g in zip(sreplies, groups.members)]
+            summary_answers.append([r.answer for r in sreplies])
+
+    return Outcome(
+        final_answer=majority_vote(answers),  # Alg. 1 line 42: VOTE over every agent's last answer
+        answers_by_round=history,
+        info={
+            "groups": [list(g) for g in groups.members],
+            "stage_rounds": cfg.stage_rounds,
+            "stages": n_stages(ctx.n_rounds, cfg.stage_rounds),
+            "summary_answers": summary_answers,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------
+# token-cost equations (sec. 3.2 and appendix B.2, Alg. 3)
+# ---------------------------------------------------------------------------
+# Sizes are token counts. ``groups`` is a sequence of groups of agent ids (``Groups.members``);
+# ``outputs[i]`` is agent i's output size in the round, ``prev_outputs[i]`` in the previous one;
+# ``summaries[j]`` the size of group j's summary of the previous stage; ``q`` the question prompt.
+
+def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
+    """Initial thinking, Alg. 3 line 1: ``Token_1^1 = M x Q + sum_i Output_i^1``."""
+    return len(outputs) * q + sum(outputs)
+
+
+def gd_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
+                          prev_outputs: Sequence[float]) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} (Q + Output_i^t + sum_{i' in G_j} Output_{i'}^{t-1})``.
+
+    The inner sum includes i itself: the agent's own previous reply stays in its context next to
+    its group mates' replies."""
+    return sum(q + outputs[i] + sum(prev_outputs[k] for k in g) for g in groups for i in g)
+
+
+def gd_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
+                          summaries: Sequence[float]) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i (Q + Output_i^{t-1} + sum_j Summary_j^{s-1} + Output_i^t)`` — every agent reads all
+    N group summaries."""
+    return sum(q + prev_outputs[i] + sum(summaries) + outputs[i] for i in range(len(outputs)))
+
+
+def gd_summary_tokens(groups: Sequence[Sequence[int]], prev_outputs: Sequence[float],
+                      summaries: Sequence[float]) -> float:
+    """Summary generation at the end of a stage, Alg. 3 line 6:
+    ``sum_j (sum_{i in G_j} Output_i^{(s-1)R} + Summary_j^{s-1})`` (no question prompt)."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(groups))
+
+
+def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round: Sequence[Sequence[float]],
+                    summaries_by_stage: Sequence[Sequence[float]], stage_rounds: int) -> float:
+    """Eq. 7 / Alg. 3 line 12: initial thinking + every stage's summary and inter-group round +
+    every intra-group round. ``outputs_by_round`` has one list per round (T of them);
+    ``summaries_by_stage[s]`` the summary sizes made at the end of 0-based stage ``s`` (S-1 lists)."""
+    t_total = len(outputs_by_round)
+    plan = stage_plan(t_total, stage_rounds)
+    need = sum(p.summarize_after for p in plan)
+    if len(summaries_by_stage) < need:
+        raise ValueError(f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}")
+    total = 0.0
+    for p in plan:
+        out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
+        if p.kind == "first":
+            total += gd_first_round_tokens(q, out)
+        elif p.kind == "intra":
+            total += gd_intra_round_tokens(groups, q, out, prev)
+        else:
+            sums = summaries_by_stage[p.stage - 1]
+            total += gd_summary_tokens(groups, prev, sums) + gd_inter_round_tokens(q, out, prev, sums)
+    return total
+
+
+__all__ = [
+    "GD_STAGES", "GD_SYSTEM_PROMPT", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
+    "gd_first_round_tokens", "gd_intra_round_tokens", "gd_inter_round_tokens", "gd_summary_tokens",
+    "gd_total_tokens",
+]

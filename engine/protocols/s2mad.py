@@ -1,0 +1,300 @@
+"""S2-MAD: Zeng et al., "S2-MAD: Breaking the Token Barrier to Enhance Multi-Agent Debate
+Efficiency" (NAACL 2025), sec. 3 and Alg. 1 (appendix A).
+
+S2-MAD is GroupDebate (:mod:`engine.protocols.group_debate`: groups, stages of R rounds, group
+summaries at the end of every stage but the last, forgetting memory, majority vote) plus a
+*Decision-Making Mechanism* (sec. 3.2) applied before every debate round:
+
+1. **Similarity Calculation Module.** Two views are similar when their extracted answers are
+   equal (``--similarity answer``, the paper's "regular expression matching", used for its main
+   results) or when the cosine similarity of their embeddings is ``>= --tau``
+   (``--similarity embedding``; the protocol yields :class:`Similarity` with the texts and reads
+   the matrix). A view is an agent's latest reply or a group summary.
+2. **Redundancy Filtering Module.** An agent receives only views that differ from its own and
+   from each other (of mutually similar views the first, in agent / group order, is kept).
+   In an intra-group round the candidates are its group mates' latest replies (Alg. 1 lines
+   25-28); in an inter-group round the summary pool is first de-duplicated, ``Sum <- F(Sum)``
+   (Alg. 1 line 46), and the agent reads the remaining summaries that differ from its own view
+   (lines 19-22). Group summaries are made from the group's *unique* replies (sec. 4.1: "we
+   filter and summarize the results from the same groups"; Table 5: "unique opinions"); a
+   summary call records as ``sources`` the agents whose replies it read.
+3. **Conditional Participation Module.** ``D_i`` (eq. 1) counts the views (group mates or
+   summaries) that differ from agent i's; the agent speaks iff ``D_i > 0`` (eq. 2, Alg. 1 line
+   31 ``if len(buf) != 0``). A silent agent makes no LLM call, keeps its memory and its previous
+   answer (carried into ``answers_by_round``) and counts in ``Outcome.skipped_turns``.
+4. **Early stop** (sec. 3.1 "Reaching Consensus", Alg. 1 lines 46-47): right after the group
+   summaries of a stage, if the redundancy filter leaves one summary (all summaries similar),
+   the debate ends and the agents vote. ``--no-early-stop`` never stops early.
+
+Choices where the paper leaves room:
+
+* Early stop needs at least two groups. Alg. 1 line 47 read literally (``len(F(Sum)) = 1``)
+  would end every one-group debate after its first stage whatever the agents think, since one
+  summary is always "one"; the paper's text asks for "information exchanged between groups"
+  and "all summarized viewpoints align", which needs two or more groups.
+* An unparseable answer (``None``) is similar to nothing (see
+  :func:`topologies.groups.similar_by_answer`): an agent without an answer always debates, and
+  unparseable summaries never trigger the early stop.
+* Embedding mode: one :class:`Similarity` request over the agents' latest texts before every
+  intra-group round and before the summaries; after the summaries, one over the agents' texts
+  plus the N summaries (it serves both the early-stop test and the next inter-group round).
+* ``--no-filter`` (the paper's "w/o Filter" ablation, Table 4): no redundancy filter anywhere —
+  an agent that speaks reads *all* its group mates / *all* N summaries, and summaries read all
+  group replies — but participation stays conditional (``D_i > 0``, eqs. 1-2) and the early stop
+  is unchanged. Reason: the paper ablates the jump (conditional participation) separately
+  ("w/o Jump"), and its "w/o Filter" run costs less than GD (13.4k vs 15.5k tokens), which
+  only fits agents still skipping. Since the views are then no longer "unique", that ablation
+  uses GroupDebate's prompts ("gd_intra", "gd_summary", "gd_inter") instead of Table 5's.
+* If every agent is silent in a round, no :class:`Step` is yielded; the round still counts
+  (its answers are the carried ones), because the schedule went through it.
+* Everything else (groups from ``--seed`` once per run, default groups, summary model, round
+  index of summary steps, ``memory="last"``, recorded peers) is as in GroupDebate.
+
+Token-cost equations: :func:`s2_differing_count` (eq. 1), :func:`s2_participation` (eq. 2),
+:func:`s2_intra_round_tokens` (eq. 3), :func:`s2_inter_round_tokens` (eq. 4),
+:func:`s2_summary_tokens` (Alg. 2 line 7). Eq. 3 as printed needs two corrections, explained
+in :func:`s2_intra_round_tokens`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engine.extract import majority_vote
+from engine.prompts import register_stages
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step
+from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
+from engine.protocols.group_debate import validate as _validate_groups
+from topologies.groups import (
+    Matrix,
+    all_similar,
+    dedup,
+    differing,
+    n_stages,
+    participates,
+    redundancy_filter,
+    similar_by_answer,
+    similar_by_cosine,
+    stage_plan,
+)
+
+# Table 5 (appendix C) of the S2-MAD paper; "<Output Format>" is the task's $format sentence.
+S2_STAGES = {
+    "s2_intra": (
+        "These are the recent unique opinions from other agents that differ with yours:\n$peers\n"
+        "Using the opinions carefully as additional advice, can you provide an updated answer? "
+        "Examine your solution and that other agents step by step. $format"
+    ),
+    "s2_summary": (
+        "These are the recent/updated and unique opinions from all agents:\n$peers\n"
+        "Summarize these opinions carefully and completely in no more than 80 words. "
+        "Aggregate and put your final answers in parentheses at the end of your response."
+    ),
+    "s2_inter": (
+        "These are the recent unique opinions from all groups:\n$summaries\n"
+        "Using the reasoning from all groups as additional advice, can you give an updated answer? "
+        "Examine your solution and that all groups step by step. $format"
+    ),
+}
+register_stages(S2_STAGES)
+
+
+def validate(cfg) -> None:
+    """Checks before a run starts: groups and schedule as GroupDebate, and ``--similarity``."""
+    _validate_groups(cfg)
+    if cfg.similarity not in ("answer", "embedding"):
+        raise ValueError(f"--similarity {cfg.similarity!r} is not one of answer, embedding")
+
+
+def _text(reply: Reply) -> str:
+    return reply.text if reply.error is None else ""
+
+
+def _similar(cfg, texts: list[str], answers: list[str | None]):
+    """Similarity Calculation Module: a boolean matrix over the given views."""
+    if cfg.similarity == "embedding":
+        cos = yield Similarity(list(texts))
+        return similar_by_cosine(cos, cfg.tau)
+    if cfg.similarity != "answer":
+        raise ValueError(f"--similarity {cfg.similarity!r} is not one of answer, embedding")
+    return similar_by_answer(answers)
+
+
+def s2mad(ctx: Context) -> ProtocolGen:
+    """S2-MAD, Alg. 1 of the paper's appendix A (see the module docstring)."""
+    cfg, n = ctx.cfg, ctx.n_agents
+    use_filter = bool(cfg.filter)
+    groups = run_groups(ctx)
+    n_groups = groups.n_groups
+    plan = stage_plan(ctx.n_rounds, cfg.stage_rounds)
+    texts: list[str] = [""] * n
+    answers: list[str | None] = [None] * n
+    history: list[list[str | None]] = []
+    skipped = 0
+    skipped_by_round: list[list[int]] = []
+    pool: list[tuple[str, str | None, list[int]]] = []  # group summaries: text, answer, sources
+    pool_sim: Matrix = []  # similarity over agents 0..n-1 and summaries n..n+N-1
+    summary_answers: list[list[str | None]] = []
+    stopped = False
+
+    for rp in plan:
+        calls: list[AgentCall] = []
+        silent: list[int] = []
+        if rp.kind == "first":  # initial response generation, Alg. 1 lines 12-15
+            calls = [AgentCall(agent=i, stage="first", memory=MEMORY) for i in range(n)]
+        elif rp.kind == "intra":  # Alg. 1 lines 24-29, then 31-34
+            sim = yield from _similar(cfg, texts, answers)
+            for i in range(n):
+                mates = groups.mates(i)
+                d = len(differing(i, mates, sim))  # eq. 1
+                if not participates(d):  # eq. 2: nothing new -> stay silent
+                    silent.append(i)
+                    continue
+                read = redundancy_filter(i, mates, sim) if use_filter else mates
+                calls.append(AgentCall(
+                    agent=i, stage="s2_intra" if use_filter else "gd_intra", peers=read,
+                    peer_texts=[(j, texts[j]) for j in read], peer_answers=[answers[j] for j in read],
+                    memory=MEMORY,
+                ))
+        else:  # inter-group round, Alg. 1 lines 18-23, then 31-34
+            summary_ids = [n + j for j in range(n_groups)]
+            visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids  # Sum <- F(Sum)
+            for i in range(n):
+                diff = differing(i, visible, pool_sim)  # eq. 1 (over the pool the agent is given)
+                if not participates(len(diff)):
+                    silent.append(i)
+                    continue
+                if use_filter:
+                    read = [k - n for k in diff]
+                    calls.append(AgentCall(
+                        agent=i, stage="s2_inter", peers=_sources(pool, read, i),
+                        values={"summaries": group_block([pool[j][0] for j in read])},
+                        peer_answers=[pool[j][1] for j in read], memory=MEMORY,
+                    ))
+                else:  # w/o filter: GD's inter-group prompt with all N summaries
+                    own = groups.group_of(i)
+                    others = [j for j in range(n_groups) if j != own]
+                    calls.append(AgentCall(
+                        agent=i, stage="gd_inter", peers=_sources(pool, list(range(n_groups)), i),
+                        values={
+                            "own_summary": pool[own][0],
+                            "other_summaries": group_block([pool[j][0] for j in others]) if others else NO_OTHER_GROUPS,
+                        },
+                        peer_answers=[pool[own][1]] + [pool[j][1] for j in others], memory=MEMORY,
+                    ))
+
+        if calls:
+            replies = yield Step(rp.round, calls)
+            for call, reply in zip(calls, replies):
+                texts[call.agent] = _text(reply)
+                answers[call.agent] = reply.answer
+        skipped += len(silent)
+        skipped_by_round.append(silent)
+        history.append(list(answers))
+
+        if rp.summarize_after:  # end of a stage that is not the last: Alg. 1 lines 39-45
+            members = [list(g) for g in groups.members]
+            if use_filter:  # summarise the group's unique replies (sec. 4.1, Table 5)
+                sim = yield from _similar(cfg, texts, answers)
+                members = [dedup(list(g), sim) for g in groups.members]
+            sreplies = yield Step(rp.round, summary_calls(
+                groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members))
+            pool = [(_text(r), r.answer, m) for r, m in zip(sreplies, members)]
+            summary_answers.append([r.answer for r in sreplies])
+            pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
+            # Alg. 1 lines 46-47: stop when the filtered pool holds a single summary (2+ groups)
+            if cfg.early_stop and n_groups >= 2 and all_similar([n + j for j in range(n_groups)], pool_sim):
+                stopped = True
+                break
+
+    return Outcome(
+        final_answer=majority_vote(answers),  # Alg. 1 line 51: VOTE over every agent's latest answer
+        answers_by_round=history,
+        stopped_early=stopped,
+        skipped_turns=skipped,
+        info={
+            "groups": [list(g) for g in groups.members],
+            "stage_rounds": cfg.stage_rounds,
+            "stages": n_stages(ctx.n_rounds, cfg.stage_rounds),
+            "skipped_by_round": skipped_by_round,
+            "summary_answers": summary_answers,
+            "similarity": cfg.similarity,
+            "filter": use_filter,
+        },
+    )
+
+
+def _sources(pool: list[tuple[str, str | None, list[int]]], read: list[int], agent: int) -> list[int]:
+    """Agents whose replies went into the summaries ``read`` (minus the reader: no self-loops)."""
+    return sorted({a for j in read for a in pool[j][2]} - {agent})
+
+
+# ---------------------------------------------------------------------------
+# token-cost equations (sec. 3.3 and appendix B, Alg. 2)
+# ---------------------------------------------------------------------------
+
+def s2_differing_count(own: int, candidates: Sequence[int], similar: Matrix) -> int:
+    """Eq. 1: ``D_i^t``, the number of views among ``candidates`` (group mates' round t-1
+    replies in an intra-group round, the stage's group summaries in an inter-group round) whose
+    similarity to agent ``own``'s view is below the threshold, i.e. that are not similar."""
+    return len(differing(own, candidates, similar))
+
+
+def s2_participation(d: int) -> int:
+    """Eq. 2: ``P_i^t = 1`` if ``D_i^t > 0`` else ``0``."""
+    return int(participates(d))
+
+
+def s2_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
+                          prev_outputs: Sequence[float], d: Sequence[int]) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} P_i^t (Q + O_i^t + O_i^{t-1} + (D_i^t / |G_j|) sum_{i' in G_j} O_{i'}^{t-1})``.
+
+    Two corrections to the equation as printed, which reads
+    ``P_i^t (Q + O_i^t + (M D_i^t / N) sum_{i' in G_j} O_{i'}^{t-1})``:
+
+    * the factor ``M D_i / N`` is taken as ``D_i / K`` (``K = M / N`` the group size; we use the
+      actual ``|G_j|``): "``D_i`` views of the group's mean size", the same form as eq. 4's
+      ``(D_i / N) sum_j Sum_j``. As printed, 4 agents in 2 groups with one differing mate would
+      read ``2 x`` the whole group's output, more than the group wrote.
+    * ``O_i^{t-1}``, the agent's own previous reply, is added: Alg. 1 keeps it in the agent's
+      context (``H_i[-2]``), and eq. 4 and GroupDebate's eq. 3 count it.
+
+    ``d[i]`` is the number of views agent i reads — with the redundancy filter the *unique*
+    differing views (appendix B: "the unique responses from other agents within the same group
+    that differ from its own"), which equals eq. 1's ``D_i`` when no two differing views are
+    similar to each other. An agent with ``d[i] = 0`` costs nothing (``P_i^t = 0``)."""
+    total = 0.0
+    for g in groups:
+        mean_prev = sum(prev_outputs[k] for k in g) / len(g)
+        for i in g:
+            total += s2_participation(d[i]) * (q + outputs[i] + prev_outputs[i] + d[i] * mean_prev)
+    return total
+
+
+def s2_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
+                          summaries: Sequence[float], d: Sequence[int]) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i P_i^t (Q + O_i^{t-1} + O_i^t + (D_i^t / N) sum_{j=1..N} Sum_j^{s-1})`` — an agent
+    that speaks reads ``D_i`` summaries of the mean summary size."""
+    n_groups = len(summaries)
+    total_sum = sum(summaries)
+    return sum(
+        s2_participation(d[i]) * (q + prev_outputs[i] + outputs[i] + d[i] / n_groups * total_sum)
+        for i in range(len(outputs))
+    )
+
+
+def s2_summary_tokens(read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float],
+                      summaries: Sequence[float]) -> float:
+    """Summary generation at the end of a stage, Alg. 2 line 7:
+    ``sum_j (sum_{i in G_j} O_i^{(s-1)R} + Sum_j^{s-1})``, where — with the redundancy filter —
+    ``G_j`` is replaced by the group's unique replies the summary reads (appendix B: "the summary
+    generation cost, which comprises the unique responses")."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(read_by_group))
+
+
+__all__ = [
+    "S2_STAGES", "s2mad", "validate", "s2_differing_count", "s2_participation", "s2_intra_round_tokens",
+    "s2_inter_round_tokens", "s2_summary_tokens",
+]

@@ -1,0 +1,339 @@
+"""CortexDebate's sparse, weighted, per-round debating graph: the pure math of eqs. 1-12.
+
+"CortexDebate: Debating Sparsely and Equally for Multi-Agent Debate" (paper in
+``/work/shared/papers/cortex-debate.txt``). The MDM module ("McKinsey-based Debate Matter")
+weights every directed edge ``i -> j`` (agent ``j`` reads agent ``i``) with the McKinsey Trust
+Formula and keeps, for each reader ``j``, the incoming edges whose weight is at least the mean:
+
+* eq. 1  ``T = C * R * I / S``                                   :func:`trust`
+* eq. 2  confidence recalibration into the bands 0.3 / [0.3, 0.6) / 0.6 / 0.8   :func:`recalibrate`
+* eq. 3  ``L(N, M) = 406.4 / N**0.34 + 410.7 / M**0.28 + 1.69``  :func:`pretraining_loss`
+* eq. 4  credibility ``C = 1 / L(N, M)``                          :func:`credibility`
+* eq. 5  reliability ``R_d = (R_{d-1} (d-1) + H_i^{d-1}) / d``    :func:`reliability`
+* eq. 6  ``Sim_d = (Sim_{d-1} (d-1) + cos(O_i^{d-1}, O_j^{d-1})) / d``  :func:`mean_similarity`
+* eq. 7  intimacy ``I_d = 1 - Sim_d``                             :func:`intimacy`
+* eq. 8  self-orientation ``S_d = (d-1)(n-1) - P_d``              :func:`self_orientation`
+* eq. 9  ``W_{i->j}^d = C_d R_d I_d / S_d``                       :func:`weight_matrix`
+* eq. 10 ``mean_j = 1/(n-1) sum_{i != j} W_{i->j}``               :func:`mean_incoming`
+* eq. 11 keep ``i -> j`` iff ``W_{i->j} >= mean_j``               :func:`prune`
+* eq. 12 ``Deb_j = {i : kept i -> j}``                            :func:`debate_peers`
+
+:class:`MDMState` strings them together across rounds (running means of eqs. 5/6 and the
+participation count ``P`` of eq. 8). Everything here takes numbers/arrays and returns numbers,
+arrays, peer lists or a :class:`networkx.DiGraph`; no text, no model, no Ray.
+
+Conventions: agents are ``0..n-1``; matrices are indexed ``[i, j]`` = edge ``i -> j`` (``i`` the
+head / speaker, ``j`` the tail / reader), so **column** ``j`` holds the edges *into* ``j``. The
+diagonal is ``nan`` (no self-edges). ``d`` is the 1-based debate round (round 0 = initial answers).
+
+Where the paper is vague (each choice is also stated at the function concerned):
+
+* **Units in eq. 3.** The constants are Hoffmann et al. (2022)'s Chinchilla fit ("approach 3":
+  E = 1.69, A = 406.4, B = 410.7, alpha = 0.34, beta = 0.28), which is defined for N in
+  parameters and M in training tokens (raw counts). :func:`credibility` therefore takes billions
+  of parameters and trillions of tokens and converts to raw counts.
+* **Which participation counts as P_d (eq. 8).** "the number of times that A_i has debated with
+  other LLM agents"; eq. 12 calls ``Deb_j`` "the debating opponents for A_j", i.e. the agents
+  ``j`` *reads*. We count, for agent ``i``, the peers it read in rounds ``1..d-1``
+  (``sum_t |Deb_i^t|``, its in-degree), whose per-round maximum is ``n-1`` as eq. 8 says. Counting
+  how often ``i`` was *read* instead would reward popular agents with more weight
+  (rich-get-richer), the overconfidence/dominance the paper sets out to avoid.
+* **S_d = 0 (eq. 8/9).** In round 1 every agent has ``S_1 = (1-1)(n-1) - 0 = 0`` and eq. 9
+  divides by zero; an agent that read every peer in every earlier round also has ``S_d = 0``.
+  Taken literally (``W = +inf``) round 1 keeps every edge, so every agent reads all others,
+  so ``S_2 = 0`` again, and so on: the graph would never become sparse, contradicting the
+  paper's results (sparser contexts, Table 4/5). We add a smoothing offset (default 1, config
+  ``cortex_s_offset``): ``S_d = (d-1)(n-1) - P_d + offset``. It keeps eq. 8's ordering (more
+  participation -> lower S -> higher weight) and makes round 1 ``W = C R I``. ``offset = 0``
+  gives the literal formula, with ``x / 0 = +inf`` for ``x > 0`` and ``0 / 0 = 0`` (an edge
+  with no intimacy carries nothing new).
+* **Ties in eq. 11 and floating point.** ``>=`` is evaluated with a relative tolerance of
+  ``1e-9`` so that equal weights, whose computed mean can exceed them by one ulp, are all kept.
+  With ``n >= 2`` the largest incoming weight is never below the mean, so every agent keeps at
+  least one peer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import networkx as nx
+import numpy as np
+
+__all__ = [
+    "CHINCHILLA_A",
+    "CHINCHILLA_B",
+    "CHINCHILLA_ALPHA",
+    "CHINCHILLA_BETA",
+    "CHINCHILLA_E",
+    "CortexRound",
+    "MDMState",
+    "credibility",
+    "debate_peers",
+    "edge_graph",
+    "intimacy",
+    "mean_incoming",
+    "mean_similarity",
+    "pretraining_loss",
+    "prune",
+    "recalibrate",
+    "reliability",
+    "self_orientation",
+    "trust",
+    "weight_matrix",
+]
+
+# eq. 3 constants: Hoffmann et al. (2022), "Training Compute-Optimal Large Language Models",
+# parametric loss fit L(N, D) = E + A / N^alpha + B / D^beta (their approach 3).
+CHINCHILLA_A = 406.4
+CHINCHILLA_B = 410.7
+CHINCHILLA_ALPHA = 0.34
+CHINCHILLA_BETA = 0.28
+CHINCHILLA_E = 1.69
+
+PRUNE_RTOL = 1e-9  # relative tolerance of ">=" in eq. 11
+
+
+# --------------------------------------------------------------------------- eq. 1 / eq. 9
+
+
+def trust(c: float, r: float, i: float, s: float) -> float:
+    """Eq. 1 (McKinsey Trust Formula) and eq. 9 (edge weight): ``C * R * I / S``.
+
+    ``S = 0`` (only reachable with ``cortex_s_offset = 0``): ``+inf`` if ``C R I > 0`` else 0.
+    """
+    num = float(c) * float(r) * float(i)
+    s = float(s)
+    if s == 0.0:
+        return math.inf if num > 0 else 0.0
+    return num / s
+
+
+# --------------------------------------------------------------------------- eq. 2
+
+
+def recalibrate(h: float | None) -> float:
+    """Eq. 2: 0.8 if H >= 0.8; 0.6 if 0.6 <= H < 0.8; H if 0.3 <= H < 0.6; 0.3 if H < 0.3.
+
+    ``None`` (a confidence that could not be read from the reply) is the lowest band, 0.3.
+    """
+    if h is None or (isinstance(h, float) and math.isnan(h)):
+        return 0.3
+    h = float(h)
+    if h >= 0.8:
+        return 0.8
+    if h >= 0.6:
+        return 0.6
+    if h >= 0.3:
+        return h
+    return 0.3
+
+
+# --------------------------------------------------------------------------- eq. 3 / eq. 4
+
+
+def pretraining_loss(n_params: float, n_tokens: float) -> float:
+    """Eq. 3: ``L(N, M) = 406.4 / N**0.34 + 410.7 / M**0.28 + 1.69`` (raw counts, not billions)."""
+    if not n_params > 0 or not n_tokens > 0:
+        raise ValueError(f"parameter and token counts must be positive (got N={n_params}, M={n_tokens})")
+    return (CHINCHILLA_A / float(n_params) ** CHINCHILLA_ALPHA
+            + CHINCHILLA_B / float(n_tokens) ** CHINCHILLA_BETA
+            + CHINCHILLA_E)
+
+
+def credibility(params_b: float, tokens_t: float) -> float:
+    """Eq. 4: ``C = 1 / L(N, M)`` with N = ``params_b`` * 1e9 parameters, M = ``tokens_t`` * 1e12 tokens."""
+    return 1.0 / pretraining_loss(float(params_b) * 1e9, float(tokens_t) * 1e12)
+
+
+# --------------------------------------------------------------------------- eq. 5 - 8
+
+
+def reliability(prev: float | np.ndarray, d: int, h_prev: float | np.ndarray) -> float | np.ndarray:
+    """Eq. 5: ``R_d = (R_{d-1} (d-1) + H^{d-1}) / d`` — the running mean of the (recalibrated)
+    confidences of rounds ``0..d-1``. At ``d = 1`` ``R_1 = H^0`` whatever ``prev`` is."""
+    if d < 1:
+        raise ValueError(f"debate round d must be >= 1 (got {d})")
+    return (prev * (d - 1) + h_prev) / d
+
+
+def mean_similarity(prev: float | np.ndarray, d: int, cos_prev: float | np.ndarray) -> float | np.ndarray:
+    """Eq. 6: ``Sim_d = (Sim_{d-1} (d-1) + cos(O_i^{d-1}, O_j^{d-1})) / d`` (elementwise on matrices)."""
+    if d < 1:
+        raise ValueError(f"debate round d must be >= 1 (got {d})")
+    return (prev * (d - 1) + cos_prev) / d
+
+
+def intimacy(sim_bar: float | np.ndarray) -> float | np.ndarray:
+    """Eq. 7: ``I_d = 1 - Sim_d`` (average difference of viewpoints)."""
+    return 1.0 - sim_bar
+
+
+def self_orientation(d: int, n: int, p: float | np.ndarray, offset: float = 1.0) -> float | np.ndarray:
+    """Eq. 8: ``S_d = (d-1)(n-1) - P_d`` (+ ``offset``, our smoothing; 0 = the literal formula).
+
+    ``P_d`` = peers the agent read in rounds ``1..d-1`` (see the module docstring for why).
+    """
+    if d < 1:
+        raise ValueError(f"debate round d must be >= 1 (got {d})")
+    return (d - 1) * (n - 1) - p + offset
+
+
+# --------------------------------------------------------------------------- eq. 9 - 12
+
+
+def weight_matrix(c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float]) -> np.ndarray:
+    """Eq. 9 for every edge: ``W[i, j] = C_i R_i I[i, j] / S_i`` (edge ``i -> j``; diagonal nan).
+
+    Credibility, reliability and self-orientation belong to the head ``i`` (the agent being read,
+    sec. 3.2: "credibility evaluates the professional competence of A_i"), intimacy to the pair.
+    """
+    c, r, s = (np.asarray(x, dtype=float) for x in (c, r, s))
+    i_mat = np.asarray(i_mat, dtype=float)
+    n = len(c)
+    if i_mat.shape != (n, n) or len(r) != n or len(s) != n:
+        raise ValueError(f"shapes disagree: C {c.shape}, R {r.shape}, S {s.shape}, I {i_mat.shape}")
+    w = np.full((n, n), np.nan)
+    for a in range(n):
+        for b in range(n):
+            if a != b:
+                w[a, b] = trust(c[a], r[a], i_mat[a, b], s[a])
+    return w
+
+
+def mean_incoming(w: np.ndarray) -> np.ndarray:
+    """Eq. 10: ``mean_j = 1/(n-1) * sum_{i != j} W[i, j]`` — the mean of column ``j`` off the diagonal.
+
+    ``n = 1`` has no edges: the mean is ``nan``.
+    """
+    w = np.asarray(w, dtype=float)
+    n = w.shape[0]
+    out = np.full(n, np.nan)
+    if n < 2:
+        return out
+    for j in range(n):
+        col = [w[i, j] for i in range(n) if i != j]
+        out[j] = math.fsum(col) / (n - 1) if not any(math.isinf(x) for x in col) else math.inf
+    return out
+
+
+def prune(w: np.ndarray, mean: np.ndarray | None = None, rtol: float = PRUNE_RTOL) -> np.ndarray:
+    """Eq. 11: boolean ``keep[i, j]`` = ``W[i, j] >= mean_j`` (``i != j``); edges below the mean go.
+
+    ``>=`` with a relative tolerance ``rtol`` (equal weights are all kept despite rounding);
+    ``+inf >= +inf`` holds, so with infinite weights exactly the infinite edges stay.
+    """
+    w = np.asarray(w, dtype=float)
+    n = w.shape[0]
+    mean = mean_incoming(w) if mean is None else np.asarray(mean, dtype=float)
+    keep = np.zeros((n, n), dtype=bool)
+    for j in range(n):
+        m = mean[j]
+        for i in range(n):
+            if i == j or math.isnan(w[i, j]):
+                continue
+            if math.isinf(m):
+                keep[i, j] = w[i, j] == m
+            else:
+                keep[i, j] = w[i, j] >= m - rtol * max(abs(m), 1e-300)
+    return keep
+
+
+def debate_peers(keep: np.ndarray) -> list[list[int]]:
+    """Eq. 12: ``Deb_j = [i : keep[i, j], i != j]`` for every reader ``j`` (ascending ``i``)."""
+    keep = np.asarray(keep, dtype=bool)
+    n = keep.shape[0]
+    return [[i for i in range(n) if i != j and keep[i, j]] for j in range(n)]
+
+
+def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
+    """The round's sparse debating graph: edge ``i -> j`` (``j`` reads ``i``) with ``weight = W[i, j]``."""
+    n = np.asarray(w).shape[0]
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    for j, peers in enumerate(debate_peers(keep)):
+        for i in peers:
+            g.add_edge(i, j, weight=float(w[i, j]))
+    return g
+
+
+# --------------------------------------------------------------------------- state across rounds
+
+
+@dataclass
+class CortexRound:
+    """Everything MDM computed for debate round ``d`` (the inputs of eq. 9 and its outputs)."""
+
+    d: int
+    reliability: list[float]  # R_d per agent (eq. 5)
+    intimacy: list[list[float]]  # I_d[i][j] (eq. 7)
+    self_orientation: list[float]  # S_d per agent (eq. 8, with the offset)
+    weights: np.ndarray  # W[i, j] (eq. 9), diagonal nan
+    mean: np.ndarray  # mean incoming weight per reader (eq. 10)
+    keep: np.ndarray  # eq. 11
+    peers: list[list[int]]  # Deb_j (eq. 12)
+
+    def peer_weights(self, j: int) -> list[float]:
+        """Pre-pruning weights (eq. 9) of the edges agent ``j`` keeps, in ``peers[j]`` order."""
+        return [float(self.weights[i, j]) for i in self.peers[j]]
+
+    def graph(self) -> nx.DiGraph:
+        return edge_graph(self.weights, self.keep)
+
+
+@dataclass
+class MDMState:
+    """Running state of the MDM module for one question (Alg. 1, phase 2, steps 1-2).
+
+    ``credibility``: ``C`` per agent (eq. 4, fixed for the question). Call :meth:`step` once per
+    debate round ``d = 1, 2, ...`` with the recalibrated confidences ``H^{d-1}`` and the cosine
+    matrix of the outputs ``O^{d-1}``; it updates the running means (eqs. 5-6), computes the
+    weights and the pruned graph, and adds each agent's number of peers to ``P`` (eq. 8).
+    """
+
+    credibility: list[float]
+    s_offset: float = 1.0
+    d: int = 0
+    r: np.ndarray = field(init=False)
+    sim: np.ndarray = field(init=False)
+    p: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.credibility)
+        self.r = np.zeros(n)  # R_0 (unused: eq. 5 multiplies it by d-1 = 0)
+        self.sim = np.zeros((n, n))  # Sim_0 (unused likewise)
+        self.p = np.zeros(n)  # P_1 = 0 (Alg. 1 line 5)
+
+    @property
+    def n(self) -> int:
+        return len(self.credibility)
+
+    def step(self, h_prev: Sequence[float], cos_prev: Sequence[Sequence[float]]) -> CortexRound:
+        n = self.n
+        h = np.asarray(h_prev, dtype=float)
+        cos = np.asarray(cos_prev, dtype=float)
+        if h.shape != (n,) or cos.shape != (n, n):
+            raise ValueError(f"need {n} confidences and an {n}x{n} similarity matrix (got {h.shape}, {cos.shape})")
+        d = self.d + 1
+        self.r = reliability(self.r, d, h)  # eq. 5
+        self.sim = mean_similarity(self.sim, d, cos)  # eq. 6
+        i_mat = intimacy(self.sim)  # eq. 7
+        s = self_orientation(d, n, self.p, self.s_offset)  # eq. 8
+        w = weight_matrix(self.credibility, self.r, i_mat, s)  # eq. 9
+        mean = mean_incoming(w)  # eq. 10
+        keep = prune(w, mean)  # eq. 11
+        peers = debate_peers(keep)  # eq. 12
+        self.p = self.p + np.array([len(pj) for pj in peers], dtype=float)  # P_{d+1}
+        self.d = d
+        return CortexRound(
+            d=d,
+            reliability=[float(x) for x in self.r],
+            intimacy=[[float(x) for x in row] for row in i_mat],
+            self_orientation=[float(x) for x in s],
+            weights=w,
+            mean=mean,
+            keep=keep,
+            peers=peers,
+        )
