@@ -81,8 +81,12 @@ def needs_embeddings(cfg: RunConfig) -> bool:
     return cfg.protocol == "cortex" or (cfg.protocol == "s2mad" and cfg.similarity == "embedding")
 
 
-def replica_options(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(Ray actor options, backend options) for a replica of this run's backend."""
+def replica_options(cfg: RunConfig, n_replicas: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Ray actor options, backend options) for a replica of this run's backend.
+
+    Without ``--replica-cpus`` the node's CPUs are split evenly between the run's replicas (one
+    per distinct model), so several models fit on one machine instead of waiting for CPUs.
+    """
     if cfg.backend == "simulated":
         opts = {
             "accuracy": cfg.sim_accuracy,
@@ -92,7 +96,7 @@ def replica_options(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any]]:
             "latency_s": cfg.sim_latency_s,
         }
         return {"num_cpus": 0}, opts
-    cpus = cfg.replica_cpus or float(os.cpu_count() or 1)
+    cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
     # Ray sets OMP_NUM_THREADS=1 in actors: give torch the CPUs the actor reserves.
     return {"num_cpus": cpus}, {"threads": max(1, int(cpus))}
 
@@ -135,10 +139,11 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     init_ray(cfg.ray_address)
 
     writer = WriterActor.remote(str(out))
-    actor_opts, backend_opts = replica_options(cfg)
     specs = cfg.agent_specs()
+    models = list(dict.fromkeys(s.model for s in specs))
+    actor_opts, backend_opts = replica_options(cfg, len(models))
     replicas = {}
-    for model in dict.fromkeys(s.model for s in specs):
+    for model in models:
         replicas[model] = ReplicaActor.options(**actor_opts).remote(
             cfg.backend, model, backend_opts, max_batch=cfg.max_batch
         )
@@ -204,6 +209,8 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
         prompt_tokens=summary["prompt_tokens"],
         completion_tokens=summary["completion_tokens"],
         n_calls=summary["n_calls"],
+        effective_rounds=summary["effective_rounds"],
+        consensus_by_round=summary["consensus_by_round"],
         wall_s=wall,
     )
     ray.get(writer.write_run.remote(run_row))

@@ -11,6 +11,19 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 
+def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:
+    """Mean consensus proportion per round over questions. A question that stopped early keeps
+    its last round's consensus in later rounds (its debate ended in that state)."""
+    longest = max((len(r.get("consensus") or []) for r in rows), default=0)
+    if not longest:
+        return []
+    out = []
+    for t in range(longest):
+        vals = [(r["consensus"][t] if t < len(r["consensus"]) else r["consensus"][-1]) for r in rows if r.get("consensus")]
+        out.append(sum(vals) / len(vals))
+    return out
+
+
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Run totals from question rows: accuracy counts unparseable finals as wrong."""
     rows = list(rows)
@@ -26,4 +39,5 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "n_invalid": sum(r["n_invalid"] for r in rows),
         "n_errors": sum(r["n_errors"] for r in rows),
         "effective_rounds": (sum(r.get("effective_rounds", 0) for r in rows) / n) if n else 0.0,
+        "consensus_by_round": consensus_by_round(rows),
     }

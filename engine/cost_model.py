@@ -26,16 +26,104 @@ The constants are *measured* from the engine's own prompt templates with the ser
 token counter (:func:`measure`), so the same formulas serve the simulated whitespace tokenizer
 (where they are exact) and a real tokenizer (where merges at the seams between a template and
 inserted text make them approximate, typically within a few percent).
+
+GroupDebate, S2-MAD and CortexDebate
+------------------------------------
+
+Their stage templates are measured the same way into :class:`Stage` constants:
+``x(Q) = x.const + x.q Q`` is a stage's message content without what the protocol inserts
+(``x.q`` = how often ``$question`` occurs; none of the GD/S2 stages shows the question, so
+their ``q`` is 0), ``b`` is the group-block framing around ONE summary
+(:func:`engine.protocols.group_debate.group_block`) and ``no_other`` the text an inter-group
+prompt shows when there is only one group. Let ``s' = f + system`` if a system prompt is set
+(else 0), ``B = g + s' + f + a1 + Q`` the first call, and ``H = B + f + C`` the context of every
+later GD / S2-MAD call: both protocols use ``memory="last"`` (the first prompt plus the agent's
+previous reply, whatever rounds it sat out), so a call's history never grows.
+
+**GroupDebate** (:func:`group_cost`, exact). G groups of sizes n_j (N = sum n_j), T rounds,
+R rounds per stage, S = ceil(T/R) stages; X = S - 1 inter-group rounds (one after each group
+summary step) and I = T - 1 - X intra-group rounds; N1 agents alone in their group (they get the
+self-check prompt in an intra round)::
+
+    P = N B + (T-1) N H
+      + I [ (N-N1) (f + gd_intra(Q)) + N1 (f + a4 + Q) + (sum_j n_j^2 - N) (a3 + C) ]
+      + X N [ f + gd_inter(Q) + C + (G-1) (b + C) ]          (G = 1: no_other instead of (G-1)(b+C))
+      + X [ G (g + f + gd_summary(Q)) + N (a3 + C) ]         (summaries: no system prompt, no memory)
+    completion = C (N T + G X),  calls = N T + G X
+
+(each intra round an agent of group j reads its n_j - 1 mates: sum_j n_j (n_j - 1) replies.)
+
+**S2-MAD** (:func:`s2mad_bound`, :func:`predict_s2mad`). Given what the run decided — in each
+round which agents spoke and how many views v each read, which summaries were made and how many
+texts m each read — the cost is exact::
+
+    P = N B + sum_{speaking calls} (H + f + s2_stage(Q) + v w)
+            + sum_{summaries} (g + f + s2_summary(Q) + m (a3 + C))
+
+with ``w = a3 + C`` in an intra round (v = unique differing mates) and ``w = b + C`` in an
+inter round (v = unique differing summaries). Only an *upper bound* is closed-form: no agent
+skips, nothing is deduplicated, no early stop — GD's structure with S2's prompts, except that an
+agent alone in its group never speaks in an intra round (its D_i of eq. 1 is 0 forever) and an
+inter-group call lists all G summaries in one ``$summaries`` block. Why not more: eqs. 1-2
+(who speaks), the redundancy filter (how many views) and the early stop (how many rounds) are
+functions of whether the agents' *answers agree*, and the answers of round t depend on what each
+agent read in round t-1. The expected cost is an expectation over that answer process (a Markov
+chain over the N agents' answer vector, whose transitions are the model's accuracy and its
+tendency to follow peers on this question); it is not a function of N, T, R, Q and C, and even
+for a given answer model it is a sum over agreement patterns, not a closed form. The bound is
+reached when every agent keeps a distinct answer (nothing agrees).
+
+**CortexDebate** (:func:`cortex_cost`). D = rounds_run - 1 debate rounds; in round d agent j
+reads the k_j^d peers it kept after pruning (eq. 11), and only their sum matters, so the
+formula takes the mean in-degree k_d = (1/N) sum_j k_j^d::
+
+    P = N (g + s' + f + cortex_first(Q))
+      + sum_{d=1..D} [ N (g + s' + f + cortex_debate(Q)) + N k_d (a3 + C) + M_d ]
+    M_d = 0                                                 memory "none" (the default, eq. 13)
+        = N (f + cortex_first(Q) + f + C)                   memory "last"
+        = N (f + cortex_first(Q) + d (f + C))
+          + sum_{u<d} [ N (f + cortex_debate(Q)) + N k_u (a3 + C) ]   memory "full"
+    completion = C N (D + 1)
+
+(with N = 1 the agent keeps no edge and gets the self-check prompt, which shows its own last
+reply: ``cortex_self_check(Q) + C`` instead of ``cortex_debate(Q) + k (a3 + C)``). The in-degrees
+are data (eqs. 9-11 depend on confidences and text similarity), so the closed-form *estimate*
+(:func:`predict` with ``protocol="cortex"``) assumes k_d = phi (N - 1) with ``kept_fraction``
+phi = 1/2 — a reader keeps the incoming edges whose weight is at least the mean of its N-1
+weights, which for a roughly symmetric spread of weights is about half of them — and all T rounds
+(no early stop; pass ``rounds_run`` for a run that stopped early).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from string import Template
+from typing import Any, Callable, Mapping, Sequence
 
+# Importing the protocol modules registers their prompt stages (build the PromptSet after this).
+from engine.protocols import cortex as _cortex  # noqa: F401  (registers cortex_* stages)
+from engine.protocols import s2mad as _s2mad  # noqa: F401  (registers s2_* stages)
+from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
 from engine.prompts import PromptSet
+from topologies.groups import parse_group_sizes, stage_plan
 
 ContentCounter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A protocol stage's message content: ``const + q * Q`` template tokens, plus ``views`` times
+    the list block the protocol inserts (peers or summaries) and ``extra`` times a single inserted
+    reply (GD's ``$own_summary``, Cortex's ``$previous``). ``q``, ``views`` and ``extra`` are how
+    often those placeholders occur in the template (1 or 0 for the built-in templates)."""
+
+    const: int
+    q: int = 0
+    views: int = 1
+    extra: int = 0
+
+    def tokens(self, question_tokens: float) -> float:
+        return self.const + self.q * question_tokens
 
 
 @dataclass(frozen=True)
@@ -47,6 +135,25 @@ class Sizes:
     a3: int
     a4: int
     system: int = 0  # content tokens of the system prompt (0: none)
+    # GroupDebate / S2-MAD / CortexDebate stages (None: not measured, e.g. a hand-made Sizes)
+    gd_intra: Stage | None = None
+    gd_summary: Stage | None = None
+    gd_inter: Stage | None = None
+    s2_intra: Stage | None = None
+    s2_summary: Stage | None = None
+    s2_inter: Stage | None = None
+    cortex_first: Stage | None = None
+    cortex_debate: Stage | None = None
+    cortex_self_check: Stage | None = None
+    block: int = 0  # group_block framing around one summary
+    no_other: int = 0  # NO_OTHER_GROUPS text (one group only)
+
+    def need(self, *names: str) -> list[Stage]:
+        missing = [n for n in names if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"Sizes lacks stage(s) {', '.join(missing)}: measure() them from a PromptSet built "
+                             "after importing engine.cost_model (which registers the protocols' stages)")
+        return [getattr(self, n) for n in names]
 
 
 @dataclass(frozen=True)
@@ -60,12 +167,41 @@ class Cost:
         return self.prompt_tokens + self.completion_tokens
 
 
+def _occurrences(template: str, name: str) -> int:
+    """How often ``$name`` / ``${name}`` occurs in a string.Template text."""
+    return sum(1 for m in Template.pattern.finditer(template) if (m.group("named") or m.group("braced")) == name)
+
+
+def _measure_stage(prompts: PromptSet, stage: str, content_tokens: ContentCounter, view: str | None,
+                   view_value: str, extra: str | None = None) -> Stage | None:
+    """Render ``stage`` with "x" for the question, ``view_value`` for the list placeholder ``view``
+    and "x" for ``extra``, then take off what was inserted (each counted as often as it occurs)."""
+    if stage not in prompts.templates:
+        return None
+    tpl = prompts.templates[stage]
+    x = "x"
+    values: dict[str, str] = {"question": x, "peers": ""}
+    if view is not None:
+        values[view] = view_value
+    if extra is not None:
+        values[extra] = x
+    nq = _occurrences(tpl, "question")
+    nv = _occurrences(tpl, view) if view is not None else 0
+    ne = _occurrences(tpl, extra) if extra is not None else 0
+    inserted = nq * content_tokens(x) + nv * content_tokens(view_value) + ne * content_tokens(x)
+    const = content_tokens(prompts.render(stage, **values)) - inserted
+    return Stage(const=const, q=nq, views=nv, extra=ne)
+
+
 def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Callable[[list[dict]], int],
             system_prompt: str | None = None) -> Sizes:
     """Measure the constants from the templates: contents with an empty question and reply.
 
     ``content_tokens(text)`` counts a message body; ``chat_tokens(messages)`` counts a whole
     prompt (chat template applied), from which the per-prompt and per-message framing follow.
+    Stages of GroupDebate, S2-MAD and CortexDebate are measured when ``prompts`` has them (this
+    module imports their protocol modules, so any PromptSet built afterwards does); their inserted
+    blocks are built with the protocols' own helpers (the "peer" stage, ``group_block``).
     """
     one = [{"role": "user", "content": "x"}]
     two = one + [{"role": "assistant", "content": "x"}]
@@ -77,8 +213,28 @@ def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Cal
     a2 = content_tokens(prompts.render("debate", question=q, peers="")) - qx
     a3 = content_tokens(prompts.peers_block([(0, q)])) - qx
     a4 = content_tokens(prompts.render("self_check", question=q)) - qx
-    return Sizes(g=g_plus_f - f, f=f, a1=a1, a2=a2, a3=a3, a4=a4,
-                 system=content_tokens(system_prompt) if system_prompt else 0)
+
+    peers_x = prompts.peers_block([(0, q)])  # one shown reply, as AgentCall / SummaryCall render it
+    block_x = group_block([q])  # one summary, as the inter-group rounds list them
+
+    def ms(stage: str, view: str | None, value: str, extra: str | None = None) -> Stage | None:
+        return _measure_stage(prompts, stage, content_tokens, view, value, extra)
+
+    return Sizes(
+        g=g_plus_f - f, f=f, a1=a1, a2=a2, a3=a3, a4=a4,
+        system=content_tokens(system_prompt) if system_prompt else 0,
+        gd_intra=ms("gd_intra", "peers", peers_x),
+        gd_summary=ms("gd_summary", "peers", peers_x),
+        gd_inter=ms("gd_inter", "other_summaries", block_x, "own_summary"),
+        s2_intra=ms("s2_intra", "peers", peers_x),
+        s2_summary=ms("s2_summary", "peers", peers_x),
+        s2_inter=ms("s2_inter", "summaries", block_x),
+        cortex_first=ms("cortex_first", None, ""),
+        cortex_debate=ms("cortex_debate", "peers", peers_x),
+        cortex_self_check=ms("cortex_self_check", None, "", "previous"),
+        block=content_tokens(block_x) - qx,
+        no_other=content_tokens(NO_OTHER_GROUPS),
+    )
 
 
 def _agent_prompts(s: Sizes, q: float, c: float, rounds: int, debate_msg: Callable[[int], float], forgetting: bool) -> float:
@@ -112,9 +268,231 @@ def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
+# ---------------------------------------------------------------------------
+# GroupDebate and S2-MAD
+# ---------------------------------------------------------------------------
+
+def _sys(s: Sizes) -> int:
+    """``s'``: a system message (framing + content) if one is set."""
+    return (s.f + s.system) if s.system else 0
+
+
+def _first_call(s: Sizes, q: float) -> float:
+    """``B``: round 0's prompt, the "first" stage alone."""
+    return s.g + _sys(s) + s.f + s.a1 + q
+
+
+def _last_memory_call(s: Sizes, q: float, c: float) -> float:
+    """``H``: the context of a later GD / S2-MAD call (memory "last"): first prompt + previous reply."""
+    return _first_call(s, q) + s.f + c
+
+
+def _group_sizes(groups: Any, n_agents: int) -> list[int]:
+    """Group sizes from a ``--groups`` spec ("2+3", "2", [2, 3], None = the default)."""
+    return parse_group_sizes(groups, n_agents)
+
+
+def group_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
+               groups: Any = None, stage_rounds: int = 2) -> Cost:
+    """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`."""
+    intra, summ, inter = s.need("gd_intra", "gd_summary", "gd_inter")
+    sizes = _group_sizes(groups, n_agents)
+    n, n_groups, q, c = n_agents, len(sizes), question_tokens, reply_tokens
+    h = _last_memory_call(s, q, c)
+    alone = sum(1 for m in sizes if m == 1)
+    peer = s.a3 + c
+    pairs = sum(m * m for m in sizes) - n  # replies read per intra round, sum_j n_j (n_j - 1)
+    intra_round = n * h + (n - alone) * (s.f + intra.tokens(q)) + alone * (s.f + s.a4 + q) + intra.views * pairs * peer
+    others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
+    inter_round = n * (h + s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
+    summary_step = n_groups * (s.g + s.f + summ.tokens(q)) + summ.views * n * peer
+    prompt, calls = n * _first_call(s, q), n
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind == "intra":
+            prompt += intra_round
+        elif rp.kind == "inter":
+            prompt += inter_round
+        calls += n if rp.kind != "first" else 0
+        if rp.summarize_after:
+            prompt += summary_step
+            calls += n_groups
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+@dataclass(frozen=True)
+class S2Decisions:
+    """What an S2-MAD run decided for one question (eqs. 1-2, the filter and the early stop).
+
+    views:      per round run (0-based, ``rounds_run`` of them), the number of views each
+                *speaking* agent read (group mates' replies in an intra round, summaries in an
+                inter round); round 0 lists the N first answers (their counts are ignored). An
+                agent that sat the round out is simply absent.
+    summaries:  per summary step, the number of replies each group's summary read.
+    """
+
+    views: tuple[tuple[int, ...], ...]
+    summaries: tuple[tuple[int, ...], ...]
+
+    @property
+    def rounds_run(self) -> int:
+        return len(self.views)
+
+    @property
+    def skipped(self) -> int:
+        n = len(self.views[0]) if self.views else 0
+        return sum(n - len(v) for v in self.views)
+
+
+def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
+                  decisions: S2Decisions, stage_rounds: int = 2, filter: bool = True) -> Cost:
+    """S2-MAD's exact cost given the run's decisions (see the module docstring).
+
+    ``filter=False`` (the "w/o Filter" ablation) uses GroupDebate's prompts; its inter-group calls
+    show all G summaries (own + others), so they take ``len(decisions.summaries[-1])`` as G.
+    """
+    q, c = question_tokens, reply_tokens
+    names = ("s2_intra", "s2_summary", "s2_inter") if filter else ("gd_intra", "gd_summary", "gd_inter")
+    intra, summ, inter = s.need(*names)
+    h = _last_memory_call(s, q, c)
+    plan = stage_plan(rounds, stage_rounds)
+    if decisions.rounds_run > rounds:
+        raise ValueError(f"decisions cover {decisions.rounds_run} rounds, the run has {rounds}")
+    prompt, calls, made = 0.0, 0, 0
+    for rp, views in zip(plan, decisions.views):
+        calls += len(views)
+        if rp.kind == "first":
+            prompt += len(views) * _first_call(s, q)
+        elif rp.kind == "intra":
+            prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) for v in views)
+        elif filter:
+            prompt += sum(h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) for v in views)
+        else:  # GD's inter prompt: own summary + the G-1 others
+            n_groups = len(decisions.summaries[made - 1])
+            others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
+            prompt += len(views) * (h + s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
+        if rp.summarize_after and made == len(decisions.summaries) and rp.round < decisions.rounds_run - 1:
+            raise ValueError(f"round {rp.round} ends a stage and the run went on, but no summary step is given for it")
+        if rp.summarize_after and made < len(decisions.summaries):
+            texts = decisions.summaries[made]
+            prompt += sum(s.g + s.f + summ.tokens(q) + summ.views * m * (s.a3 + c) for m in texts)
+            calls += len(texts)
+            made += 1
+    if made != len(decisions.summaries):
+        raise ValueError(f"{len(decisions.summaries)} summary steps given, the schedule of "
+                         f"{decisions.rounds_run} rounds has {made}")
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def s2mad_bound(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
+                groups: Any = None, stage_rounds: int = 2, filter: bool = True) -> Cost:
+    """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0),
+    nothing is deduplicated, no early stop — every group's summary reads the whole group and every
+    inter-group call reads all G summaries."""
+    sizes = _group_sizes(groups, n_agents)
+    member_views = [m - 1 for m in sizes for _ in range(m) if m > 1]  # speakers of an intra round
+    views, summaries = [], []
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind == "first":
+            views.append(tuple([0] * n_agents))
+        elif rp.kind == "intra":
+            views.append(tuple(member_views))
+        else:
+            views.append(tuple([len(sizes)] * n_agents))
+        if rp.summarize_after:
+            summaries.append(tuple(sizes))
+    return predict_s2mad(s, n_agents, rounds, question_tokens, reply_tokens,
+                         S2Decisions(tuple(views), tuple(summaries)), stage_rounds, filter)
+
+
+_S2_INTER = ("s2_inter", "gd_inter")
+_S2_INTRA = ("s2_intra", "gd_intra")
+
+
+def s2_decisions_from_records(records: Sequence[Any], n_agents: int, rounds_run: int) -> S2Decisions:
+    """The decisions of one S2-MAD question from its call records (``DebateLog.records``).
+
+    Intra-group calls: views = ``len(peers)``. Summary calls (``agent_id == -1``): texts =
+    ``len(peers)`` (the recorded sources). Inter-group calls record as ``peers`` the union of the
+    sources of the summaries read, minus the reader, and sources of different groups are disjoint,
+    so a summary was read iff its sources (minus the reader) meet ``peers``. This misses a summary
+    whose only source is the reader itself; with answer similarity that summary carries the
+    reader's own answer and is never read unless that answer is unparseable (None), so callers
+    must make sure no answer is None (the test runs with ``invalid=0``).
+    """
+    views: list[list[int]] = [[] for _ in range(rounds_run)]
+    steps: list[tuple[int, list[Any]]] = []  # (round, summary records) in order
+    for rec in records:
+        if rec.agent_id == -1:
+            if not steps or steps[-1][0] != rec.round:
+                steps.append((rec.round, []))
+            steps[-1][1].append(rec)
+            continue
+        if rec.kind in _S2_INTRA:
+            views[rec.round].append(len(rec.peers))
+        elif rec.kind in _S2_INTER:
+            pool = [set(r.peers) - {rec.agent_id} for r in steps[-1][1]]  # the latest summary step
+            views[rec.round].append(sum(1 for src in pool if src & set(rec.peers)))
+        else:  # "first"
+            views[rec.round].append(0)
+    return S2Decisions(tuple(tuple(v) for v in views), tuple(tuple(len(r.peers) for r in rs) for _, rs in steps))
+
+
+# ---------------------------------------------------------------------------
+# CortexDebate
+# ---------------------------------------------------------------------------
+
+def cortex_cost(s: Sizes, n_agents: int, question_tokens: float, reply_tokens: float,
+                mean_in_degree: Sequence[float], memory: str = "none") -> Cost:
+    """CortexDebate given the mean in-degree ``k_d`` of each debate round run (one value per
+    debate round: ``rounds_run - 1`` of them). Exact when the k_d are the run's (see the module
+    docstring); ``memory`` is the effective ``cortex_memory`` ("none", "last", "full")."""
+    if memory not in ("none", "last", "full"):
+        raise ValueError(f"memory {memory!r} is not one of none, last, full")
+    first, debate, check = s.need("cortex_first", "cortex_debate", "cortex_self_check")
+    n, q, c = n_agents, question_tokens, reply_tokens
+    head = s.g + _sys(s)
+    first_msg = s.f + first.tokens(q)
+    prompt = n * (head + first_msg)
+    history = 0.0  # memory "full": sum over agents of the earlier debate messages
+    for d, k in enumerate(mean_in_degree, start=1):
+        if n == 1:  # no edge to keep: the self-check prompt shows the agent's own last reply
+            msg = n * (s.f + check.tokens(q) + check.extra * c)
+        else:
+            msg = n * (s.f + debate.tokens(q)) + debate.views * n * k * (s.a3 + c)
+        if memory == "none":
+            ctx = 0.0
+        elif memory == "last":
+            ctx = n * (first_msg + s.f + c)
+        else:
+            ctx = n * (first_msg + d * (s.f + c)) + history
+        prompt += n * head + msg + ctx
+        history += msg
+    calls = n * (len(mean_in_degree) + 1)
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def cortex_memory(cortex_memory: str = "none", forgetting: bool = False) -> str:
+    """The memory mode CortexDebate actually uses (``--forgetting`` turns "full" into "last")."""
+    return "last" if forgetting and cortex_memory == "full" else cortex_memory
+
+
+# ---------------------------------------------------------------------------
+# the front door
+# ---------------------------------------------------------------------------
+
 def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-            density: float | None = None, forgetting: bool = False) -> Cost:
-    """Predicted tokens of one question for the MAD family (``cot``, ``sc``, ``mad``, ``sparse``, ``probmad``)."""
+            density: float | None = None, forgetting: bool = False, *, groups: Any = None, stage_rounds: int = 2,
+            filter: bool = True, kept_fraction: float = 0.5, rounds_run: int | None = None,
+            memory: str = "none") -> Cost:
+    """Predicted tokens of one question.
+
+    MAD family (``cot``, ``sc``, ``mad``, ``sparse``, ``probmad``): ``density``, ``forgetting``.
+    ``group`` (exact) and ``s2mad`` (upper bound: no skips, no dedup, no early stop): ``groups``
+    (a ``--groups`` spec: "2+3", "2", [2, 3] or None for the default) and ``stage_rounds`` R;
+    S2-MAD also ``filter``. ``cortex`` (estimate): every debate round each agent keeps
+    ``kept_fraction`` of its N-1 peers, for ``rounds_run`` rounds (default all ``rounds``);
+    ``memory`` is ``cortex_memory`` (``forgetting`` turns "full" into "last", as the protocol does).
+    """
     n = n_agents
     if protocol == "cot":
         return topology_cost(s, 1, 1, question_tokens, reply_tokens, 0)
@@ -132,4 +510,14 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
             raise ValueError("probmad needs density")
         p_alone = (1 - density) ** (n - 1)
         return topology_cost(s, n, rounds, question_tokens, reply_tokens, density * (n - 1), p_alone, forgetting)
+    if protocol == "group":
+        return group_cost(s, n, rounds, question_tokens, reply_tokens, groups, stage_rounds)
+    if protocol == "s2mad":
+        return s2mad_bound(s, n, rounds, question_tokens, reply_tokens, groups, stage_rounds, filter)
+    if protocol == "cortex":
+        run = rounds if rounds_run is None else rounds_run
+        if not 1 <= run <= rounds:
+            raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
+        k = kept_fraction * (n - 1)
+        return cortex_cost(s, n, question_tokens, reply_tokens, [k] * (run - 1), cortex_memory(memory, forgetting))
     raise ValueError(f"no cost model for protocol {protocol!r}")

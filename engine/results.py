@@ -91,6 +91,8 @@ RUNS_SCHEMA = pa.schema(
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
         ("n_calls", pa.int64()),
+        ("effective_rounds", pa.float64()),
+        ("consensus_by_round", pa.list_(pa.float64())),
         ("wall_s", pa.float64()),
     ]
 )

@@ -83,3 +83,16 @@ def test_seeds_are_stable_and_distinct():
     assert question_key(0, "a") == question_key(0, "a") != question_key(1, "a")
     seeds = {call_seed(s, k, r) for s in range(3) for k in range(3) for r in range(3)}
     assert len(seeds) == 27
+
+
+def test_run_consensus_by_round_carries_early_stops_forward():
+    from engine.accounting import summarize
+
+    rows = [
+        {"correct": True, "prompt_tokens": 1, "completion_tokens": 1, "n_calls": 1, "n_invalid": 0, "n_errors": 0,
+         "consensus": [0.5, 1.0], "effective_rounds": 2},
+        {"correct": False, "prompt_tokens": 1, "completion_tokens": 1, "n_calls": 1, "n_invalid": 0, "n_errors": 0,
+         "consensus": [0.5, 0.5, 0.75], "effective_rounds": 3},
+    ]
+    s = summarize(rows)
+    assert s["consensus_by_round"] == [0.5, 0.75, 0.875] and s["effective_rounds"] == 2.5 and s["accuracy"] == 0.5

@@ -28,3 +28,19 @@ def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path):
     stored = [None if pd.isna(a) else a for a in calls.answer]  # pandas 3 reads a null string as NaN
     assert [extract_answer(t, "numeric") for t in calls.text] == stored
     assert qs.correct.dtype == bool and result.summary["completion_tokens"] == calls.completion_tokens.sum()
+
+
+def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
+    """Strong/weak placement with two real replicas: the 'strong' alias goes to the star's centre.
+
+    Both aliases load the same SmolLM2 weights (the only model that ships here); what is tested
+    is the engine: two replica actors in one run, each agent served by its own model's replica.
+    """
+    cfg = RunConfig(protocol="sparse", topology="star", center=2, agents=3, rounds=2, limit=1, max_tokens=16,
+                    models="smollm2*1,smollm2-135m-instruct*2", placement="central", out=str(tmp_path / "place"),
+                    progress=False)
+    assert [s.model for s in cfg.agent_specs()] == ["smollm2-135m-instruct", "smollm2-135m-instruct", "smollm2"]
+    result = run(cfg)
+    calls = read_table(result.out_dir, "calls").to_pandas()
+    assert len(result.replica_stats) == 2 and sum(s["requests"] for s in result.replica_stats) == 6
+    assert dict(zip(calls.agent_id, calls.model)) == {0: "smollm2-135m-instruct", 1: "smollm2-135m-instruct", 2: "smollm2"}
