@@ -39,13 +39,15 @@ def _error_record(q: Question, round_: int, call, exc: BaseException) -> CallRec
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class CoordinatorActor:
     def __init__(self, cfg: RunConfig, run_id: str, agents: list, writer, backend_label: str, simulated: bool,
-                 embedder=None):
+                 embedder=None, attempt: str = ""):
         self.cfg = cfg
         self.run_id = run_id
         self.agents = agents
         self.writer = writer
         self.embedder = embedder
-        self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated}
+        # attempt: which invocation wrote a row; a resumed run re-debates unfinished questions, and
+        # readers keep only the calls of the attempt that finished each question.
+        self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated, "attempt": attempt}
         self.protocol = get_protocol(cfg.protocol)
         self.progress_state = {"questions_done": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "correct": 0}
 

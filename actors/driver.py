@@ -10,9 +10,11 @@ replica -> coordinator -> writer.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ class RunResult:
     questions: list[dict[str, Any]] = field(default_factory=list)
     simulated: bool = False
     replica_stats: list[dict[str, Any]] = field(default_factory=list)
+    resumed: int = 0  # questions whose results were already in --out (not debated again)
 
 
 def _now() -> dt.datetime:
@@ -123,97 +126,149 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     return questions, prompts
 
 
-def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
-    import ray
+class Engine:
+    """Long-lived actors shared by consecutive runs (a sweep's cells).
 
-    from actors.agent_actor import AgentActor
-    from actors.coordinator_actor import CoordinatorActor
-    from actors.replica_actor import ReplicaActor
-    from actors.writer_actor import WriterActor
+    Replicas are keyed by (backend, model, backend options, max batch) and embedding actors by
+    model name, so cells that use the same model reuse the loaded model instead of restarting
+    it; a replica the next run does not need is stopped first, so its CPUs/GPUs are free.
+    ``run`` resumes: questions that already have a result row for this run id in ``--out`` are
+    not debated again, and the run's summary covers old and new rows.
+    """
 
-    questions, prompts = prepare(cfg, questions)
-    out = Path(cfg.out) if cfg.out else default_out_dir()
-    run_id = cfg.run_id()
-    started = _now()
-    t0 = time.perf_counter()
-    init_ray(cfg.ray_address)
+    def __init__(self, ray_address: str | None = None):
+        init_ray(ray_address)
+        self._replicas: dict[tuple, Any] = {}
+        self._embedders: dict[str, Any] = {}
 
-    writer = WriterActor.remote(str(out))
-    specs = cfg.agent_specs()
-    models = list(dict.fromkeys(s.model for s in specs))
-    actor_opts, backend_opts = replica_options(cfg, len(models))
-    replicas = {}
-    for model in models:
-        replicas[model] = ReplicaActor.options(**actor_opts).remote(
-            cfg.backend, model, backend_opts, max_batch=cfg.max_batch
-        )
-    infos = ray.get([r.info.remote() for r in replicas.values()])
-    simulated = any(i["simulated"] for i in infos)
-    agents = [
-        AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model])
-        for i, spec in enumerate(specs)
-    ]
-    # Wait until every agent's worker process is up, so the first round's requests reach the
-    # replica together and are batched together, instead of trickling in as processes start.
-    ray.get([a.ready.remote() for a in agents])
-    embedder = None
-    if needs_embeddings(cfg):
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        import ray
+
+        for actor in [*self._replicas.values(), *self._embedders.values()]:
+            ray.kill(actor)
+        self._replicas.clear()
+        self._embedders.clear()
+
+    def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, Any]:
+        import ray
+
+        from actors.replica_actor import ReplicaActor
+
+        actor_opts, backend_opts = replica_options(cfg, len(models))
+        keys = {m: (cfg.backend, m, json.dumps(backend_opts, sort_keys=True), cfg.max_batch) for m in models}
+        for key in [k for k in self._replicas if k not in keys.values()]:
+            ray.kill(self._replicas.pop(key))
+        for model, key in keys.items():
+            if key not in self._replicas:
+                self._replicas[key] = ReplicaActor.options(**actor_opts).remote(
+                    cfg.backend, model, backend_opts, max_batch=cfg.max_batch
+                )
+        return {m: self._replicas[k] for m, k in keys.items()}
+
+    def embedder_for(self, name: str):
+        import ray
+
         from actors.embedding_actor import EmbeddingActor
 
-        # No CPU reserved: encoding a round's replies is short next to generating them, and on a
-        # CPU machine the replica already holds the cores; one thread avoids oversubscribing.
-        embedder = EmbeddingActor.remote(cfg.embedding_model, threads=1)
-        ray.get(embedder.info.remote())
-    coordinator = CoordinatorActor.remote(cfg, run_id, agents, writer, cfg.backend, simulated, embedder)
-    run_row = {
-        "run_id": run_id,
-        "protocol": cfg.protocol,
-        "backend": cfg.backend,
-        "simulated": simulated,
-        "config": cfg.to_json(),
-        "status": "running",
-        "started": started,
-        "n_questions": len(questions),
-    }
-    ray.get(writer.write_run.remote(run_row))
+        if name not in self._embedders:
+            # No CPU reserved: encoding a round's replies is short next to generating them, and on
+            # a CPU machine the replica already holds the cores; one thread avoids oversubscribing.
+            self._embedders[name] = EmbeddingActor.remote(name, threads=1)
+            ray.get(self._embedders[name].info.remote())
+        return self._embedders[name]
 
-    ref = coordinator.run.remote(questions)
-    bar = None
-    if cfg.progress:
-        from tqdm import tqdm
+    def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
+        import ray
 
-        bar = tqdm(total=len(questions), desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})", unit="q",
-                   mininterval=1.0 if sys.stderr.isatty() else 15.0)
-    try:
-        while True:
-            ready, _ = ray.wait([ref], timeout=0.5)
-            state = ray.get(coordinator.progress.remote())
+        from actors.agent_actor import AgentActor
+        from actors.coordinator_actor import CoordinatorActor
+        from actors.writer_actor import WriterActor
+        from engine.results import read_table
+
+        questions, prompts = prepare(cfg, questions)
+        out = Path(cfg.out) if cfg.out else default_out_dir()
+        run_id = cfg.run_id()
+        attempt = uuid.uuid4().hex[:12]
+        t0 = time.perf_counter()
+
+        previous = [r for r in read_table(out, "questions").to_pylist() if r["run_id"] == run_id]
+        done = {r["question_id"] for r in previous}
+        previous = [r for r in previous if r["question_id"] in {q.qid for q in questions}]
+        todo = [q for q in questions if q.qid not in done]
+        old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
+        started = old_run[0]["started"] if old_run else _now()
+
+        writer = WriterActor.remote(str(out))
+        specs = cfg.agent_specs()
+        replicas = self.replicas_for(cfg, list(dict.fromkeys(s.model for s in specs)))
+        infos = ray.get([r.info.remote() for r in replicas.values()])
+        simulated = any(i["simulated"] for i in infos)
+        run_row = {
+            "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,
+            "config": cfg.to_json(), "status": "running", "started": started, "n_questions": len(questions),
+        }
+        ray.get(writer.write_run.remote(run_row))
+        rows: list[dict[str, Any]] = []
+        agents: list = []
+        coordinator = None
+        if todo:
+            agents = [AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model]) for i, spec in enumerate(specs)]
+            # Wait until every agent's worker process is up, so the first round's requests reach
+            # the replica together and are batched together, instead of trickling in.
+            ray.get([a.ready.remote() for a in agents])
+            embedder = self.embedder_for(cfg.embedding_model) if needs_embeddings(cfg) else None
+            coordinator = CoordinatorActor.remote(cfg, run_id, agents, writer, cfg.backend, simulated, embedder, attempt)
+            rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), len(questions), len(previous),
+                              simulated, progress_cb)
+        wall = time.perf_counter() - t0
+        summary = summarize(previous + rows)
+        stats = ray.get([r.get_stats.remote() for r in replicas.values()])
+        run_row.update(
+            status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
+            completion_tokens=summary["completion_tokens"], n_calls=summary["n_calls"],
+            effective_rounds=summary["effective_rounds"], consensus_by_round=summary["consensus_by_round"],
+            wall_s=wall + sum(r.get("wall_s") or 0.0 for r in old_run[:1]),
+        )
+        ray.get(writer.write_run.remote(run_row))
+        for actor in [*([coordinator] if coordinator else []), writer, *agents]:
+            ray.kill(actor)
+        return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous))
+
+    @staticmethod
+    def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:
+        import ray
+
+        bar = None
+        if cfg.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, initial=already, unit="q",
+                       desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})",
+                       mininterval=1.0 if sys.stderr.isatty() else 15.0)
+        try:
+            while True:
+                ready, _ = ray.wait([ref], timeout=0.5)
+                state = ray.get(coordinator.progress.remote())
+                if bar is not None:
+                    bar.set_postfix(calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"],
+                                    refresh=False)
+                    bar.update(already + state["questions_done"] - bar.n)  # redraws at most every mininterval
+                if progress_cb is not None:
+                    progress_cb(state)
+                if ready:
+                    return ray.get(ref)
+        finally:
             if bar is not None:
-                bar.set_postfix(calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"], refresh=False)
-                bar.update(state["questions_done"] - bar.n)  # redraws at most every mininterval
-            if progress_cb is not None:
-                progress_cb(state)
-            if ready:
-                break
-        rows = ray.get(ref)
-    finally:
-        if bar is not None:
-            bar.close()
-    wall = time.perf_counter() - t0
-    summary = summarize(rows)
-    stats = ray.get([r.get_stats.remote() for r in replicas.values()])
-    run_row.update(
-        status="finished",
-        finished=_now(),
-        accuracy=summary["accuracy"],
-        prompt_tokens=summary["prompt_tokens"],
-        completion_tokens=summary["completion_tokens"],
-        n_calls=summary["n_calls"],
-        effective_rounds=summary["effective_rounds"],
-        consensus_by_round=summary["consensus_by_round"],
-        wall_s=wall,
-    )
-    ray.get(writer.write_run.remote(run_row))
-    for actor in [coordinator, writer, *agents, *replicas.values(), *([embedder] if embedder else [])]:
-        ray.kill(actor)
-    return RunResult(run_id, out, summary, wall, rows, simulated, stats)
+                bar.close()
+
+
+def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
+    """Run one configuration on fresh actors (stopped afterwards). See :class:`Engine` for reuse."""
+    with Engine(cfg.ray_address) as engine:
+        return engine.run(cfg, questions, progress_cb)

@@ -45,6 +45,7 @@ CALLS_SCHEMA = pa.schema(
         ("seed", pa.int64()),
         ("temperature", pa.float64()),
         ("group", pa.int32()),
+        ("attempt", pa.string()),
     ]
 )
 
@@ -73,6 +74,7 @@ QUESTIONS_SCHEMA = pa.schema(
         ("wall_s", pa.float64()),
         ("backend", pa.string()),
         ("simulated", pa.bool_()),
+        ("attempt", pa.string()),
     ]
 )
 
@@ -107,6 +109,7 @@ GRAPHS_SCHEMA = pa.schema(
         ("weight", pa.float64()),
         ("backend", pa.string()),
         ("simulated", pa.bool_()),
+        ("attempt", pa.string()),
     ]
 )
 

@@ -104,3 +104,25 @@ def test_same_config_same_results(ray_local, tmp_path):
     tb = read_table(b.out_dir, "calls").to_pandas().sort_values(["question_id", "round", "agent_id"])
     assert a.run_id == b.run_id
     assert list(ta.text) == list(tb.text)
+
+
+def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path):
+    from actors.driver import Engine
+    from engine.tasks import arithmetic_questions
+
+    cfg = sim(tmp_path, "resume", limit=6, agents=3, rounds=2)
+    qs = arithmetic_questions(6, seed=0)
+    with Engine() as engine:
+        first = engine.run(cfg, questions=qs[:3])
+        replica_ids = set(map(str, engine._replicas.values()))
+        second = engine.run(cfg, questions=qs)  # same config, same --out: only the 3 new ones run
+        assert set(map(str, engine._replicas.values())) == replica_ids  # replica reused, not restarted
+    assert first.run_id == second.run_id and second.resumed == 3
+    qrows = read_table(second.out_dir, "questions").to_pandas()
+    assert sorted(qrows.question_id) == sorted(q.qid for q in qs)  # each question exactly once
+    assert second.summary["n_questions"] == 6 and second.summary["n_calls"] == 6 * 3 * 2
+    calls = read_table(second.out_dir, "calls").to_pandas()
+    assert len(calls) == 36 and calls.attempt.nunique() == 2
+    assert len(read_table(second.out_dir, "runs")) == 1
+    third = run(cfg, questions=qs)  # everything done: nothing is debated
+    assert third.resumed == 6 and len(read_table(third.out_dir, "calls")) == 36
