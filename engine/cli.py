@@ -1,6 +1,8 @@
 """``debate`` command line.
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
+    debate report DIR [--out REPORT_DIR] [--baseline mad]
+    debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
 file takes the same keys, and flags given on the command line win over it. Bad input exits with
@@ -26,7 +28,7 @@ _HELP = {
     "dataset": "'arithmetic' (generated) or a JSONL/JSON/CSV/Parquet path",
     "task": "numeric | math | choice | pair (guessed from the file when omitted)",
     "limit": "number of questions (arithmetic default 100)",
-    "backend": "transformers (real model, default) | simulated (seeded fake model for tests)",
+    "backend": "transformers (real model, default) | openai (any /v1/chat/completions server, --api-base) | simulated (seeded fake model for tests)",
     "model": "model alias, .gguf file or local model folder",
     "out": "output directory (default runs/<timestamp>)",
     "forgetting": "agents keep only the previous round in context",
@@ -43,7 +45,7 @@ _HELP = {
 
 _CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
             "placement": PLACEMENTS}
-_SKIP = {"agent_settings", "prompts", "model_info"}  # YAML only
+_SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -114,12 +116,41 @@ def print_summary(result, cfg: RunConfig) -> None:
     Console().print(table)
 
 
+def report_command(args: argparse.Namespace) -> int:
+    """``debate report``: print the summary table, write CSV/JSON/PNGs (see :mod:`engine.report`)."""
+    from rich.console import Console
+
+    from engine.report import ReportError, build_report, render_table
+
+    try:
+        rep = build_report(args.dir, args.out, args.baseline)
+    except (ReportError, OSError) as exc:
+        print(f"debate: error: {exc}", file=sys.stderr)
+        return 2
+    console = Console() if sys.stdout.isatty() else Console(width=220)
+    console.print(render_table(rep.rows, args.baseline))
+    for note in rep.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+    console.print(f"wrote {', '.join(p.name for p in rep.files)} to {rep.out_dir}", markup=False, highlight=False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="debate", description="Distributed multi-agent debate engine")
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="run one debate configuration")
     _add_run_flags(run_p)
+    report_p = sub.add_parser("report", help="tables and plots from result directories (one run, many runs or a sweep)")
+    report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
+    report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
+    report_p.add_argument("--baseline", default="mad", choices=PROTOCOLS, help="protocol that savings compare with")
+    sweep_p = sub.add_parser("sweep", help="run a grid of configurations from a YAML file (resumable)")
+    sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
+    sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
+    sweep_p.add_argument("--list", action="store_true", help="list the cells and their status; run nothing")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return report_command(args)
 
     from actors.model_store import ModelNotFound
     from engine.prompts import PromptError
@@ -135,6 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run(cfg)  # checks every input before Ray starts
             print_summary(result, cfg)
             return 0
+        if args.command == "sweep":
+            from engine.sweep import sweep_command
+
+            return sweep_command(args.config, args.out, args.list)
     except user_errors as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex")
-BACKENDS = ("transformers", "simulated")
+BACKENDS = ("transformers", "simulated", "openai", "vllm")
 SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
 TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
@@ -77,10 +77,16 @@ class RunConfig:
     models: str | None = None  # per-agent models, strongest first: "big*1,small*5"
     placement: str = "none"  # none | central (strongest on most central nodes) | peripheral
     model_info: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {params_b, tokens_t}
+    # where each model's replicas run (YAML only): model -> {num_gpus, num_cpus, resources, replicas}
+    #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types
+    placement_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     # --- CortexDebate options (cortex_* fields) go here ---
     cortex_memory: str = "none"  # eq. 13: the prompt is [Ins, Q, peers' answers] only; "full"/"last" keep the transcript
     cortex_s_offset: float = 1.0  # added to S_d (eq. 8); our choice, the paper's literal S_1 = 0 divides by zero (0 = literal, W = inf)
     # engine knobs
+    reuse_first_round: bool = False  # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
+    api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
+    api_concurrency: int = 16  # --backend openai: requests in flight per replica
     max_concurrent_questions: int = 64
     max_batch: int = 16
     replica_cpus: float | None = None
@@ -156,7 +162,8 @@ class RunConfig:
     def run_id(self) -> str:
         """Deterministic id from everything that changes results (not ``out`` or engine knobs)."""
         d = self.to_dict()
-        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus"):
+        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
+                  "api_concurrency", "placement_resources", "reuse_first_round"):
             d.pop(k, None)
         digest = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.protocol}-{digest}"
@@ -170,6 +177,10 @@ class RunConfig:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
         if self.backend not in BACKENDS:
             raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.backend == "openai" and not self.api_base:
+            raise bad("api_base", "is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
+        if self.api_concurrency < 1:
+            raise bad("api_concurrency", f"must be at least 1 (got {self.api_concurrency})")
         if self.agents < 1:
             raise bad("agents", f"must be at least 1 (got {self.agents})")
         if self.rounds < 1:

@@ -67,6 +67,7 @@ class CallRecord:
     seed: int
     temperature: float
     group: int | None = None
+    reused: bool = False  # a first-round reply served from the cache (same text and token counts as the original)
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)

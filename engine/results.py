@@ -45,6 +45,7 @@ CALLS_SCHEMA = pa.schema(
         ("seed", pa.int64()),
         ("temperature", pa.float64()),
         ("group", pa.int32()),
+        ("reused", pa.bool_()),
         ("attempt", pa.string()),
     ]
 )

@@ -126,3 +126,14 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
     assert len(read_table(second.out_dir, "runs")) == 1
     third = run(cfg, questions=qs)  # everything done: nothing is debated
     assert third.resumed == 6 and len(read_table(third.out_dir, "calls")) == 36
+
+
+def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
+    """Per-model Ray options: the run's placement_resources override the backend default."""
+    from actors.driver import placement_options
+
+    cfg = RunConfig(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
+    assert placement_options(cfg, "big", {"num_cpus": 2}) == {"num_cpus": 2, "num_gpus": 1, "resources": {"strong_gpu": 1}}
+    assert placement_options(cfg, "small", {"num_cpus": 2}) == {"num_cpus": 2}
+    with pytest.raises(ValueError, match="unknown key"):
+        placement_options(RunConfig(placement_resources={"m": {"gpus": 1}}), "m", {})

@@ -62,3 +62,15 @@ def test_prompt_longer_than_context_is_an_error_result(backend):
     bad, good = backend.generate([huge, ok])
     assert bad.error and "exceeds the model context" in bad.error and bad.finish_reason == "error"
     assert good.error is None and good.completion_tokens >= 1
+
+
+def test_converted_folder_is_a_plain_tied_checkpoint(backend):
+    """The folder stores the tied embedding as model.embed_tokens.weight and no separate head,
+    so loaders that ignore safetensors aliases (vLLM) read the same weights transformers does."""
+    from safetensors import safe_open
+
+    with safe_open(str(backend.path / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    assert "model.embed_tokens.weight" in keys and "lm_head.weight" not in keys
+    r = GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}], temperature=0, max_tokens=16)
+    assert "Paris" in backend.generate([r])[0].text

