@@ -66,6 +66,15 @@ def machine_info() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def scratch_dir() -> tempfile.TemporaryDirectory:
+    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
+    from actors.model_store import cache_dir
+
+    root = cache_dir() / "bench-work"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=root)
+
+
 def loadavg() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -203,7 +212,7 @@ def measure(agent_counts: tuple[int, ...] = (6, 16, 64), questions: int = 40, wa
     result: dict[str, Any] = {"benchmark": "coordinator_overhead", "machine": machine_info(),
                               "date": time.strftime("%Y-%m-%d %H:%M:%S"), "params": params, "simulated": True,
                               "loadavg_before": loadavg()}
-    tmpdir = tempfile.TemporaryDirectory() if workdir is None else None
+    tmpdir = scratch_dir() if workdir is None else None
     base = Path(workdir or tmpdir.name)
     rows = []
     try:

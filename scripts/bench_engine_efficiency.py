@@ -76,6 +76,15 @@ def machine_info() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def scratch_dir() -> tempfile.TemporaryDirectory:
+    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
+    from actors.model_store import cache_dir
+
+    root = cache_dir() / "bench-work"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=root)
+
+
 def loadavg() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -178,7 +187,7 @@ def measure(questions: int = 4, agents: int = 3, rounds: int = 2, max_tokens: in
     result: dict[str, Any] = {"benchmark": "engine_efficiency", "machine": machine_info(),
                               "date": time.strftime("%Y-%m-%d %H:%M:%S"), "params": params,
                               "loadavg_before": loadavg()}
-    tmpdir = tempfile.TemporaryDirectory() if workdir is None else None
+    tmpdir = scratch_dir() if workdir is None else None
     base = Path(workdir or tmpdir.name)
 
     def config(out: str) -> RunConfig:

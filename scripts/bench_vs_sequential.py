@@ -42,8 +42,12 @@ take its cores), but leaves out the engine's agent/coordinator/writer processes.
 ``os.getloadavg()`` is recorded before and after: on a shared machine other load slows both
 sides, not necessarily equally.
 
+The sequential part (about 20 minutes at full size here) is saved to ``--checkpoint`` (default
+``bench/vs_sequential.sequential.json``) as soon as it is measured; after an interrupted run,
+``--reuse-sequential`` uses it if its parameters match (its own date and load are kept).
+
 Usage:
-  .venv/bin/python scripts/bench_vs_sequential.py                          # full size, minutes
+  .venv/bin/python scripts/bench_vs_sequential.py                          # full size, ~30 minutes
   .venv/bin/python scripts/bench_vs_sequential.py --questions 2 --agents 3 --rounds 2 --sizes 1,2,4
 """
 
@@ -70,6 +74,15 @@ TARGET = 4.0
 
 def machine_info() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory:
+    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
+    from actors.model_store import cache_dir
+
+    root = cache_dir() / "bench-work"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.TemporaryDirectory(dir=root)
 
 
 def loadavg() -> list[float]:
@@ -213,10 +226,36 @@ def compare(seq: dict[int, dict[str, Any]], eng: dict[int, dict[str, Any]]) -> d
     }
 
 
+def sequential_phase(cfg: RunConfig, questions, sizes: list[int], max_tokens: int, max_batch: int,
+                     scaling_repeats: int, log=print) -> dict[str, Any]:
+    """In-process model load, the sequential loop, then the batch-scaling curve (JSON-ready)."""
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_before": loadavg()}
+    t = time.perf_counter()
+    local = make_local_backend(cfg, max(max(sizes), max_batch))
+    out["model_load_s"] = time.perf_counter() - t
+    log(f"in-process model loaded in {out['model_load_s']:.1f} s; sequential loop over {len(questions)} questions ...")
+    seq = run_sequential(cfg, questions, local)
+    log(f"sequential: {seq['seconds']:.1f} s, {seq['completion_tokens']} generated tokens")
+    out["loadavg_after_loop"] = loadavg()
+    typical, out["typical_prompt_tokens"] = typical_request(seq.pop("requests"))
+    log(f"batch scaling on a {out['typical_prompt_tokens']}-token prompt, {max_tokens} tokens per row: sizes {sizes} ...")
+    out["scaling"] = batch_scaling(local, typical, sizes, max_tokens, scaling_repeats)
+    for r in out["scaling"]:
+        log(f"  batch {r['batch']:3d}: {r['tok_per_s']:8.1f} tok/s")
+    out["loadavg_after"] = loadavg()
+    del local
+    gc.collect()
+    return {**out, **seq}
+
+
 def measure(questions: int = 10, agents: int = 6, rounds: int = 3, max_tokens: int = 64,
             backend: str = "transformers", model: str = DEFAULT_MODEL, max_batch: int = 16,
             sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32), scaling_repeats: int = 1, seed: int = 0,
-            protocol: str = "mad", workdir: str | None = None, log=print) -> dict[str, Any]:
+            protocol: str = "mad", checkpoint: str | None = None, reuse_sequential: bool = False,
+            workdir: str | None = None, log=print) -> dict[str, Any]:
+    """Run the benchmark. ``checkpoint``: a JSON file where the sequential part (the slow one) is
+    saved as soon as it is measured; with ``reuse_sequential`` an existing checkpoint of the same
+    parameters is used instead of measuring it again (its own date is kept in the result)."""
     import ray
 
     from actors.driver import Engine, prepare
@@ -226,10 +265,12 @@ def measure(questions: int = 10, agents: int = 6, rounds: int = 3, max_tokens: i
     params = {"questions": questions, "agents": agents, "rounds": rounds, "max_tokens": max_tokens,
               "backend": backend, "model": model, "max_batch": max_batch, "scaling_sizes": sizes,
               "scaling_repeats": scaling_repeats, "seed": seed, "protocol": protocol, "temperature": 0.0}
+    sequential_params = {k: params[k] for k in ("questions", "agents", "rounds", "max_tokens", "backend", "model",
+                                                "scaling_sizes", "scaling_repeats", "seed", "protocol")}
     result: dict[str, Any] = {"benchmark": "vs_sequential", "machine": machine_info(),
                               "date": time.strftime("%Y-%m-%d %H:%M:%S"), "params": params,
                               "simulated": backend == "simulated", "loadavg_before": loadavg()}
-    tmpdir = tempfile.TemporaryDirectory() if workdir is None else None
+    tmpdir = scratch_dir() if workdir is None else None
     base = Path(workdir or tmpdir.name)
 
     def config(out: str, limit: int) -> RunConfig:
@@ -240,20 +281,23 @@ def measure(questions: int = 10, agents: int = 6, rounds: int = 3, max_tokens: i
     try:
         cfg = config("engine", questions)
         qs, _ = prepare(cfg)
-        # ---- sequential loop, in process (no Ray involved)
-        t = time.perf_counter()
-        local = make_local_backend(cfg, max(max(sizes), max_batch))
-        load_s = time.perf_counter() - t
-        log(f"in-process model loaded in {load_s:.1f} s; sequential loop over {questions * agents * rounds} calls ...")
-        seq = run_sequential(cfg, qs, local)
-        log(f"sequential: {seq['seconds']:.1f} s, {seq['completion_tokens']} generated tokens")
-        typical, typical_len = typical_request(seq["requests"])
-        log(f"batch scaling on a {typical_len}-token prompt, {max_tokens} tokens per row: sizes {sizes} ...")
-        scaling = batch_scaling(local, typical, sizes, max_tokens, scaling_repeats)
-        for r in scaling:
-            log(f"  batch {r['batch']:3d}: {r['tok_per_s']:8.1f} tok/s")
-        del local, seq["requests"]
-        gc.collect()
+        # ---- sequential loop, in process (no Ray involved); checkpointed, it is the long part
+        seq = None
+        if checkpoint and reuse_sequential and Path(checkpoint).is_file():
+            saved = json.loads(Path(checkpoint).read_text())
+            if saved.get("params") == sequential_params:
+                seq = saved
+                log(f"reusing the sequential part measured {saved['date']} from {checkpoint}")
+            else:
+                log(f"{checkpoint} was measured with other parameters: measuring again")
+        if seq is None:
+            seq = sequential_phase(cfg, qs, sizes, max_tokens, max_batch, scaling_repeats, log)
+            seq["params"] = sequential_params
+            if checkpoint:
+                Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
+                Path(checkpoint).write_text(json.dumps(seq, indent=1))
+        seq["calls"] = {int(k): v for k, v in seq["calls"].items()}
+        scaling, typical_len, load_s = seq["scaling"], seq["typical_prompt_tokens"], seq["model_load_s"]
         # ---- engine
         t = time.perf_counter()
         engine = Engine()
@@ -288,7 +332,9 @@ def measure(questions: int = 10, agents: int = 6, rounds: int = 3, max_tokens: i
     seq_tps = seq["completion_tokens"] / seq["seconds"]
     replica_cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else None
     result.update(
-        sequential={"seconds": round(seq["seconds"], 6), "model_load_s": round(load_s, 6),
+        sequential={"date": seq["date"], "loadavg_before": seq["loadavg_before"],
+                    "loadavg_after_loop": seq["loadavg_after_loop"], "loadavg_after_scaling": seq["loadavg_after"],
+                    "seconds": round(seq["seconds"], 6), "model_load_s": round(load_s, 6),
                     "end_to_end_s": round(load_s + seq["seconds"], 6), "calls": seq["n_calls"],
                     "prompt_tokens": seq["prompt_tokens"], "completion_tokens": seq["completion_tokens"],
                     "tok_per_s": round(seq_tps, 2), "cpu_s": round(seq["cpu_s"], 3),
@@ -391,12 +437,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scaling-repeats", type=int, default=1, help="runs per batch size; the fastest is kept")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="bench/vs_sequential.json")
+    ap.add_argument("--checkpoint", default=None,
+                    help="where the sequential part is saved once measured (default: OUT with .sequential.json)")
+    ap.add_argument("--reuse-sequential", action="store_true",
+                    help="use the checkpoint's sequential part if it has the same parameters (after an interrupted run)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     res = measure(questions=args.questions, agents=args.agents, rounds=args.rounds, max_tokens=args.max_tokens,
                   backend=args.backend, model=args.model, max_batch=args.max_batch,
                   sizes=tuple(int(x) for x in args.sizes.split(",") if x.strip()),
                   scaling_repeats=args.scaling_repeats, seed=args.seed,
+                  checkpoint=args.checkpoint or str(Path(args.out).with_suffix(".sequential.json")),
+                  reuse_sequential=args.reuse_sequential,
                   log=(lambda *a, **k: None) if args.quiet else print)
     res["command"] = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
     if not args.quiet:
