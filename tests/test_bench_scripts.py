@@ -150,6 +150,25 @@ def test_typical_request_is_the_median_prompt():
     assert n == 30 and req.messages[0]["content"] == "30"  # lower median of 10, 30, 40, 50
 
 
+def test_speedup_decomposition_multiplies_back_to_the_speedup():
+    r = {"params": {"max_batch": 4, "questions": 2, "agents": 3}, "machine": {"cpus": 2}, "speedup": 4.0,
+         "scaling": {"prompt_tokens": 100, "rows": [{"batch": 1, "tok_per_s": 10.0}, {"batch": 4, "tok_per_s": 30.0},
+                                                     {"batch": 8, "tok_per_s": 32.0}]},
+         "engine": {"calls": 6, "completion_tokens": 600, "seconds": 30.0, "tok_per_s": 20.0},
+         "sequential": {"calls": 6, "completion_tokens": 600, "seconds": 120.0, "tok_per_s": 5.0, "prompt_tokens": 600,
+                        "cpu_utilisation": 1.2}}
+    seqb.analyse(r)
+    d = r["speedup_decomposition"]
+    assert d["curve_batch"] == 4 and d["batching_gain"] == 3.0  # batch 8 is above --max-batch 4
+    assert d["engine_vs_curve"] == round(20 / 30, 4) and d["sequential_vs_curve"] == 0.5
+    assert d["product"] == pytest.approx(4.0, abs=1e-3)  # = engine tok/s / sequential tok/s = the speedup
+    assert "inflates the speedup" in r["explanation"]  # the loop ran at half the batch-1 rate
+    r["sequential"].update(seconds=60.0, tok_per_s=10.0)
+    r["speedup"] = 2.0
+    seqb.analyse(r)
+    assert r["speedup_decomposition"]["sequential_vs_curve"] == 1.0 and "inflates" not in r["explanation"]
+
+
 class _EosBackend:
     """Stops after 1 token while any end-of-turn id is set, else generates max_tokens."""
 
