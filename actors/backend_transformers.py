@@ -74,10 +74,9 @@ class TransformersBackend:
 
     # ------------------------------------------------------------------ tokens
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        if hasattr(ids, "keys"):
-            ids = ids["input_ids"]
-        return list(ids)
+        from actors.model_store import chat_token_ids
+
+        return chat_token_ids(self.tokenizer, messages)
 
     def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         return len(self.encode(messages))

@@ -108,3 +108,14 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
         state.pop("lm_head.weight", None)  # the embedding is the head; loaders re-tie it
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     tok.save_pretrained(out)
+
+
+def chat_token_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
+    """Prompt token ids exactly as the model sees them: its own chat template, generation prompt on.
+
+    Shared by every local backend so that all of them count prompt tokens the same way.
+    """
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if hasattr(ids, "keys"):  # some tokenizers return a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
