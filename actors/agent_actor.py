@@ -9,6 +9,7 @@ a protocol assigns to its model (those never touch its memory).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import ray
@@ -54,7 +55,7 @@ class AgentCore:
         req = GenRequest(
             messages=msgs, temperature=self.spec.temperature, top_p=self.spec.top_p,
             max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, key, round_),
-            meta=self._oracle(question, call.peer_answers, call.stage),
+            meta=self._oracle(question, call.peer_answers, call.stage), context_overflow=self.spec.context_overflow,
         )
         return req, user
 
@@ -64,7 +65,7 @@ class AgentCore:
         return GenRequest(
             messages=[{"role": "user", "content": text}], temperature=self.spec.temperature, top_p=self.spec.top_p,
             max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, key, round_, f"summary:{call.group}"),
-            meta=self._oracle(question, call.answers, "summary"),
+            meta=self._oracle(question, call.answers, "summary"), context_overflow=self.spec.context_overflow,
         )
 
     def record(self, question: Question, round_: int, call: AgentCall | SummaryCall, req: GenRequest,
@@ -84,32 +85,81 @@ class AgentCore:
             peers=list(call.sources if is_summary else call.peers), text=res.text, answer=answer,
             prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens, latency_s=res.latency_s,
             finish_reason=res.finish_reason, error=res.error, seed=req.seed, temperature=req.temperature,
-            group=call.group if is_summary else None,
+            group=call.group if is_summary else None, truncated_messages=res.truncated_messages,
         )
 
     def forget(self, qid: str) -> None:
         self.memory.pop(qid, None)
         self.last_answer.pop(qid, None)
 
+    def replay(self, question: Question, call: AgentCall, round_: int, key: int, text: str) -> None:
+        """Rebuild memory after a restart: redo one recorded turn without calling a model.
+
+        Prompts depend only on the call and the memory so far, so replaying a question's recorded
+        turns in order (each with the reply that was recorded for it) gives back the exact
+        transcript and last answer the lost agent had.
+        """
+        req, user = self.request(question, call, round_, key)
+        self.record(question, round_, call, req, GenResult(text, 0, 0, 0.0), user)
+
+
+class AgentStateLost(RuntimeError):
+    """The agent process was restarted (by Ray) since the coordinator configured it: its
+    configuration and memory are gone, so the coordinator must configure and restore it."""
+
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class AgentActor:
-    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica,
-                 cache=None, cache_namespace: str = ""):
+    """One agent. Created once per engine and reused across runs through :meth:`configure`.
+
+    Every call carries the ``token`` of the configuration it expects; after Ray restarts a dead
+    agent process (``max_restarts``) the fresh process has no token, so its first call raises
+    :class:`AgentStateLost` instead of answering with an empty memory, and the coordinator
+    configures it again and replays its recorded turns (:meth:`restore`).
+    """
+
+    def __init__(self):
+        self.core: AgentCore | None = None
+        self.token: str | None = None
+
+    def configure(self, token: str, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica,
+                  cache=None, cache_namespace: str = "") -> int:
         self.core = AgentCore(agent_id, spec, prompts, simulated)
         self.replica = replica
         # First-round reuse (actors/cache_actor.py): round-0 replies come from / go to this cache.
         self.cache = cache
         self.cache_namespace = cache_namespace
+        self.token = token
+        return os.getpid()
+
+    def restore(self, token: str, turns: list[tuple[Question, AgentCall, int, int, str]]) -> int:
+        """Replay recorded turns (question, call, round, key, reply text) in order."""
+        self._check(token)
+        for question, call, round_, key, text in turns:
+            self.core.replay(question, call, round_, key, text)
+        return len(turns)
+
+    def _check(self, token: str) -> None:
+        if token != self.token:
+            raise AgentStateLost(f"agent process {os.getpid()} has configuration {self.token!r}, expected {token!r}")
 
     async def ready(self) -> int:
-        return self.core.agent_id
+        return os.getpid()
 
-    async def step(self, question: Question, call: AgentCall, round_: int, key: int) -> CallRecord:
+    async def _generate(self, req: GenRequest) -> GenResult:
+        """The replica's reply; a replica that died and could not be restarted within its retries
+        gives an error result (recorded as an error row), not an exception."""
+        try:
+            return await self.replica.generate.remote(req)
+        except ray.exceptions.RayActorError as exc:
+            return GenResult("", 0, 0, 0.0, "error", f"replica unavailable: {type(exc).__name__}: {exc}"[:2000])
+
+    async def step(self, token: str, question: Question, call: AgentCall, round_: int, key: int) -> CallRecord:
+        self._check(token)
         req, user = self.core.request(question, call, round_, key)
         if round_ == 0 and self.cache is not None:
             return await self._first_round(question, call, req, user)
-        res = await self.replica.generate.remote(req)
+        res = await self._generate(req)
         return self.core.record(question, round_, call, req, res, user)
 
     async def _first_round(self, question: Question, call: AgentCall, req: GenRequest, user: Message) -> CallRecord:
@@ -125,15 +175,17 @@ class AgentActor:
             return rec
         res = None
         try:
-            res = await self.replica.generate.remote(req)
+            res = await self._generate(req)
         finally:  # always release the key, so agents waiting on it never hang
             await self.cache.put.remote(ckey, res)
         return self.core.record(question, 0, call, req, res, user)
 
-    async def summarize(self, question: Question, call: SummaryCall, round_: int, key: int) -> CallRecord:
+    async def summarize(self, token: str, question: Question, call: SummaryCall, round_: int, key: int) -> CallRecord:
+        self._check(token)
         req = self.core.summary_request(question, call, round_, key)
-        res = await self.replica.generate.remote(req)
+        res = await self._generate(req)
         return self.core.record(question, round_, call, req, res)
 
     async def forget(self, qid: str) -> None:
-        self.core.forget(qid)
+        if self.core is not None:
+            self.core.forget(qid)

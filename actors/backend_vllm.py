@@ -111,10 +111,11 @@ class VLLMBackend:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.max_in_flight)
         start = time.perf_counter()
-        ids = self.encode(req.messages)
-        if len(ids) + 1 > self.max_model_len:
-            return GenResult("", len(ids), 0, 0.0, "error",
-                             f"prompt of {len(ids)} tokens exceeds the model context of {self.max_model_len}")
+        from actors.model_store import fit_prompt
+
+        ids, dropped, error = fit_prompt(self.encode, req, self.max_model_len)
+        if error:
+            return GenResult("", len(ids), 0, 0.0, "error", error)
         params = SamplingParams(
             temperature=req.temperature, top_p=req.top_p,
             max_tokens=min(req.max_tokens, self.max_model_len - len(ids)),
@@ -139,6 +140,7 @@ class VLLMBackend:
             completion_tokens=len(comp.token_ids),
             latency_s=time.perf_counter() - start,
             finish_reason=comp.finish_reason or "stop",
+            truncated_messages=dropped,
         )
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:

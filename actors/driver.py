@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -36,6 +37,7 @@ class RunResult:
     simulated: bool = False
     replica_stats: list[dict[str, Any]] = field(default_factory=list)
     resumed: int = 0  # questions whose results were already in --out (not debated again)
+    faults: dict[str, int] = field(default_factory=dict)  # agent restores and call retries during the run
 
 
 def _now() -> dt.datetime:
@@ -47,8 +49,9 @@ def default_out_dir() -> Path:
 
 
 def check_model(backend: str, model: str) -> None:
-    """Fail early, in the driver, on a model that cannot be loaded (without loading it)."""
-    if backend != "transformers":
+    """Fail early, in the driver, on a model that cannot be loaded (without loading it): an
+    unknown alias, a file that is not GGUF, a folder without a usable config or weights."""
+    if backend not in ("transformers", "vllm"):
         return
     from actors.model_store import ALIASES, ModelNotFound, packaged_gguf
 
@@ -56,13 +59,65 @@ def check_model(backend: str, model: str) -> None:
         packaged_gguf(model)
         return
     p = Path(model).expanduser()
-    if p.is_file() and p.suffix == ".gguf":
-        return
-    if p.is_dir() and (p / "config.json").is_file():
+    if backend == "vllm" and not p.exists():
+        return  # a hub id: vLLM resolves it (from its local cache when offline)
+    if p.is_file():
+        if p.suffix != ".gguf":
+            raise ModelNotFound(f"--model {model}: a file that is not .gguf; give a .gguf file or a model folder")
+        with open(p, "rb") as f:
+            if f.read(4) != b"GGUF":
+                raise ModelNotFound(f"--model {model}: does not start with the GGUF magic bytes, so it is not a GGUF file")
         return
     if p.is_dir():
-        raise ModelNotFound(f"--model {model}: folder has no config.json, so it is not a transformers model folder")
+        cfg_file = p / "config.json"
+        if not cfg_file.is_file():
+            raise ModelNotFound(f"--model {model}: folder has no config.json, so it is not a transformers model folder")
+        try:
+            model_type = json.loads(cfg_file.read_text()).get("model_type")
+        except (ValueError, AttributeError):
+            raise ModelNotFound(f"--model {model}: {cfg_file} is not a JSON object") from None
+        if not model_type:
+            raise ModelNotFound(f"--model {model}: {cfg_file} has no model_type, so transformers cannot build the model")
+        if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
+            raise ModelNotFound(f"--model {model}: folder has no weights (*.safetensors or pytorch_model*.bin)")
+        if not (p / "tokenizer.json").is_file() and not (p / "tokenizer_config.json").is_file():
+            raise ModelNotFound(f"--model {model}: folder has no tokenizer (tokenizer.json / tokenizer_config.json)")
+        return
     raise ModelNotFound(f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file or a model folder")
+
+
+class EndpointError(ValueError):
+    """An OpenAI-compatible endpoint that cannot be reached (checked before any actor starts)."""
+
+
+def check_endpoint(api_base: str, timeout: float = 5.0) -> None:
+    """A TCP connection to ``--api-base``'s host and port, so that a server that refuses or a
+    wrong address fails the run at once with one line, instead of after every call has failed."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(api_base if "://" in api_base else f"http://{api_base}")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise EndpointError(f"--api-base {api_base}: not an http(s) URL such as http://127.0.0.1:8000/v1")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise EndpointError(f"--api-base {api_base}: cannot connect to {url.hostname}:{port} ({reason})") from None
+
+
+class ReplicaStartError(RuntimeError):
+    """A replica actor whose model could not be loaded."""
+
+
+def _start_error(model: str, exc: BaseException) -> ReplicaStartError:
+    """One line from a replica's failed creation: the model and the innermost error message."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    errs = [ln for ln in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|NotFound)\b.*:", ln)]
+    cause = (errs[-1] if errs else lines[-1] if lines else type(exc).__name__)[:500]
+    return ReplicaStartError(f"--model {model}: the replica could not load it: {cause}")
 
 
 def init_ray(address: str | None = None) -> None:
@@ -111,18 +166,105 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1) -> tuple[dict[str, Any]
     return {"num_cpus": cpus}, {"threads": max(1, int(cpus))}
 
 
-PLACEMENT_KEYS = ("num_cpus", "num_gpus", "resources")
+PLACEMENT_KEYS = ("num_cpus", "num_gpus", "resources", "replicas", "tensor_parallel_size")
 
 
 def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> dict[str, Any]:
     """Ray options of one model's replica: the backend default, overridden by the run's
     ``placement_resources[model]`` (num_cpus, num_gpus, custom resources such as a cluster node
-    type's ``strong_gpu``), so each model lands on the node type meant for it."""
+    type's ``strong_gpu``), so each model lands on the node type meant for it. ``replicas`` and
+    ``tensor_parallel_size`` there are read by :func:`replica_layout`, not passed to Ray."""
     over = dict(cfg.placement_resources.get(model) or {})
     unknown = set(over) - set(PLACEMENT_KEYS)
     if unknown:
         raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(PLACEMENT_KEYS)}")
+    over.pop("replicas", None)
+    over.pop("tensor_parallel_size", None)
     return {**default, **over}
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One replica to start: Ray options, backend options, and for tensor parallelism the number
+    of one-GPU bundles of the placement group that reserves its GPUs (0: no placement group)."""
+
+    model: str
+    index: int
+    actor_options: dict[str, Any]
+    backend_options: dict[str, Any]
+    gpu_bundles: int = 0
+
+    def key(self, cfg: RunConfig) -> tuple:
+        return (cfg.backend, self.model, self.index, json.dumps(self.backend_options, sort_keys=True), cfg.max_batch,
+                json.dumps(self.actor_options, sort_keys=True), self.gpu_bundles)
+
+
+def replica_layout(cfg: RunConfig, models: list[str], has_gpu: bool) -> dict[str, list[ReplicaSpec]]:
+    """Every replica of every model (pure: tested without Ray).
+
+    ``--replicas`` (or ``placement_resources[model].replicas``) replicas per model. With the
+    vLLM backend on GPUs, ``--tensor-parallel`` (or ``...tensor_parallel_size``) T > 1 makes a
+    replica reserve T one-GPU bundles in a placement group; the replica actor itself then takes
+    no GPU and vLLM's Ray executor puts its T workers in the group's bundles (the actor is
+    scheduled with ``placement_group_capture_child_tasks`` so they land there).
+    """
+    per_model = {}
+    for m in models:
+        over = cfg.placement_resources.get(m) or {}
+        n = int(over.get("replicas", cfg.replicas))
+        tp = int(over.get("tensor_parallel_size", cfg.tensor_parallel))
+        if n < 1 or tp < 1:
+            raise ValueError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
+        if tp > 1 and (cfg.backend != "vllm" or not has_gpu):
+            raise ValueError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm on a cluster with GPUs")
+        per_model[m] = (n, tp)
+    actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()))
+    if cfg.backend == "vllm" and has_gpu:
+        actor_default = {"num_cpus": 1, "num_gpus": 1}
+    layout: dict[str, list[ReplicaSpec]] = {}
+    for m, (n, tp) in per_model.items():
+        actor = placement_options(cfg, m, actor_default)
+        backend = dict(backend_default)
+        bundles = 0
+        if tp > 1:
+            backend["tensor_parallel_size"] = tp
+            actor = {**actor, "num_gpus": 0}
+            bundles = tp
+        actor = {**actor, "max_restarts": cfg.max_restarts, "max_task_retries": cfg.call_retries}
+        layout[m] = [ReplicaSpec(m, i, actor, backend, bundles) for i in range(n)]
+    return layout
+
+
+def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]]) -> list[ReplicaSpec]:
+    """Agent i's replica: the j-th agent of a model goes to that model's replica j mod k, and stays
+    there for the whole run (its growing transcript keeps hitting the same prefix cache)."""
+    seen: dict[str, int] = {}
+    out = []
+    for m in agent_models:
+        j = seen.get(m, 0)
+        seen[m] = j + 1
+        out.append(layout[m][j % len(layout[m])])
+    return out
+
+
+def _alive(actor, timeout: float = 60.0) -> bool:
+    import ray
+
+    try:
+        ray.get(actor.info.remote(), timeout=timeout)
+        return True
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return False
+
+
+def _stats(replica) -> dict[str, Any]:
+    """A replica's counters, or a note that it is gone (restarts used up during the run)."""
+    import ray
+
+    try:
+        return ray.get(replica.get_stats.remote())
+    except ray.exceptions.RayActorError as exc:
+        return {"dead": True, "error": f"{type(exc).__name__}"}
 
 
 def _has_gpu() -> bool:
@@ -147,8 +289,10 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
     validate_protocol(cfg)
     prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
-    for spec in cfg.agent_specs():
-        check_model(cfg.backend, spec.model)
+    for model in dict.fromkeys(spec.model for spec in cfg.agent_specs()):
+        check_model(cfg.backend, model)
+    if cfg.backend == "openai":
+        check_endpoint(cfg.api_base or "")
     if needs_embeddings(cfg):
         from actors.backend_embedding import resolve_embedding_model
 
@@ -169,8 +313,12 @@ class Engine:
     def __init__(self, ray_address: str | None = None):
         init_ray(ray_address)
         self._replicas: dict[tuple, Any] = {}
+        self._groups: dict[tuple, Any] = {}  # replica key -> its placement group (tensor parallel)
         self._embedders: dict[str, Any] = {}
         self._cache = None  # first-round reply cache (actors/cache_actor.py), made on first use
+        self._agents: list = []  # agent actors, reused by the next run (configured per run)
+        self._writer = None
+        self._coordinator = None
 
     def __enter__(self) -> "Engine":
         return self
@@ -181,32 +329,54 @@ class Engine:
     def shutdown(self) -> None:
         import ray
 
-        cache = [self._cache] if self._cache is not None else []
-        for actor in [*self._replicas.values(), *self._embedders.values(), *cache]:
+        singles = [x for x in (self._cache, self._writer, self._coordinator) if x is not None]
+        for actor in [*self._replicas.values(), *self._embedders.values(), *self._agents, *singles]:
             ray.kill(actor)
+        for pg in self._groups.values():
+            ray.util.remove_placement_group(pg)
         self._replicas.clear()
+        self._groups.clear()
         self._embedders.clear()
-        self._cache = None
+        self._agents.clear()
+        self._cache = self._writer = self._coordinator = None
 
-    def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, Any]:
+    def _stop_replica(self, key: tuple) -> None:
         import ray
+
+        ray.kill(self._replicas.pop(key))
+        pg = self._groups.pop(key, None)
+        if pg is not None:
+            ray.util.remove_placement_group(pg)
+
+    def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, list[Any]]:
+        """Each model's replica handles (started, or kept from an earlier run with the same setup)."""
+        import ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from actors.replica_actor import ReplicaActor
 
-        actor_opts, backend_opts = replica_options(cfg, len(models))
-        opts = {m: placement_options(cfg, m, actor_opts) for m in models}
-        keys = {m: (cfg.backend, m, json.dumps(backend_opts, sort_keys=True), cfg.max_batch,
-                    json.dumps(opts[m], sort_keys=True)) for m in models}
-        for key in [k for k in self._replicas if k not in keys.values()]:
-            ray.kill(self._replicas.pop(key))
-        for model, key in keys.items():
-            if key not in self._replicas:
-                self._replicas[key] = ReplicaActor.options(**opts[model]).remote(
-                    cfg.backend, model, backend_opts, max_batch=cfg.max_batch
-                )
-        return {m: self._replicas[k] for m, k in keys.items()}
+        layout = replica_layout(cfg, models, _has_gpu())
+        wanted = {spec.key(cfg): spec for specs in layout.values() for spec in specs}
+        for key in [k for k in self._replicas if k in wanted and not _alive(self._replicas[k])]:
+            self._stop_replica(key)  # died for good (restarts used up) in an earlier run: start afresh
+        for key in [k for k in self._replicas if k not in wanted]:
+            self._stop_replica(key)  # frees its CPUs/GPUs before the new ones ask for them
+        for key, spec in wanted.items():
+            if key in self._replicas:
+                continue
+            opts = dict(spec.actor_options)
+            if spec.gpu_bundles:
+                pg = ray.util.placement_group([{"GPU": 1, "CPU": 1}] * spec.gpu_bundles, strategy="STRICT_PACK")
+                ray.get(pg.ready())
+                self._groups[key] = pg
+                opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                    placement_group=pg, placement_group_capture_child_tasks=True)
+            self._replicas[key] = ReplicaActor.options(**opts).remote(
+                cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch)
+        self._layout = layout
+        return {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()}
 
-    def embedder_for(self, name: str):
+    def embedder_for(self, name: str, cfg: RunConfig | None = None):
         import ray
 
         from actors.embedding_actor import EmbeddingActor
@@ -214,23 +384,45 @@ class Engine:
         if name not in self._embedders:
             # No CPU reserved: encoding a round's replies is short next to generating them, and on
             # a CPU machine the replica already holds the cores; one thread avoids oversubscribing.
-            self._embedders[name] = EmbeddingActor.remote(name, threads=1)
+            restarts = cfg.max_restarts if cfg else 3
+            retries = cfg.call_retries if cfg else 2
+            self._embedders[name] = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries).remote(
+                name, threads=1)
             ray.get(self._embedders[name].info.remote())
         return self._embedders[name]
 
-    def cache_for(self, cfg: RunConfig, replicas: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+    def cache_for(self, cfg: RunConfig, models: list[str]) -> tuple[Any, dict[str, str]]:
         """With ``reuse_first_round``: the engine's one cache actor (kept across runs) and, per
-        model, the cache namespace naming its replica (backend, model, backend options), so runs
-        share a first-round reply only when the same replica setup would have produced it."""
+        model, the cache namespace naming its replica setup (backend, model, backend options), so
+        runs share a first-round reply only when the same replica setup would have produced it."""
         if not cfg.reuse_first_round:
             return None, {}
         from actors.cache_actor import CacheActor
 
         if self._cache is None:
             self._cache = CacheActor.remote()
-        namespaces = {m: json.dumps(list(key[:3])) for key, handle in self._replicas.items()
-                      for m, h in replicas.items() if h is handle}
+        namespaces = {m: json.dumps([cfg.backend, m, self._layout[m][0].backend_options], sort_keys=True)
+                      for m in models}
         return self._cache, namespaces
+
+    def agents_for(self, n: int, cfg: RunConfig) -> list:
+        """``n`` agent actors from the engine's pool (new ones started only when it is too small;
+        one whose restarts are used up is replaced)."""
+        import ray
+
+        from actors.agent_actor import AgentActor
+
+        def new():
+            return AgentActor.options(max_restarts=cfg.max_restarts, max_task_retries=0).remote()
+
+        while len(self._agents) < n:
+            self._agents.append(new())
+        for i in range(n):
+            try:
+                ray.get(self._agents[i].ready.remote())
+            except ray.exceptions.RayActorError:
+                self._agents[i] = new()
+        return self._agents[:n]
 
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
         import ray
@@ -253,10 +445,26 @@ class Engine:
         old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
         started = old_run[0]["started"] if old_run else _now()
 
-        writer = WriterActor.remote(str(out))
+        if self._writer is None:
+            self._writer = WriterActor.remote()
+        writer = self._writer
+        ray.get(writer.open.remote(str(out)))
         specs = cfg.agent_specs()
-        replicas = self.replicas_for(cfg, list(dict.fromkeys(s.model for s in specs)))
-        infos = ray.get([r.info.remote() for r in replicas.values()])
+        models = list(dict.fromkeys(s.model for s in specs))
+        replicas = self.replicas_for(cfg, models)
+        handles = [h for hs in replicas.values() for h in hs]
+        infos = []
+        for model, hs in replicas.items():
+            for h in hs:
+                try:
+                    info = ray.get(h.info.remote())
+                except ray.exceptions.RayActorError as exc:  # died while loading (e.g. out of memory)
+                    self._stop_replica(next(k for k, v in self._replicas.items() if v is h))
+                    raise _start_error(model, exc) from None
+                if info.get("error"):
+                    self._stop_replica(next(k for k, v in self._replicas.items() if v is h))
+                    raise ReplicaStartError(f"--model {model}: the replica could not load it: {info['error']}")
+                infos.append(info)
         simulated = any(i["simulated"] for i in infos)
         run_row = {
             "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,
@@ -264,22 +472,27 @@ class Engine:
         }
         ray.get(writer.write_run.remote(run_row))
         rows: list[dict[str, Any]] = []
-        agents: list = []
-        coordinator = None
+        progress: dict[str, Any] = {}
         if todo:
-            cache, namespaces = self.cache_for(cfg, replicas)
-            agents = [AgentActor.remote(i, spec, prompts, simulated, replicas[spec.model], cache, namespaces.get(spec.model, ""))
+            cache, namespaces = self.cache_for(cfg, models)
+            placed = assign_replicas([s.model for s in specs], self._layout)
+            handle_of = {spec.key(cfg): self._replicas[spec.key(cfg)] for spec in placed}
+            setups = [(i, spec, prompts, simulated, handle_of[placed[i].key(cfg)], cache, namespaces.get(spec.model, ""))
                       for i, spec in enumerate(specs)]
-            # Wait until every agent's worker process is up, so the first round's requests reach
-            # the replica together and are batched together, instead of trickling in.
-            ray.get([a.ready.remote() for a in agents])
-            embedder = self.embedder_for(cfg.embedding_model) if needs_embeddings(cfg) else None
-            coordinator = CoordinatorActor.remote(cfg, run_id, agents, writer, cfg.backend, simulated, embedder, attempt)
+            agents = self.agents_for(len(specs), cfg)
+            embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
+            if self._coordinator is None:
+                self._coordinator = CoordinatorActor.remote()
+            coordinator = self._coordinator
+            # Configures every agent and waits for it, so the first round's requests reach the
+            # replicas together and are batched together, instead of trickling in.
+            ray.get(coordinator.setup.remote(cfg, run_id, agents, setups, writer, cfg.backend, simulated, embedder, attempt))
             rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), len(questions), len(previous),
                               simulated, progress_cb)
+            progress = ray.get(coordinator.progress.remote())
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
-        stats = ray.get([r.get_stats.remote() for r in replicas.values()])
+        stats = [_stats(r) for r in handles]
         run_row.update(
             status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
             completion_tokens=summary["completion_tokens"], n_calls=summary["n_calls"],
@@ -287,9 +500,9 @@ class Engine:
             wall_s=wall + sum(r.get("wall_s") or 0.0 for r in old_run[:1]),
         )
         ray.get(writer.write_run.remote(run_row))
-        for actor in [*([coordinator] if coordinator else []), writer, *agents]:
-            ray.kill(actor)
-        return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous))
+        ray.get(writer.flush.remote())
+        return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous),
+                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")})
 
     @staticmethod
     def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:

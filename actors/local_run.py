@@ -15,6 +15,7 @@ from engine.config import RunConfig
 from engine.debate import DebateLog, question_key
 from engine.prompts import PromptSet
 from engine.protocols import Context, Similarity, Step, SummaryCall, get_protocol
+from engine.protocols.base import drive
 from engine.tasks import Question
 
 
@@ -29,19 +30,12 @@ def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Ca
     for q in questions:
         key = question_key(cfg.seed, q.qid)
         log = DebateLog(q)
-        gen = protocol(Context(question=q, cfg=cfg, key=key))
-        response: Any = None
-        while True:
-            try:
-                request = gen.send(response)
-            except StopIteration as stop:
-                outcome = stop.value
-                break
+
+        def answer(request, q=q, key=key, log=log):
             if isinstance(request, Similarity):
                 if similarity is None:
                     raise RuntimeError("this protocol needs a similarity function")
-                response = similarity(request.texts)
-                continue
+                return similarity(request.texts)
             assert isinstance(request, Step)
             replies = []
             for call in request.calls:
@@ -53,7 +47,9 @@ def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Ca
                     req, user = agent.request(q, call, request.round, key)
                     rec = agent.record(q, request.round, call, req, backend.generate([req])[0], user)
                 replies.append(log.add(request.round, call, rec))
-            response = replies
+            return replies
+
+        outcome = drive(protocol(Context(question=q, cfg=cfg, key=key)), answer)
         for agent in agents:
             agent.forget(q.qid)
         out.append((log.question_row(outcome, cfg.n_agents), log))

@@ -119,3 +119,24 @@ def chat_token_ids(tokenizer, messages: list[dict[str, str]]) -> list[int]:
     if hasattr(ids, "keys"):  # some tokenizers return a BatchEncoding
         ids = ids["input_ids"]
     return list(ids)
+
+
+def fit_prompt(encode, req, limit: int) -> tuple[list[int], int, str | None]:
+    """A request's prompt ids under the run's context-overflow policy, shared by the local backends.
+
+    Returns (ids, messages dropped, error). With ``error`` set the call becomes an error row
+    (policy "error", or "truncate" when even the shortest prompt is too long); with policy
+    "truncate" the oldest turns are dropped (:func:`engine.prompts.truncate_oldest_turns`).
+    """
+    from engine.prompts import ContextOverflow, truncate_oldest_turns
+
+    ids = encode(req.messages)
+    if len(ids) + 1 <= limit:
+        return ids, 0, None
+    if getattr(req, "context_overflow", "error") != "truncate":
+        return ids, 0, f"prompt of {len(ids)} tokens exceeds the model context of {limit} (--context-overflow error)"
+    try:
+        msgs, dropped = truncate_oldest_turns(req.messages, lambda m: len(encode(m)), limit)
+    except ContextOverflow as exc:
+        return ids, 0, str(exc)
+    return encode(msgs), dropped, None

@@ -168,9 +168,17 @@ class ReplicaActor:
             options.setdefault("max_batch", max_batch)
         self.backend_name = backend
         self.model = model
-        self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
+        self.load_error: str | None = None
+        try:
+            self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
+        except Exception as exc:  # reported by info() as one line; the driver stops the run with it
+            self.core = None
+            name = type(exc).__name__ if type(exc).__module__ == "builtins" else f"{type(exc).__module__}.{type(exc).__name__}"
+            self.load_error = f"{name}: {exc}".splitlines()[0][:500]
 
     async def info(self) -> dict[str, Any]:
+        if self.core is None:
+            return {"backend": self.backend_name, "model": self.model, "error": self.load_error}
         b = self.core.backend
         return {
             "backend": self.backend_name,
@@ -183,6 +191,8 @@ class ReplicaActor:
         }
 
     async def generate(self, request: GenRequest) -> GenResult:
+        if self.core is None:
+            return GenResult("", 0, 0, 0.0, "error", f"model {self.model} did not load: {self.load_error}")
         return await self.core.generate(request)
 
     async def generate_batch(self, requests: list[GenRequest]) -> list[GenResult]:

@@ -16,8 +16,18 @@ from engine.results import ParquetSink
 
 @ray.remote(num_cpus=0)
 class WriterActor:
-    def __init__(self, out_dir: str, flush_rows: int = 256, flush_seconds: float = 2.0):
-        self.sink = ParquetSink(out_dir, flush_rows=flush_rows, flush_seconds=flush_seconds)
+    """Kept by the engine across runs; :meth:`open` points it at the next run's directory."""
+
+    def __init__(self, out_dir: str | None = None, flush_rows: int = 256, flush_seconds: float = 2.0):
+        self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
+        self.sink = ParquetSink(out_dir, flush_rows=flush_rows, flush_seconds=flush_seconds) if out_dir else None
+
+    def open(self, out_dir: str) -> str:
+        """Finish the current directory's parts and write the next ones to ``out_dir``."""
+        if self.sink is not None:
+            self.sink.flush()
+        self.sink = ParquetSink(out_dir, flush_rows=self.flush_rows, flush_seconds=self.flush_seconds)
+        return out_dir
 
     def write(self, table: str, rows: list[dict[str, Any]]) -> None:
         self.sink.write(table, rows)

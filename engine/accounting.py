@@ -25,7 +25,7 @@ def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:
 
 
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Run totals from question rows: accuracy counts unparseable finals as wrong."""
+    """Run totals from question rows: accuracy counts unparseable finals and errored questions as wrong."""
     rows = list(rows)
     n = len(rows)
     return {
@@ -38,6 +38,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "n_skipped": sum(r.get("n_skipped", 0) for r in rows),
         "n_invalid": sum(r["n_invalid"] for r in rows),
         "n_errors": sum(r["n_errors"] for r in rows),
+        "n_errored_questions": sum(bool(r.get("errored") or r["n_errors"]) for r in rows),
         "effective_rounds": (sum(r.get("effective_rounds", 0) for r in rows) / n) if n else 0.0,
         "consensus_by_round": consensus_by_round(rows),
     }

@@ -16,7 +16,7 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import BACKENDS, CONTEXT_OVERFLOW, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
     "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
@@ -41,10 +41,16 @@ _HELP = {
     "early_stop": "s2mad/cortex: stop when views agree (--no-early-stop: ablation)",
     "models": "per-agent models, strongest first: 'modelA*1,modelB*5'",
     "placement": "none | central (strongest models on the most central agents) | peripheral",
+    "context_overflow": "prompt longer than the model context: 'error' (error row, default) or 'truncate' "
+                        "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
+    "replicas": "replicas per model; agent j of a model uses replica j mod N",
+    "tensor_parallel": "GPUs per vLLM replica (placement group of that many GPU bundles)",
+    "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
+    "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
 
 _CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
-            "placement": PLACEMENTS}
+            "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW}
 _SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
 
 
@@ -96,7 +102,7 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
         ("effective rounds (mean)", f"{s['effective_rounds']:.2f}"),
         ("consensus by round", " ".join(f"{c:.2f}" for c in s["consensus_by_round"])),
         ("invalid answers", str(s["n_invalid"])),
-        ("errors", str(s["n_errors"])),
+        ("errors (calls / questions)", f"{s['n_errors']} / {s.get('n_errored_questions', 0)}"),
         ("wall time (s)", f"{result.wall_s:.1f}"),
         ("generated tok/s", f"{rate:.1f}"),
         ("results", f"{result.out_dir}/{{calls,questions,runs}}"),
@@ -135,8 +141,15 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump): ``debate run: error: ... (see --help)``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="debate", description="Distributed multi-agent debate engine")
+    parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="run one debate configuration")
     _add_run_flags(run_p)
@@ -157,7 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.tasks import DatasetError
     from topologies import TopologyError
 
-    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError)
+    from actors.driver import ReplicaStartError
+
+    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError)
     try:
         if args.command == "run":
             cfg = parse_run_config(args)

@@ -21,6 +21,7 @@ PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex"
 BACKENDS = ("transformers", "simulated", "openai", "vllm")
 SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
+CONTEXT_OVERFLOW = ("error", "truncate")
 TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
@@ -39,6 +40,7 @@ class AgentSpec:
     top_p: float
     max_tokens: int
     seed: int
+    context_overflow: str = "error"
 
 
 @dataclass
@@ -62,6 +64,9 @@ class RunConfig:
     temperature: float = 0.7
     top_p: float = 1.0
     max_tokens: int = 256
+    # a prompt longer than the model's context: "error" (an error row) or "truncate" (drop the
+    # oldest debate turns, recorded per call; engine/prompts.py truncate_oldest_turns)
+    context_overflow: str = "error"
     agent_settings: list[dict[str, Any]] = field(default_factory=list)
     prompts: dict[str, dict[str, str]] = field(default_factory=dict)
     out: str | None = None
@@ -90,6 +95,10 @@ class RunConfig:
     max_concurrent_questions: int = 64
     max_batch: int = 16
     replica_cpus: float | None = None
+    replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
+    tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
+    max_restarts: int = 3  # Ray restarts of a dead replica / agent / embedding actor
+    call_retries: int = 2  # retries of one call after its agent or replica died, then an error row
     ray_address: str | None = None
     progress: bool = True
     # simulated backend only (labelled "simulated" in every output row)
@@ -149,6 +158,7 @@ class RunConfig:
                     top_p=float(over.get("top_p", self.top_p)),
                     max_tokens=int(over.get("max_tokens", self.max_tokens)),
                     seed=int(over.get("seed", self.seed * 1000 + i)),
+                    context_overflow=self.context_overflow,
                 )
             )
         return specs
@@ -163,7 +173,8 @@ class RunConfig:
         """Deterministic id from everything that changes results (not ``out`` or engine knobs)."""
         d = self.to_dict()
         for k in ("out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
-                  "api_concurrency", "placement_resources", "reuse_first_round"):
+                  "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel",
+                  "max_restarts", "call_retries"):
             d.pop(k, None)
         digest = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.protocol}-{digest}"
@@ -181,6 +192,14 @@ class RunConfig:
             raise bad("api_base", "is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
         if self.api_concurrency < 1:
             raise bad("api_concurrency", f"must be at least 1 (got {self.api_concurrency})")
+        for name in ("replicas", "tensor_parallel", "max_batch", "max_concurrent_questions"):
+            if getattr(self, name) < 1:
+                raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
+        for name in ("max_restarts", "call_retries"):
+            if getattr(self, name) < 0:
+                raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
+        if self.tensor_parallel > 1 and self.backend != "vllm":
+            raise bad("tensor_parallel", f"needs --backend vllm (got --backend {self.backend})")
         if self.agents < 1:
             raise bad("agents", f"must be at least 1 (got {self.agents})")
         if self.rounds < 1:
@@ -199,6 +218,8 @@ class RunConfig:
                 raise bad("density", "is required with --protocol sparse and a regular topology")
             if kind == "edges" and not self.edges:
                 raise bad("edges", "is required with --topology edges (e.g. '0-1,1-2,2-0')")
+        if self.context_overflow not in CONTEXT_OVERFLOW:
+            raise bad("context_overflow", f"{self.context_overflow!r} is not one of {', '.join(CONTEXT_OVERFLOW)}")
         if self.similarity not in SIMILARITY:
             raise bad("similarity", f"{self.similarity!r} is not one of {', '.join(SIMILARITY)}")
         if self.placement not in PLACEMENTS:

@@ -50,7 +50,14 @@ class DebateLog:
         return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 
     def question_row(self, outcome: Outcome, n_agents: int) -> dict[str, Any]:
+        """The question's result row.
+
+        A question with any call that ended in an error (after the engine's bounded retries) is
+        marked ``errored`` and counted wrong: its vote came from an incomplete debate, which is not
+        the protocol's result. Its calls, including the error rows, are all kept.
+        """
         q, recs = self.question, self.records
+        errored = any(r.error is not None for r in recs)
         return {
             "question_id": q.qid,
             "task": q.task,
@@ -60,7 +67,8 @@ class DebateLog:
             "stopped_early": outcome.stopped_early,
             "final_answer": outcome.final_answer,
             "gold": q.gold,
-            "correct": answers_equal(outcome.final_answer, q.gold, q.task),
+            "correct": (not errored) and answers_equal(outcome.final_answer, q.gold, q.task),
+            "errored": errored,
             "n_calls": len(recs),
             "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
             "n_skipped": outcome.skipped_turns,

@@ -180,3 +180,39 @@ def build_messages(
     msgs.extend(context)
     msgs.append(user)
     return msgs, user
+
+
+def truncate_oldest_turns(messages: list[Message], count_tokens, limit: int) -> tuple[list[Message], int]:
+    """``--context-overflow truncate``: make a prompt fit ``limit`` tokens by dropping whole turns.
+
+    Policy (our choice; the papers do not meet this case): a turn is a user message and the
+    agent's reply to it. The oldest turns go first, *except* the first turn (the question and the
+    agent's first answer), which goes last; the system prompt and the current message are never
+    dropped. It fits when ``count_tokens(messages) + 1 <= limit`` (room for at least one new
+    token), the same test the backends use for the error policy. Returns the shortened messages
+    and how many messages were dropped (recorded in ``calls.truncated_messages``); raises
+    :class:`ContextOverflow` if even the system prompt plus the current message do not fit.
+    """
+    head = messages[:1] if messages and messages[0]["role"] == "system" else []
+    body = messages[len(head):]
+    current, past = body[-1:], body[:-1]
+    dropped = 0
+    n = count_tokens(messages)
+    while n + 1 > limit:
+        if len(past) > 2:  # the oldest turn after the first one
+            cut = 2 if len(past) >= 4 else len(past) - 2
+            past = past[:2] + past[2 + cut:]
+        elif past:  # only the first turn is left: drop it too
+            cut = len(past)
+            past = []
+        else:
+            raise ContextOverflow(f"prompt of {n} tokens exceeds the model context of {limit} even after dropping "
+                                  f"every earlier turn (--context-overflow truncate)")
+        dropped += cut
+        messages = head + past + current
+        n = count_tokens(messages)
+    return messages, dropped
+
+
+class ContextOverflow(ValueError):
+    """A prompt that cannot be made to fit the model's context."""

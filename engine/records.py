@@ -27,6 +27,7 @@ class GenRequest:
     max_tokens: int = 256
     seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    context_overflow: str = "error"  # "error" | "truncate" (see engine.prompts.truncate_oldest_turns)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class GenResult:
     latency_s: float
     finish_reason: str = "stop"  # "stop" | "length" | "error"
     error: str | None = None
+    truncated_messages: int = 0  # messages dropped to fit the context (--context-overflow truncate)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class CallRecord:
     temperature: float
     group: int | None = None
     reused: bool = False  # a first-round reply served from the cache (same text and token counts as the original)
+    truncated_messages: int = 0  # messages dropped from the prompt to fit the model's context
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)

@@ -46,6 +46,7 @@ CALLS_SCHEMA = pa.schema(
         ("temperature", pa.float64()),
         ("group", pa.int32()),
         ("reused", pa.bool_()),
+        ("truncated_messages", pa.int32()),  # --context-overflow truncate: messages dropped from this prompt
         ("attempt", pa.string()),
     ]
 )
@@ -63,6 +64,7 @@ QUESTIONS_SCHEMA = pa.schema(
         ("final_answer", pa.string()),
         ("gold", pa.string()),
         ("correct", pa.bool_()),
+        ("errored", pa.bool_()),  # a call failed after the engine's retries: counted wrong, see engine/debate.py
         ("n_calls", pa.int32()),
         ("n_summary_calls", pa.int32()),
         ("n_skipped", pa.int32()),
@@ -119,8 +121,16 @@ STREAMED = ("calls", "questions", "graphs")
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
+    """Write to a hidden temporary name, fsync, rename into place: a reader (or a resumed run)
+    sees the whole part or nothing, whenever the writing process is killed. Leftover ``.*.tmp``
+    files of a killed writer are never read (readers glob ``*.parquet``)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     pq.write_table(table, tmp)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # the data is on disk before the name is
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
 
 

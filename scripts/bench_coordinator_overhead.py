@@ -46,10 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -57,37 +54,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scripts._bench_common import loadavg, machine_info, procs_running, scratch_dir  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 
 TARGET_MS = 2.0
 
 
-def machine_info() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
-def scratch_dir() -> tempfile.TemporaryDirectory:
-    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
-    from actors.model_store import cache_dir
-
-    root = cache_dir() / "bench-work"
-    root.mkdir(parents=True, exist_ok=True)
-    return tempfile.TemporaryDirectory(dir=root)
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return []
-
-
-def procs_running() -> int | None:
-    """Runnable processes right now (4th field of /proc/loadavg), a snapshot of CPU contention."""
-    try:
-        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
-    except (OSError, IndexError, ValueError):  # pragma: no cover - not Linux
-        return None
 
 
 def per_turn(wall_s: float, busy_s: float, turns: int) -> dict[str, float]:
@@ -148,15 +122,16 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     qs, prompts = prepare(cfg)
     warm_qs = qs[:warmup_questions]
     sets = [qs[warmup_questions + k * questions: warmup_questions + (k + 1) * questions] for k in range(repeats)]
-    replica = engine.replicas_for(cfg, [cfg.model])[cfg.model]
+    replica = engine.replicas_for(cfg, [cfg.model])[cfg.model][0]
     specs = cfg.agent_specs()
     t = time.perf_counter()
     writer = WriterActor.remote(cfg.out)
-    agents = [AgentActor.remote(i, spec, prompts, True, replica) for i, spec in enumerate(specs)]
+    agents = [AgentActor.remote() for _ in specs]
     ray.get([a.ready.remote() for a in agents] + [writer.flush.remote()])
-    coordinator = CoordinatorActor.remote(cfg, cfg.run_id(), agents, writer, cfg.backend, True, None,
-                                          uuid.uuid4().hex[:12])
-    ray.get(coordinator.progress.remote())
+    coordinator = CoordinatorActor.remote()
+    setups = [(i, spec, prompts, True, replica, None, "") for i, spec in enumerate(specs)]
+    ray.get(coordinator.setup.remote(cfg, cfg.run_id(), agents, setups, writer, cfg.backend, True, None,
+                                     uuid.uuid4().hex[:12]))
     actors_s = time.perf_counter() - t
     reps = []
     try:

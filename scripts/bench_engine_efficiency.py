@@ -55,10 +55,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -66,41 +64,15 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scripts._bench_common import loadavg, machine_info, proc_cpu_s, scratch_dir  # noqa: E402
 from engine.config import DEFAULT_MODEL, RunConfig  # noqa: E402
 from engine.records import GenRequest, GenResult  # noqa: E402
 
 TARGET = 0.9
 
 
-def machine_info() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
-def scratch_dir() -> tempfile.TemporaryDirectory:
-    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
-    from actors.model_store import cache_dir
-
-    root = cache_dir() / "bench-work"
-    root.mkdir(parents=True, exist_ok=True)
-    return tempfile.TemporaryDirectory(dir=root)
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover - not on Linux/macOS
-        return []
-
-
-def proc_cpu_s(pid: int) -> float | None:
-    """CPU seconds (user + system, all threads) a local process has used so far."""
-    try:
-        import psutil
-
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except Exception:  # pragma: no cover - psutil missing or the process is on another node
-        return None
 
 
 class ReplayBackend:
@@ -200,7 +172,7 @@ def measure(questions: int = 4, agents: int = 3, rounds: int = 2, max_tokens: in
         qs, _ = prepare(cfg0)
         t = time.perf_counter()
         engine = Engine()
-        replica = engine.replicas_for(cfg0, [model])[model]
+        replica = engine.replicas_for(cfg0, [model])[model][0]
         info = ray.get(replica.info.remote())
         result["startup_s"] = round(time.perf_counter() - t, 6)
         log(f"Ray + replica ready in {result['startup_s']:.1f} s (threads={info.get('threads')}); warming up ...")
@@ -213,7 +185,7 @@ def measure(questions: int = 4, agents: int = 3, rounds: int = 2, max_tokens: in
                 cpu0 = proc_cpu_s(info["pid"])
                 res = engine.run(cfg, qs)
                 cpu1 = proc_cpu_s(info["pid"])
-                if engine.replicas_for(cfg, [model])[model] is not replica:  # pragma: no cover - engine changed
+                if engine.replicas_for(cfg, [model])[model][0] is not replica:  # pragma: no cover - engine changed
                     raise RuntimeError("the engine replaced its replica between runs")
                 calls = [r for r in read_table(cfg.out, "calls").to_pylist() if r["run_id"] == res.run_id]
                 by_round = reconstruct_rounds(cfg, qs, calls, res.simulated)

@@ -57,50 +57,22 @@ import argparse
 import gc
 import json
 import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scripts._bench_common import loadavg, machine_info, proc_cpu_s, scratch_dir  # noqa: E402
 from engine.config import DEFAULT_MODEL, RunConfig  # noqa: E402
 from engine.records import GenRequest, GenResult  # noqa: E402
 
 TARGET = 4.0
 
 
-def machine_info() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
-def scratch_dir() -> tempfile.TemporaryDirectory:
-    """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
-    from actors.model_store import cache_dir
-
-    root = cache_dir() / "bench-work"
-    root.mkdir(parents=True, exist_ok=True)
-    return tempfile.TemporaryDirectory(dir=root)
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return []
-
-
-def proc_cpu_s(pid: int) -> float | None:
-    """CPU seconds (user + system, all threads) a local process has used so far."""
-    try:
-        import psutil
-
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except Exception:  # pragma: no cover - psutil missing or the process is on another node
-        return None
 
 
 class Recording:
@@ -301,7 +273,7 @@ def measure(questions: int = 10, agents: int = 6, rounds: int = 3, max_tokens: i
         # ---- engine
         t = time.perf_counter()
         engine = Engine()
-        replica = engine.replicas_for(cfg, [model])[model]
+        replica = engine.replicas_for(cfg, [model])[model][0]
         pid = ray.get(replica.info.remote())["pid"]
         startup_s = time.perf_counter() - t
         log(f"Ray + replica ready in {startup_s:.1f} s; warm-up run (1 question) ...")

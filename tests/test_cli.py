@@ -20,10 +20,14 @@ def fail(capsys, argv):
 
 
 def test_unknown_protocol_and_flag(capsys):
-    code, text = err(capsys, ["run", "--protocol", "nope"])
-    assert code == 2 and "--protocol" in text and "nope" in text
-    code, text = err(capsys, ["run", "--agnets", "3"])
-    assert code == 2 and "--agnets" in text
+    for argv, needles in [(["run", "--protocol", "nope"], ["--protocol", "'nope'"]),
+                          (["run", "--agnets", "3"], ["unrecognized arguments: --agnets"]),
+                          (["run", "--context-overflow", "cut"], ["--context-overflow", "'cut'"]),
+                          (["run", "--agents", "many"], ["--agents", "invalid int value: 'many'"]),
+                          (["nonsense"], ["invalid choice: 'nonsense'"])]:
+        code, text = err(capsys, argv)
+        assert code == 2 and all(n in text for n in needles), text
+        assert len(text.strip().splitlines()) == 1 and "error:" in text
 
 
 @pytest.mark.parametrize(
@@ -36,6 +40,14 @@ def test_unknown_protocol_and_flag(capsys):
         (["--limit", "0"], "--limit"),
         (["--model", "/tmp"], "--model /tmp"),
         (["--model", "no-such-model"], "--model no-such-model"),
+        (["--protocol", "group", "--agents", "3", "--groups", "4"], "--groups '4' with --agents 3"),
+        (["--protocol", "group", "--agents", "4", "--groups", "2+3"], "--groups"),
+        (["--backend", "openai", "--api-base", "http://127.0.0.1:9"], "--api-base http://127.0.0.1:9: cannot connect"),
+        (["--backend", "openai", "--api-base", "ftp://host"], "--api-base ftp://host: not an http(s) URL"),
+        (["--backend", "openai"], "--api-base is required"),
+        (["--replicas", "0"], "--replicas must be at least 1"),
+        (["--tensor-parallel", "2"], "--tensor-parallel needs --backend vllm"),
+        (["--call-retries", "-1"], "--call-retries must be >= 0"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_culprit(capsys, argv, needle):
@@ -58,3 +70,45 @@ def test_config_file_errors(capsys, tmp_path):
     assert code == 2 and "unknown key 'agnets'" in text and str(bad) in text
     code, text = fail(capsys, ["run", "--config", str(tmp_path / "missing.yaml")])
     assert code == 2 and "missing.yaml" in text
+
+
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda d: (d / "x.gguf").write_text("hello"), "does not start with the GGUF magic bytes"),
+        (lambda d: (d / "x.bin").write_text("hello"), "a file that is not .gguf"),
+        (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text("{}"), "has no model_type"),
+        (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text("[1"), "is not a JSON object"),
+        (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text('{"model_type": "llama"}'), "has no weights"),
+        (lambda d: (d / "m").mkdir(), "has no config.json"),
+    ],
+)
+def test_model_path_that_is_not_a_model(capsys, tmp_path, make, needle):
+    make(tmp_path)
+    target = next(p for p in tmp_path.iterdir())
+    code, text = fail(capsys, ["run", "--no-progress", "--model", str(target)])
+    assert code == 2 and text.startswith("debate: error: --model") and str(target) in text and needle in text
+    assert len(text.splitlines()) == 1
+
+
+def test_dataset_file_and_row_errors_name_file_and_line(capsys, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, text = fail(capsys, ["run", "--dataset", str(empty), "--task", "numeric", "--backend", "simulated"])
+    assert code == 2 and str(empty) in text and "empty" in text
+    noans = tmp_path / "noans.jsonl"
+    noans.write_text(json.dumps({"question": "1+1?", "answer": "2"}) + "\n" + json.dumps({"question": "x"}) + "\n")
+    code, text = fail(capsys, ["run", "--dataset", str(noans), "--task", "numeric", "--backend", "simulated"])
+    assert code == 2 and f"{noans}:2" in text and "missing field 'answer'" in text
+
+
+@pytest.mark.ray
+def test_gguf_that_cannot_load_stops_the_run_with_one_line(capsys, tmp_path, ray_local):
+    """Passes the header check, fails inside the replica: the replica reports it, the driver
+    stops the run with one line naming --model (no Ray traceback), exit status 2."""
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 4)
+    code, text = fail(capsys, ["run", "--no-progress", "--model", str(bad), "--limit", "1",
+                               "--out", str(tmp_path / "out")])
+    assert code == 2 and text.startswith(f"debate: error: --model {bad}: the replica could not load it:")
+    assert len(text.splitlines()) == 1

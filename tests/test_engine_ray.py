@@ -137,3 +137,41 @@ def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     assert placement_options(cfg, "small", {"num_cpus": 2}) == {"num_cpus": 2}
     with pytest.raises(ValueError, match="unknown key"):
         placement_options(RunConfig(placement_resources={"m": {"gpus": 1}}), "m", {})
+
+
+def test_replica_layout_replicas_per_model_and_tensor_parallel():
+    """Pure layout: K replicas per model (per-model override), agents round-robin and sticky,
+    tensor parallel = a placement group of T GPU bundles with the replica actor taking no GPU."""
+    from actors.driver import assign_replicas, replica_layout
+
+    cfg = RunConfig(backend="vllm", replicas=2, models="big*2,small*4",
+                    placement_resources={"big": {"replicas": 1, "tensor_parallel_size": 4, "resources": {"strong_gpu": 1}}})
+    layout = replica_layout(cfg, ["big", "small"], has_gpu=True)
+    assert [len(layout[m]) for m in ("big", "small")] == [1, 2]
+    big, small = layout["big"][0], layout["small"][0]
+    assert big.gpu_bundles == 4 and big.backend_options["tensor_parallel_size"] == 4
+    assert big.actor_options["num_gpus"] == 0 and big.actor_options["resources"] == {"strong_gpu": 1}
+    assert small.gpu_bundles == 0 and small.actor_options["num_gpus"] == 1
+    assert small.actor_options["max_restarts"] == cfg.max_restarts and small.actor_options["max_task_retries"] == cfg.call_retries
+    placed = assign_replicas(["big", "small", "small", "big", "small", "small"], layout)
+    assert [(p.model, p.index) for p in placed] == [("big", 0), ("small", 0), ("small", 1), ("big", 0), ("small", 0), ("small", 1)]
+    # CPU: the node's cores are split over all replicas; tensor parallel needs vLLM on GPUs
+    cpu = replica_layout(RunConfig(replicas=2, replica_cpus=None), ["m"], has_gpu=False)["m"]
+    assert len(cpu) == 2 and cpu[0].key(RunConfig()) != cpu[1].key(RunConfig())
+    with pytest.raises(ValueError, match="tensor-parallel 2 .* needs --backend vllm"):
+        replica_layout(RunConfig(backend="vllm", tensor_parallel=2), ["m"], has_gpu=False)
+
+
+def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_path):
+    from actors.driver import Engine
+
+    with Engine() as engine:
+        one = engine.run(sim(tmp_path, "one", limit=6, agents=4, rounds=2, protocol="mad"))
+        two = engine.run(sim(tmp_path, "two", limit=6, agents=4, rounds=2, protocol="mad", replicas=2))
+    assert len(two.replica_stats) == 2
+    # agents 0,2 -> replica 0 (kept from the first run, whose 48 requests it also counts); 1,3 -> replica 1
+    assert [s["requests"] for s in two.replica_stats] == [48 + 24, 24]
+    key = lambda r: (r["question_id"], r["round"], r["agent_id"], r["text"], r["prompt_tokens"])  # noqa: E731
+    assert sorted(map(key, read_table(one.out_dir, "calls").to_pylist())) == \
+        sorted(map(key, read_table(two.out_dir, "calls").to_pylist()))
+    assert one.run_id == two.run_id  # replicas are an engine knob: same run

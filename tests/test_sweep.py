@@ -322,13 +322,13 @@ def test_leftover_temp_files_of_a_killed_writer_are_ignored(tmp_path):
     assert ds.dataset(str(tmp_path / "calls")).count_rows() == 1  # pyarrow skips dot-files too
 
 
-def test_calls_schema_has_reused_before_attempt():
+def test_calls_schema_holds_every_call_record_field_plus_the_run_labels():
     from engine.records import CallRecord
     from engine.results import CALLS_SCHEMA
 
-    names = CALLS_SCHEMA.names
-    assert names.index("reused") == names.index("attempt") - 1
-    assert [f.name for f in dataclasses.fields(CallRecord)][-1] == "reused"
+    fields = {f.name for f in dataclasses.fields(CallRecord)}
+    assert {"reused", "truncated_messages"} <= fields
+    assert set(CALLS_SCHEMA.names) == fields | {"run_id", "backend", "simulated", "attempt"}
     assert RunConfig().reuse_first_round is False  # off by default in `debate run`
 
 

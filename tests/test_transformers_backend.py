@@ -64,6 +64,29 @@ def test_prompt_longer_than_context_is_an_error_result(backend):
     assert good.error is None and good.completion_tokens >= 1
 
 
+def test_truncate_policy_drops_oldest_turns_and_records_it(backend):
+    """--context-overflow truncate on the real tokenizer: the oldest middle turns go, the first
+    turn and the current message stay, the count is reported; "error" keeps the error row."""
+    turns = [{"role": "user", "content": "Question: what is 2+3?"}, {"role": "assistant", "content": "5"}]
+    for k in range(6):
+        turns += [{"role": "user", "content": f"Round {k}: " + "peer says 5. " * 40},
+                  {"role": "assistant", "content": "I still think 5. " * 10}]
+    msgs = turns + [{"role": "user", "content": "Final round: give your answer."}]
+    full = len(backend.encode(msgs))
+    saved = backend.max_context
+    backend.max_context = full - 50  # too long by 50 tokens: one middle turn must go
+    try:
+        err = GenRequest(messages=msgs, max_tokens=4, temperature=0)
+        cut = GenRequest(messages=msgs, max_tokens=4, temperature=0, context_overflow="truncate")
+        e, t = backend.generate([err, cut])
+    finally:
+        backend.max_context = saved
+    assert e.error and "--context-overflow error" in e.error
+    assert t.error is None and t.truncated_messages == 2 and t.completion_tokens >= 1
+    kept = msgs[:2] + msgs[4:]
+    assert t.prompt_tokens == len(backend.encode(kept)) < full - 50
+
+
 def test_converted_folder_is_a_plain_tied_checkpoint(backend):
     """The folder stores the tied embedding as model.embed_tokens.weight and no separate head,
     so loaders that ignore safetensors aliases (vLLM) read the same weights transformers does."""
