@@ -14,6 +14,7 @@ from typing import Any
 
 import ray
 
+from actors.batching import MicroBatcher, serve_stream
 from engine.config import AgentSpec
 from engine.debate import call_seed
 from engine.extract import extract_answer
@@ -121,11 +122,16 @@ class AgentActor:
     def __init__(self):
         self.core: AgentCore | None = None
         self.token: str | None = None
+        self.retries = 0
+        # Requests to the replica made in the same event-loop turn (this agent's turns in many
+        # questions) travel as one streamed call (actors/batching.py).
+        self._to_replica = MicroBatcher(self._open_replica_stream)
 
     def configure(self, token: str, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, replica,
-                  cache=None, cache_namespace: str = "") -> int:
+                  cache=None, cache_namespace: str = "", retries: int = 0) -> int:
         self.core = AgentCore(agent_id, spec, prompts, simulated)
         self.replica = replica
+        self.retries = max(0, int(retries))  # resubmissions of a request whose replica died
         # First-round reuse (actors/cache_actor.py): round-0 replies come from / go to this cache.
         self.cache = cache
         self.cache_namespace = cache_namespace
@@ -146,13 +152,36 @@ class AgentActor:
     async def ready(self) -> int:
         return os.getpid()
 
+    async def _open_replica_stream(self, _dest, requests: list[GenRequest]):
+        async for ref in self.replica.generate_stream.remote(requests):
+            yield await ref
+
     async def _generate(self, req: GenRequest) -> GenResult:
-        """The replica's reply; a replica that died and could not be restarted within its retries
-        gives an error result (recorded as an error row), not an exception."""
-        try:
-            return await self.replica.generate.remote(req)
-        except ray.exceptions.RayActorError as exc:
-            return GenResult("", 0, 0, 0.0, "error", f"replica unavailable: {type(exc).__name__}: {exc}"[:2000])
+        """The replica's reply. A replica that dies mid-request is restarted by Ray; the request
+        is sent again, at most ``retries`` times (same seed, so the same reply), after which it
+        is an error result (recorded as an error row), not an exception."""
+        for attempt in range(self.retries + 1):
+            try:
+                return await self._to_replica.submit(None, req)
+            except ray.exceptions.RayActorError as exc:
+                error = exc
+        return GenResult("", 0, 0, 0.0, "error",
+                         f"replica unavailable after {self.retries + 1} attempts: {type(error).__name__}: {error}"[:2000])
+
+    @ray.method(max_task_retries=0)
+    async def turns(self, token: str, items: list[tuple]):
+        """Several turns at once (the coordinator's micro-batch): each item is
+        ("step" | "summary", question, call, round, key); yields lists of (index, CallRecord or
+        exception) as turns end. A stale token fails the whole call (see :class:`AgentStateLost`)."""
+        self._check(token)
+
+        async def one(item):
+            kind, question, call, round_, key = item
+            method = self.step if kind == "step" else self.summarize
+            return await method(token, question, call, round_, key)
+
+        async for chunk in serve_stream(items, one):
+            yield chunk
 
     async def step(self, token: str, question: Question, call: AgentCall, round_: int, key: int) -> CallRecord:
         self._check(token)

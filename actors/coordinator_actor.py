@@ -14,9 +14,13 @@ Faults. The coordinator configures the agent actors for each run and keeps a jou
 agent's recorded turns for the questions in flight. When an agent process dies, Ray restarts it
 (``max_restarts``); the restarted process knows nothing, so the coordinator configures it again,
 replays its journal (:meth:`AgentActor.restore`) and retries the failed call, at most
-``call_retries`` times per call. A replica that dies is restarted by Ray and its calls in flight
-are resubmitted by Ray (``max_task_retries``); once those retries are used up the agent records
-an error result. A call that still fails becomes an error row (run, question, round, agent, error
+``call_retries`` times per call. A replica that dies is restarted by Ray and the agent sends its
+unanswered requests again (same seeds, so the same replies), at most ``call_retries`` times;
+after that the agent records an error result.
+
+Calls travel micro-batched (:mod:`actors.batching`): the turns one agent gets in the same
+event-loop turn go as one streamed actor call, and the agent's requests to its replica likewise,
+so the Ray overhead per turn shrinks with the number of questions in flight. A call that still fails becomes an error row (run, question, round, agent, error
 text) and its question is marked ``errored``; a question whose debate cannot continue at all
 (e.g. the embedding actor is gone) still gets its question row, errored. Nothing is dropped.
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 import ray
 
+from actors.batching import MicroBatcher
 from engine.config import RunConfig
 from engine.debate import DebateLog, question_key
 from engine.protocols import Context, Outcome, Similarity, Step, SummaryCall, get_protocol
@@ -86,10 +91,21 @@ class CoordinatorActor:
         self.locks = [asyncio.Lock() for _ in agents]
         self.progress_state = {"questions_done": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                "correct": 0, "errored": 0, "agent_restores": 0, "call_retries": 0}
-        return list(await asyncio.gather(*(a.configure.remote(self.token, *s) for a, s in zip(agents, agent_setups))))
+        # Turns for the same agent issued in the same event-loop turn (many questions' rounds)
+        # travel as one streamed actor call; each result comes back as soon as it is done.
+        self.to_agents = MicroBatcher(self._open_agent_stream)
+        return list(await asyncio.gather(*(a.configure.remote(self.token, *s, self.retries)
+                                           for a, s in zip(agents, agent_setups))))
+
+    async def _open_agent_stream(self, i: int, items: list[tuple]):
+        async for ref in self.agents[i].turns.remote(self.token, items):
+            yield await ref
 
     def progress(self) -> dict[str, Any]:
-        return dict(self.progress_state)
+        state = dict(self.progress_state)
+        if getattr(self, "to_agents", None) is not None:
+            state["agent_calls"], state["agent_turns_shipped"] = self.to_agents.calls, self.to_agents.items
+        return state
 
     async def run(self, questions: list[Question]) -> list[dict[str, Any]]:
         sem = asyncio.Semaphore(self.cfg.max_concurrent_questions)
@@ -108,7 +124,7 @@ class CoordinatorActor:
             if self.epochs[i] != epoch:  # another call already restored it
                 return
             agent = self.agents[i]
-            await agent.configure.remote(self.token, *self.agent_setups[i])
+            await agent.configure.remote(self.token, *self.agent_setups[i], self.retries)
             turns = [t for per_agent in self.journal.values() for t in per_agent.get(i, [])]
             await agent.restore.remote(self.token, turns)
             self.epochs[i] += 1
@@ -116,7 +132,6 @@ class CoordinatorActor:
 
     async def _call(self, q: Question, round_: int, call, key: int) -> CallRecord:
         summary = isinstance(call, SummaryCall)
-        agent = self.agents[call.agent]
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
             epoch = self.epochs[call.agent]
@@ -125,8 +140,7 @@ class CoordinatorActor:
                     self.progress_state["call_retries"] += 1
                     await self._restore(call.agent, epoch)
                     epoch = self.epochs[call.agent]
-                method = agent.summarize if summary else agent.step
-                rec = await method.remote(self.token, q, call, round_, key)
+                rec = await self.to_agents.submit(call.agent, ("summary" if summary else "step", q, call, round_, key))
             except Exception as exc:
                 last = exc
                 if _state_lost(exc):

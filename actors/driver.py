@@ -38,6 +38,7 @@ class RunResult:
     replica_stats: list[dict[str, Any]] = field(default_factory=list)
     resumed: int = 0  # questions whose results were already in --out (not debated again)
     faults: dict[str, int] = field(default_factory=dict)  # agent restores and call retries during the run
+    batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
 
 
 def _now() -> dt.datetime:
@@ -502,7 +503,9 @@ class Engine:
         ray.get(writer.write_run.remote(run_row))
         ray.get(writer.flush.remote())
         return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous),
-                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")})
+                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
+                         batching={"agent_calls": progress.get("agent_calls", 0),
+                                   "agent_turns": progress.get("agent_turns_shipped", 0)})
 
     @staticmethod
     def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:

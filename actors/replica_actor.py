@@ -23,6 +23,7 @@ from typing import Any
 
 import ray
 
+from actors.batching import serve_stream
 from engine.records import GenRequest, GenResult
 
 STEPS_PER_HOP = 4  # decode steps per thread hop: new requests wait at most this many steps to join
@@ -169,6 +170,7 @@ class ReplicaActor:
         self.backend_name = backend
         self.model = model
         self.load_error: str | None = None
+        self.stream_calls = 0  # Ray calls that carried requests (each with one or more of them)
         try:
             self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
         except Exception as exc:  # reported by info() as one line; the driver stops the run with it
@@ -195,12 +197,20 @@ class ReplicaActor:
             return GenResult("", 0, 0, 0.0, "error", f"model {self.model} did not load: {self.load_error}")
         return await self.core.generate(request)
 
+    @ray.method(max_task_retries=0)  # the agent resends what a dead replica did not answer
+    async def generate_stream(self, requests: list[GenRequest]):
+        """Several requests in one Ray call (an agent's micro-batch); yields lists of (index, GenResult)
+        as they finish, so the early ones are not held back by the late ones."""
+        self.stream_calls += 1
+        async for chunk in serve_stream(requests, self.generate):
+            yield chunk
+
     async def generate_batch(self, requests: list[GenRequest]) -> list[GenResult]:
         """Run a list of requests as one batch, bypassing the queue (for benchmarks)."""
         return await asyncio.to_thread(self.core.backend.generate, requests)
 
     async def get_stats(self) -> dict[str, Any]:
-        return dict(self.core.stats)
+        return {**(self.core.stats if self.core is not None else {}), "stream_calls": self.stream_calls}
 
 
 def _torch_threads() -> int | None:

@@ -61,7 +61,7 @@ PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "tokens_vs_agents.
 _NOT_RESULT_KEYS = {"out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus"}
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
 _QUESTION_COLUMNS = ("run_id", "question_id", "attempt", "protocol", "n_agents", "rounds_run", "effective_rounds",
-                     "stopped_early", "correct", "n_calls", "n_summary_calls", "n_skipped", "prompt_tokens",
+                     "stopped_early", "correct", "errored", "n_errors", "n_calls", "n_summary_calls", "n_skipped", "prompt_tokens",
                      "completion_tokens", "consensus", "backend", "simulated")
 
 
@@ -366,6 +366,8 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "calls_per_q": per_q(calls),
         "summary_calls": summary_calls,
         "skipped_turns": sum(q["n_skipped"] or 0 for q in qs),
+        "error_calls": sum(q.get("n_errors") or 0 for q in qs),
+        "errored_questions": sum(bool(q.get("errored") or q.get("n_errors")) for q in qs),
         "effective_rounds": _mean([q["effective_rounds"] for q in qs if q["effective_rounds"] is not None]),
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
     }
@@ -633,6 +635,9 @@ def build_report(path: str | Path, out: str | Path | None = None, baseline: str 
     unfinished = [r["label"] for r in rows if r["status"] not in ("finished", None)]
     if unfinished:
         notes.append("not finished (interrupted or still running): " + "; ".join(unfinished))
+    errored = [f"{r['label']}: {r['errored_questions']}" for r in rows if r.get("errored_questions")]
+    if errored:
+        notes.append("questions with failed calls (errored, counted wrong): " + "; ".join(errored))
     if not any(r["protocol"] == baseline for r in rows):
         notes.append(f"no {baseline} run: savings are '-'")
     out_dir = Path(out) if out is not None else Path(path) / "report"

@@ -175,3 +175,18 @@ def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_
     assert sorted(map(key, read_table(one.out_dir, "calls").to_pylist())) == \
         sorted(map(key, read_table(two.out_dir, "calls").to_pylist()))
     assert one.run_id == two.run_id  # replicas are an engine knob: same run
+
+
+def test_turns_and_requests_travel_micro_batched(ray_local, tmp_path):
+    """Many questions in flight: an agent's turns share Ray calls, and so do its replica requests
+    (actors/batching.py), without changing a single result."""
+    from actors.driver import Engine
+
+    with Engine() as engine:
+        res = engine.run(sim(tmp_path, "mb", limit=20, agents=4, rounds=3, protocol="mad"))
+    turns = 20 * 4 * 3
+    assert res.batching["agent_turns"] == turns
+    assert res.batching["agent_calls"] < turns / 2  # at least two turns per call on average
+    stats = res.replica_stats[0]
+    assert stats["requests"] == turns and stats["stream_calls"] < turns / 2
+    assert res.summary["n_calls"] == turns and res.summary["n_errors"] == 0

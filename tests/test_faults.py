@@ -90,6 +90,11 @@ def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tm
     assert all(r["run_id"] == res.run_id and r["round"] >= 0 and r["agent_id"] >= 0 for r in err_calls)
     assert res.summary["n_errored_questions"] == len(errored)
     assert any(s.get("dead") for s in res.replica_stats)
+    from engine.report import build_report  # the report says so too
+
+    rep = build_report(res.out_dir, tmp_path / "report")
+    assert [r["errored_questions"] for r in rep.rows] == [len(errored)]
+    assert any("errored, counted wrong" in n for n in rep.notes)
     # The engine notices the dead replica and starts a fresh one for the next run.
     again = engine.run(sim(tmp_path, "after", max_restarts=0, call_retries=0, limit=2))
     assert again.summary["n_errors"] == 0 and again.summary["n_questions"] == 2
