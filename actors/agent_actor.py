@@ -4,7 +4,9 @@ It reserves no CPU (``num_cpus=0``): it only builds prompts and waits on its rep
 transcript per question in flight (dropped with ``forget`` when the question ends), renders the
 call's prompt stage from :mod:`engine.prompts`, sends the messages to its replica, parses the
 answer and returns a :class:`~engine.records.CallRecord`. It also serves the summary calls that
-a protocol assigns to its model (those never touch its memory).
+a protocol assigns to its model (those never touch its memory). The coordinator sends it turns
+in micro-batches (:meth:`AgentActor.turns`) and it sends its requests to the replica the same
+way (:mod:`actors.batching`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The front door: ``run(config)`` runs one debate run on Ray and returns its summary.
 
 It checks every input before any actor starts (so a bad flag fails in a second with a message
-naming it), starts or joins Ray, creates one replica actor per distinct model, one agent actor per
-agent bound to its model's replica, one writer and one coordinator, then waits for the
-coordinator while showing progress. Data flows one way: questions -> coordinator -> agents ->
-replica -> coordinator -> writer.
+naming it: dataset, topology, model files, endpoint), starts or joins Ray, then uses an
+:class:`Engine`: ``--replicas`` replica actors per distinct model (a placement group each for
+tensor parallelism), one agent actor per agent bound to one of its model's replicas, one writer
+and one coordinator — all kept for the engine's next run — and waits for the coordinator while
+showing progress. Data flows one way: questions -> coordinator -> agents -> replica ->
+coordinator -> writer.
 """
 
 from __future__ import annotations
