@@ -250,11 +250,16 @@ def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]
     return out
 
 
-def _alive(actor, timeout: float = 60.0) -> bool:
+class RunInterrupted(RuntimeError):
+    """A run that could not finish because an engine actor without restarts (writer,
+    coordinator) died; everything written so far is whole and a re-run resumes it."""
+
+
+def _alive(actor, timeout: float = 60.0, method: str = "info") -> bool:
     import ray
 
     try:
-        ray.get(actor.info.remote(), timeout=timeout)
+        ray.get(getattr(actor, method).remote(), timeout=timeout)
         return True
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return False
@@ -448,8 +453,8 @@ class Engine:
         old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
         started = old_run[0]["started"] if old_run else _now()
 
-        if self._writer is None:
-            self._writer = WriterActor.remote()
+        if self._writer is None or not _alive(self._writer, method="flush"):
+            self._writer = WriterActor.remote()  # (again, if the last one died)
         writer = self._writer
         ray.get(writer.open.remote(str(out)))
         specs = cfg.agent_specs()
@@ -484,15 +489,26 @@ class Engine:
                       for i, spec in enumerate(specs)]
             agents = self.agents_for(len(specs), cfg)
             embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
-            if self._coordinator is None:
+            if self._coordinator is None or not _alive(self._coordinator, method="progress"):
                 self._coordinator = CoordinatorActor.remote()
             coordinator = self._coordinator
             # Configures every agent and waits for it, so the first round's requests reach the
             # replicas together and are batched together, instead of trickling in.
             ray.get(coordinator.setup.remote(cfg, run_id, agents, setups, writer, cfg.backend, simulated, embedder, attempt))
-            rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), len(questions), len(previous),
-                              simulated, progress_cb)
-            progress = ray.get(coordinator.progress.remote())
+            try:
+                rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), len(questions), len(previous),
+                                  simulated, progress_cb)
+                progress = ray.get(coordinator.progress.remote())
+            except ray.exceptions.RayError as exc:
+                # The writer or the coordinator itself died (agents and replicas are restarted and
+                # their calls retried inside the run). What was written is whole (atomic parts);
+                # the same command resumes from it.
+                lost = [name for name, actor in (("writer", writer), ("coordinator", coordinator))
+                        if not _alive(actor, method="flush" if name == "writer" else "progress")]
+                raise RunInterrupted(
+                    f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
+                    f"({type(exc).__name__}); the results written so far are in {out} — run the same "
+                    f"command again to resume") from None
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
         stats = [_stats(r) for r in handles]

@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.tasks import DatasetError
     from topologies import TopologyError
 
-    from actors.driver import ReplicaStartError
+    from actors.driver import ReplicaStartError, RunInterrupted
 
     user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError)
     try:
@@ -188,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except user_errors as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
+    except RunInterrupted as exc:  # not the user's input: exit 1, one line, how to resume
+        print(f"debate: error: {exc}", file=sys.stderr)
+        return 1
     return 1
 
 

@@ -123,3 +123,23 @@ def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_pat
     # the pool replaces the dead agent for the next run
     again = engine.run(sim(tmp_path, "agentafter", limit=2))
     assert again.summary["n_errors"] == 0
+
+
+def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path):
+    """The writer has no restarts (its buffer is gone with it): the run stops with one clear
+    error, what was flushed stays readable, a new writer is started and the re-run finishes
+    each question exactly once."""
+    from actors.driver import RunInterrupted
+
+    cfg = sim(tmp_path, "writer", limit=10)
+    cb, state = killer(12, lambda: [(engine._writer, False)])
+    with pytest.raises(RunInterrupted, match="writer actor died.*run the same command again to resume"):
+        engine.run(cfg, progress_cb=cb)
+    assert state["killed"]
+    read_table(cfg.out, "calls")  # whole parts only
+    again = engine.run(cfg)
+    qs = read_table(cfg.out, "questions").to_pandas()
+    assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
+    calls = read_table(cfg.out, "calls").to_pandas()
+    keep = calls.merge(qs[["run_id", "question_id", "attempt"]], on=["run_id", "question_id", "attempt"])
+    assert len(keep) == 10 * 3 * 3 and not keep.duplicated(["question_id", "round", "agent_id"]).any()
