@@ -162,7 +162,6 @@ class CoordinatorActor:
         log = DebateLog(q)
         gen = self.protocol(Context(question=q, cfg=self.cfg, key=key))
         response: Any = None
-        answers: list[list[str | None]] = []
         try:
             while True:
                 try:
@@ -189,15 +188,12 @@ class CoordinatorActor:
                     self.writer.write.remote("graphs", graph)
         except Exception as exc:  # the debate cannot go on: an errored question row, not a lost question
             gen.close()
-            outcome = Outcome(None, answers, info={"error": f"{type(exc).__name__}: {exc}"[:2000]})
+            outcome = Outcome(None, [], info={"error": f"{type(exc).__name__}: {exc}"[:2000]})
         for agent in self.agents:
             agent.forget.remote(q.qid)
         self.journal.pop(q.qid, None)
         row = {**log.question_row(outcome, self.cfg.n_agents), **self.labels, "protocol": self.cfg.protocol,
                "wall_s": time.perf_counter() - start}
-        if "error" in (outcome.info or {}):
-            row["errored"] = True
-            row["correct"] = False
         self.writer.write.remote("questions", [row])
         self.progress_state["questions_done"] += 1
         self.progress_state["correct"] += int(row["correct"])

@@ -142,11 +142,13 @@ def needs_embeddings(cfg: RunConfig) -> bool:
     return cfg.protocol == "cortex" or (cfg.protocol == "s2mad" and cfg.similarity == "embedding")
 
 
-def replica_options(cfg: RunConfig, n_replicas: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+def replica_options(cfg: RunConfig, n_replicas: int = 1, has_gpu: bool | None = None
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Ray actor options, backend options) for a replica of this run's backend.
 
-    Without ``--replica-cpus`` the node's CPUs are split evenly between the run's replicas (one
-    per distinct model), so several models fit on one machine instead of waiting for CPUs.
+    Without ``--replica-cpus`` the node's CPUs are split evenly between the run's ``n_replicas``
+    replicas (all models), so several models fit on one machine instead of waiting for CPUs.
+    ``has_gpu`` defaults to asking the running Ray cluster.
     """
     if cfg.backend == "simulated":
         opts = {
@@ -159,7 +161,7 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1) -> tuple[dict[str, Any]
         return {"num_cpus": 0}, opts
     if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
         return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
-    if cfg.backend == "vllm" and _has_gpu():
+    if cfg.backend == "vllm" and (_has_gpu() if has_gpu is None else has_gpu):
         # One GPU per replica; the vLLM engine's own processes use it (tensor parallel: see cluster notes).
         return {"num_cpus": 1, "num_gpus": 1}, {}
     cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
@@ -221,9 +223,7 @@ def replica_layout(cfg: RunConfig, models: list[str], has_gpu: bool) -> dict[str
         if tp > 1 and (cfg.backend != "vllm" or not has_gpu):
             raise ValueError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm on a cluster with GPUs")
         per_model[m] = (n, tp)
-    actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()))
-    if cfg.backend == "vllm" and has_gpu:
-        actor_default = {"num_cpus": 1, "num_gpus": 1}
+    actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()), has_gpu)
     layout: dict[str, list[ReplicaSpec]] = {}
     for m, (n, tp) in per_model.items():
         actor = placement_options(cfg, m, actor_default)
@@ -255,14 +255,18 @@ class RunInterrupted(RuntimeError):
     coordinator) died; everything written so far is whole and a re-run resumes it."""
 
 
-def _alive(actor, timeout: float = 60.0, method: str = "info") -> bool:
+def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
+    """The result of a no-argument method, or None if the actor is dead (or does not answer)."""
     import ray
 
     try:
-        ray.get(getattr(actor, method).remote(), timeout=timeout)
-        return True
+        return ray.get(getattr(actor, method).remote(), timeout=timeout)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-        return False
+        return None
+
+
+def _alive(actor, method: str = "info") -> bool:
+    return _probe(actor, method) is not None
 
 
 def _stats(replica) -> dict[str, Any]:
@@ -356,8 +360,24 @@ class Engine:
         if pg is not None:
             ray.util.remove_placement_group(pg)
 
+    def _loaded(self, key: tuple, model: str, info_ref) -> dict[str, Any]:
+        """A new replica's info once its model is loaded; if it could not load, stop it and raise
+        a one-line :class:`ReplicaStartError` naming the model."""
+        import ray
+
+        try:
+            info = ray.get(info_ref)
+        except ray.exceptions.RayActorError as exc:  # died while loading (e.g. out of memory)
+            self._stop_replica(key)
+            raise _start_error(model, exc) from None
+        if info.get("error"):
+            self._stop_replica(key)
+            raise ReplicaStartError(f"--model {model}: the replica could not load it: {info['error']}")
+        return info
+
     def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, list[Any]]:
-        """Each model's replica handles (started, or kept from an earlier run with the same setup)."""
+        """Each model's replica handles (started, or kept from an earlier run with the same setup),
+        once every model is loaded; their ``info()`` is left in ``self._infos``."""
         import ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -365,8 +385,13 @@ class Engine:
 
         layout = replica_layout(cfg, models, _has_gpu())
         wanted = {spec.key(cfg): spec for specs in layout.values() for spec in specs}
-        for key in [k for k in self._replicas if k in wanted and not _alive(self._replicas[k])]:
-            self._stop_replica(key)  # died for good (restarts used up) in an earlier run: start afresh
+        infos: dict[tuple, dict[str, Any]] = {}
+        for key in [k for k in self._replicas if k in wanted]:
+            info = _probe(self._replicas[key])
+            if info is None:
+                self._stop_replica(key)  # died for good (restarts used up) in an earlier run: start afresh
+            else:
+                infos[key] = info
         for key in [k for k in self._replicas if k not in wanted]:
             self._stop_replica(key)  # frees its CPUs/GPUs before the new ones ask for them
         for key, spec in wanted.items():
@@ -381,7 +406,12 @@ class Engine:
                     placement_group=pg, placement_group_capture_child_tasks=True)
             self._replicas[key] = ReplicaActor.options(**opts).remote(
                 cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch)
+        # All new replicas were created before waiting on any, so their models load in parallel.
+        loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}
+        for key, ref in loading.items():
+            infos[key] = self._loaded(key, wanted[key].model, ref)
         self._layout = layout
+        self._infos = [infos[spec.key(cfg)] for specs in layout.values() for spec in specs]
         return {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()}
 
     def embedder_for(self, name: str, cfg: RunConfig | None = None):
@@ -435,7 +465,6 @@ class Engine:
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
         import ray
 
-        from actors.agent_actor import AgentActor
         from actors.coordinator_actor import CoordinatorActor
         from actors.writer_actor import WriterActor
         from engine.results import read_table
@@ -461,18 +490,7 @@ class Engine:
         models = list(dict.fromkeys(s.model for s in specs))
         replicas = self.replicas_for(cfg, models)
         handles = [h for hs in replicas.values() for h in hs]
-        infos = []
-        for model, hs in replicas.items():
-            for h in hs:
-                try:
-                    info = ray.get(h.info.remote())
-                except ray.exceptions.RayActorError as exc:  # died while loading (e.g. out of memory)
-                    self._stop_replica(next(k for k, v in self._replicas.items() if v is h))
-                    raise _start_error(model, exc) from None
-                if info.get("error"):
-                    self._stop_replica(next(k for k, v in self._replicas.items() if v is h))
-                    raise ReplicaStartError(f"--model {model}: the replica could not load it: {info['error']}")
-                infos.append(info)
+        infos = self._infos
         simulated = any(i["simulated"] for i in infos)
         run_row = {
             "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,

@@ -37,5 +37,7 @@ class WriterActor:
         self.sink.write_run(row)
 
     def flush(self) -> dict[str, int]:
+        if self.sink is None:  # not pointed at a directory yet
+            return {}
         self.sink.flush()
         return dict(self.sink.rows_written)

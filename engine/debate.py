@@ -52,12 +52,13 @@ class DebateLog:
     def question_row(self, outcome: Outcome, n_agents: int) -> dict[str, Any]:
         """The question's result row.
 
-        A question with any call that ended in an error (after the engine's bounded retries) is
-        marked ``errored`` and counted wrong: its vote came from an incomplete debate, which is not
-        the protocol's result. Its calls, including the error rows, are all kept.
+        A question with any call that ended in an error (after the engine's bounded retries), or
+        whose debate could not go on (``outcome.info["error"]``), is marked ``errored`` and counted
+        wrong: its vote came from an incomplete debate, which is not the protocol's result. Its
+        calls, including the error rows, are all kept.
         """
         q, recs = self.question, self.records
-        errored = any(r.error is not None for r in recs)
+        errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
         return {
             "question_id": q.qid,
             "task": q.task,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -46,3 +48,20 @@ def proc_cpu_s(pid: int) -> float | None:
         return t.user + t.system
     except Exception:  # pragma: no cover - psutil missing or the process is on another node
         return None
+
+
+def log_for(quiet: bool):
+    """The progress printer a benchmark's ``measure`` gets: ``print``, or nothing with --quiet."""
+    return (lambda *a, **k: None) if quiet else print
+
+
+def finish(res: dict[str, Any], out: str, argv: list[str] | None, quiet: bool, print_table) -> int:
+    """Record the command line in the result, print its table, save it as JSON at ``out``."""
+    res["command"] = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
+    if not quiet:
+        print_table(res)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(res, indent=2))
+    if not quiet:
+        print(f"saved {out}")
+    return 0

@@ -45,7 +45,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import uuid
@@ -54,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import loadavg, machine_info, procs_running, scratch_dir  # noqa: E402
+from scripts._bench_common import finish, loadavg, log_for, machine_info, procs_running, scratch_dir  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 
 TARGET_MS = 2.0
@@ -259,15 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     res = measure(agent_counts=tuple(int(x) for x in args.agents.split(",") if x.strip()), questions=args.questions,
                   warmup_questions=args.warmup_questions, rounds=args.rounds, protocol=args.protocol,
                   seed=args.seed, max_batch=args.max_batch, repeats=args.repeats, settle_s=args.settle_s,
-                  log=(lambda *a, **k: None) if args.quiet else print)
-    res["command"] = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
-    if not args.quiet:
-        print_table(res)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=2))
-    if not args.quiet:
-        print(f"saved {args.out}")
-    return 0
+                  log=log_for(args.quiet))
+    return finish(res, args.out, argv, args.quiet, print_table)
 
 
 if __name__ == "__main__":

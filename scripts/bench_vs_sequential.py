@@ -64,7 +64,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import loadavg, machine_info, proc_cpu_s, scratch_dir  # noqa: E402
+from scripts._bench_common import finish, loadavg, log_for, machine_info, proc_cpu_s, scratch_dir  # noqa: E402
 from engine.config import DEFAULT_MODEL, RunConfig  # noqa: E402
 from engine.records import GenRequest, GenResult  # noqa: E402
 
@@ -449,15 +449,8 @@ def main(argv: list[str] | None = None) -> int:
                   scaling_repeats=args.scaling_repeats, seed=args.seed,
                   checkpoint=args.checkpoint or str(Path(args.out).with_suffix(".sequential.json")),
                   reuse_sequential=args.reuse_sequential,
-                  log=(lambda *a, **k: None) if args.quiet else print)
-    res["command"] = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
-    if not args.quiet:
-        print_table(res)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=2))
-    if not args.quiet:
-        print(f"saved {args.out}")
-    return 0
+                  log=log_for(args.quiet))
+    return finish(res, args.out, argv, args.quiet, print_table)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 
 import asyncio
 
-import pytest
-
 from actors.batching import MicroBatcher, serve_stream
 
 

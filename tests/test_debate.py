@@ -79,6 +79,24 @@ def test_log_counts_tokens_and_edges():
                                 {"question_id": "q1", "round": 1, "src": 1, "dst": 2, "weight": 2.0}]
 
 
+def test_errored_question_is_counted_wrong_even_when_its_vote_matches_gold():
+    from engine.protocols import Outcome
+
+    ok = CallRecord("q1", 0, 0, "first", "m", [], "\\boxed{2}", "2", 10, 3, 0.1, "stop", None, 0, 0.7)
+    bad = CallRecord("q1", 0, 1, "first", "m", [], "", None, 0, 0, 0.0, "error", "replica unavailable", 0, 0.7)
+    log = DebateLog(Q)
+    log.add(0, AgentCall(agent=0, stage="first"), ok)
+    log.add(0, AgentCall(agent=1, stage="first"), bad)
+    row = log.question_row(Outcome("2", [["2", None]]), 2)  # a failed call: errored
+    assert row["errored"] and not row["correct"] and row["n_errors"] == 1
+    clean = DebateLog(Q)
+    clean.add(0, AgentCall(agent=0, stage="first"), ok)
+    assert clean.question_row(Outcome("2", [["2"]]), 1)["correct"]
+    # a debate that could not go on (e.g. the embedding actor died): errored with no failed call
+    stopped = clean.question_row(Outcome("2", [["2"]], info={"error": "RayActorError: embedder"}), 1)
+    assert stopped["errored"] and not stopped["correct"] and stopped["n_errors"] == 0
+
+
 def test_seeds_are_stable_and_distinct():
     assert question_key(0, "a") == question_key(0, "a") != question_key(1, "a")
     seeds = {call_seed(s, k, r) for s in range(3) for k in range(3) for r in range(3)}
