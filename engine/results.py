@@ -85,8 +85,10 @@ RUNS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
         ("protocol", pa.string()),
-        ("backend", pa.string()),
+        ("backend", pa.string()),  # the backend that ran (--backend auto resolved: vllm or transformers)
         ("simulated", pa.bool_()),
+        ("dtype", pa.string()),  # the models' compute dtype(s) as the engine resolved them
+        ("engine", pa.string()),  # JSON list: each model's resolved engine settings (device, dtype, context, ...)
         ("config", pa.string()),
         ("status", pa.string()),
         ("started", pa.timestamp("ms", tz="UTC")),

@@ -2,9 +2,10 @@
 
   1. Token cost of fully connected MAD vs a sparse regular graph (D = 0.4, the ring) on the
      SIMULATED backend (6 agents, 3 rounds, 20 arithmetic questions), for two reply lengths.
-  2. A small real debate with the default CPU model (SmolLM2-135M-Instruct) on local Ray:
-     wall time, tokens, generated tokens per second.
-  3. The transformers backend alone: one batch of 6 requests vs the same 6 one at a time.
+  2. A small real debate with the default backend (vLLM where installed) and the packaged model
+     (SmolLM2-135M-Instruct) on local Ray: wall time, tokens, generated tokens per second.
+
+Batching against one-call-at-a-time on the same engine is measured by scripts/bench_vs_peers.py.
 
 Usage: .venv/bin/python scripts/bench_foundation.py [--skip-real] [--out bench/foundation.json]
 """
@@ -52,41 +53,17 @@ def real_debate(tmp: Path) -> dict:
     r = run(cfg)
     s = r.summary
     out = {
-        "protocol": "mad", "agents": 3, "rounds": 2, "questions": 3, "model": cfg.model,
+        "protocol": "mad", "agents": 3, "rounds": 2, "questions": 3, "model": cfg.model, "backend": r.backend,
+        "dtype": r.dtype,
         "wall_s": round(r.wall_s, 1), "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
         "calls": s["n_calls"], "accuracy": s["accuracy"], "invalid": s["n_invalid"],
         "generated_tok_per_s_wall": round(s["completion_tokens"] / r.wall_s, 1),
         "replica_busy_s": round(sum(x["busy_s"] for x in r.replica_stats), 1),
     }
     out["generated_tok_per_s_busy"] = round(s["completion_tokens"] / max(out["replica_busy_s"], 1e-9), 1)
-    print(f"[real] mad 3 agents x 2 rounds x 3 questions: wall {out['wall_s']} s (incl. Ray start + model load), "
+    print(f"[real] {r.backend} ({r.dtype}) mad 3 agents x 2 rounds x 3 questions: wall {out['wall_s']} s (incl. Ray start + model load), "
           f"{s['prompt_tokens']} prompt + {s['completion_tokens']} completion tokens, "
           f"{out['generated_tok_per_s_wall']} gen tok/s over wall, {out['generated_tok_per_s_busy']} over replica busy time")
-    return out
-
-
-def backend_batching() -> dict:
-    from actors.backend_transformers import TransformersBackend
-    from engine.records import GenRequest
-
-    b = TransformersBackend("smollm2-135m-instruct", threads=os.cpu_count())
-    qs = ["What is 3+4*2?", "What is the result of 12+5*3+7-2*9?", "Name a colour.", "What is 10-3?",
-          "What is 7*8?", "Compute 100/4."]
-    reqs = [GenRequest(messages=[{"role": "user", "content": q}], temperature=0.7, max_tokens=96, seed=i)
-            for i, q in enumerate(qs)]
-    b.generate(reqs[:1])  # warm-up
-    t = time.perf_counter()
-    batch = b.generate(reqs)
-    tb = time.perf_counter() - t
-    t = time.perf_counter()
-    single = [b.generate([r])[0] for r in reqs]
-    ts = time.perf_counter() - t
-    tok_b = sum(r.completion_tokens for r in batch)
-    tok_s = sum(r.completion_tokens for r in single)
-    out = {"batch_size": 6, "batch_tok_per_s": round(tok_b / tb, 1), "single_tok_per_s": round(tok_s / ts, 1),
-           "same_outputs": [a.text for a in batch] == [a.text for a in single]}
-    print(f"[backend] batch of 6: {out['batch_tok_per_s']} tok/s; one at a time: {out['single_tok_per_s']} tok/s; "
-          f"identical outputs: {out['same_outputs']}")
     return out
 
 
@@ -102,7 +79,6 @@ def main() -> None:
         result["sparse_vs_mad"] = sparse_savings(tmp)
         if not args.skip_real:
             result["real_debate"] = real_debate(tmp)
-            result["backend"] = backend_batching()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     print(f"saved {args.out}")

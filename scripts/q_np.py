@@ -75,7 +75,6 @@ from engine.tasks import Question, load_questions  # noqa: E402
 
 DEFAULT_OUT = "bench/q_np.json"
 WRONG_MODES = ("distinct", "same")
-BACKENDS = ("simulated", "transformers")
 
 # Neutral solution texts: the same wording is used for correct and incorrect references.
 SOLUTION_TEMPLATES = (
@@ -272,7 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--samples", type=_positive, default=100, help="samples per question and cell (paper: 100)")
     ap.add_argument("--wrong", choices=WRONG_MODES, default="distinct",
                     help="incorrect references: each its own wrong value (distinct) or one shared value (same)")
-    ap.add_argument("--backend", choices=BACKENDS, default="transformers")
+    ap.add_argument("--backend", choices=("auto", "vllm", "transformers", "simulated"), default="auto",
+                    help="auto: vllm where installed, else transformers")
     ap.add_argument("--model", default=DEFAULT_MODEL)
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--top-p", type=float, default=1.0)
@@ -321,6 +321,12 @@ def make_backend(args: argparse.Namespace):
 
         return SimulatedBackend(model=args.model, accuracy=args.sim_accuracy, follow=args.sim_follow,
                                 reply_tokens=args.sim_reply_tokens)
+    from engine.config import resolve_backend
+
+    if resolve_backend(args.backend) == "vllm":
+        from actors.backend_vllm import VLLMBackend
+
+        return VLLMBackend(args.model, max_batch=args.max_batch)
     from actors.backend_transformers import TransformersBackend
 
     return TransformersBackend(args.model, threads=args.threads or os.cpu_count(), max_batch=args.max_batch)

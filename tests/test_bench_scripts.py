@@ -1,4 +1,4 @@
-"""The engine benchmarks in scripts/: bench_engine_efficiency, bench_vs_sequential, bench_coordinator_overhead.
+"""The engine benchmarks in scripts/: bench_vs_peers (engine vs offline, sequential and thread-pool peers) and bench_coordinator_overhead.
 
 Pure helpers are tested without Ray on the SIMULATED backend; one small smoke run per script
 (marked ``ray``) checks the JSON it writes: counts, same work on both sides, sane ratios.
@@ -29,8 +29,7 @@ def _load(name: str):
     return mod
 
 
-eff = _load("bench_engine_efficiency")
-seqb = _load("bench_vs_sequential")
+peers = _load("bench_vs_peers")
 coord = _load("bench_coordinator_overhead")
 
 
@@ -62,149 +61,75 @@ def _recorded_run(cfg: RunConfig, qs):
     return cap.seen, rows
 
 
-# ----------------------------------------------------------------- (a) engine efficiency, no Ray
-def test_replay_reconstructs_exact_requests_by_round():
+# ----------------------------------------------------------------- engine vs peers, no Ray
+def test_recorded_requests_are_the_engines_exact_requests():
     cfg = _sim_cfg(agents=3, rounds=3, limit=2)
     qs = arithmetic_questions(2, seed=0)
     sent, rows = _recorded_run(cfg, qs)
-    rounds = eff.reconstruct_rounds(cfg, qs, rows, simulated=True)
-    assert sorted(rounds) == [0, 1, 2]
-    assert [len(v) for v in rounds.values()] == [6, 6, 6]  # 2 questions x 3 agents per round
-    rebuilt = {req.seed: req for items in rounds.values() for req, _ in items}
-    assert len(rebuilt) == len(sent) == 18
+    items = peers.recorded_requests(cfg, qs, rows)
+    assert len(items) == len(sent) == 18
+    by_seed = {it["seed"]: it for it in items}
     for req in sent:  # the very same messages (incl. peers' texts and the agent's own transcript)
-        assert rebuilt[req.seed].messages == req.messages
-        assert rebuilt[req.seed].meta == req.meta
-    # later rounds carry the transcript: 1 user message more, 1 assistant message more per round
-    r2 = rounds[2][0][0].messages
+        assert by_seed[req.seed]["messages"] == req.messages
+    rec = {r["seed"]: r for r in rows}
+    for it in items:  # each generates exactly what the engine's call generated
+        assert it["tokens"] == rec[it["seed"]]["completion_tokens"] and it["prompt_tokens"] == rec[it["seed"]]["prompt_tokens"]
+    # the protocol's own order: question by question, round by round, agent by agent
+    keys = [(it["question"], it["round"], it["agent"]) for it in items]
+    assert keys == sorted(keys, key=lambda k: ([q.qid for q in qs].index(k[0]), k[1], k[2]))
+    r2 = [it for it in items if it["round"] == 2][0]["messages"]
     assert [m["role"] for m in r2] == ["user", "assistant", "user", "assistant", "user"]
-
-
-def test_direct_replay_does_the_same_work():
-    cfg = _sim_cfg()
-    qs = arithmetic_questions(2, seed=3)
-    _, rows = _recorded_run(cfg, qs)
-    rounds = eff.reconstruct_rounds(cfg, qs, rows, simulated=True)
-    batches = []
-
-    def gen(reqs):
-        batches.append(len(reqs))
-        assert all(r.temperature == 0.0 for r in reqs)
-        return SimulatedBackend().generate(reqs)
-
-    d = eff.direct_replay(gen, rounds)
-    assert batches == [6, 6]  # one batch per round holding every question's calls of that round
-    assert d["requests"] == 12 and d["prompt_tokens_match"] == 12 and d["same_text"] == 12
-    assert d["completion_tokens"] == sum(r["completion_tokens"] for r in rows)
-    assert d["prompt_tokens"] == sum(r["prompt_tokens"] for r in rows)
-    assert d["seconds"] >= 0 and [x["requests"] for x in d["per_round"]] == [6, 6]
-
-
-def test_direct_replay_caps_each_request_at_its_recorded_length():
-    req = GenRequest(messages=[{"role": "user", "content": "q"}], max_tokens=256, seed=5)
-    seen = []
-
-    def gen(reqs):
-        seen.extend(reqs)
-        return [GenResult("x", 3, r.max_tokens, 0.0, "length") for r in reqs]
-
-    d = eff.direct_replay(gen, {0: [(req, {"completion_tokens": 17, "prompt_tokens": 3, "text": "x"})]})
-    assert seen[0].max_tokens == 17 and d["completion_tokens"] == 17 and d["prompt_tokens_match"] == 1
 
 
 def test_replay_backend_rejects_duplicate_seeds():
     row = {"seed": 7, "text": "a", "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop", "error": None}
     with pytest.raises(ValueError, match="seed 7"):
-        eff.ReplayBackend([row, dict(row)], simulated=True)
+        peers.ReplayBackend([row, dict(row)])
 
 
-# ----------------------------------------------------------------- (b) vs sequential, no Ray
-def test_compare_counts_identical_texts_per_round():
-    seq = {1: {"round": 0, "text": "a", "answer": "1", "prompt_tokens": 10},
-           2: {"round": 0, "text": "b", "answer": "2", "prompt_tokens": 10},
-           3: {"round": 1, "text": "c", "answer": "3", "prompt_tokens": 20},
-           4: {"round": 1, "text": "d", "answer": "4", "prompt_tokens": 20}}
-    eng = {1: {"round": 0, "text": "a", "answer": "1", "prompt_tokens": 10},
-           2: {"round": 0, "text": "b", "answer": "2", "prompt_tokens": 10},
-           3: {"round": 1, "text": "c!", "answer": "3", "prompt_tokens": 21},
-           5: {"round": 1, "text": "e", "answer": "5", "prompt_tokens": 20}}
-    c = seqb.compare(seq, eng)
-    assert c["matched_calls"] == 3 and c["unmatched_calls"] == 2
-    assert c["identical_text"] == round(2 / 3, 4)
-    assert c["identical_answer"] == 1.0
-    assert c["identical_prompt_tokens"] == round(2 / 3, 4)
-    assert c["identical_text_by_round"] == {"0": 1.0, "1": 0.0}
-
-
-def test_matching_batch_interpolates_on_log_scale():
-    curve = [{"batch": 1, "tok_per_s": 10.0}, {"batch": 2, "tok_per_s": 20.0}, {"batch": 4, "tok_per_s": 30.0}]
-    assert seqb.matching_batch(curve, 25.0) == round(2 * math.sqrt(2), 2)  # halfway from 2 to 4 on log2 scale
-    assert seqb.matching_batch(curve, 15.0) == round(math.sqrt(2), 2)
-    assert seqb.matching_batch(curve, 5.0) == 1.0
-    assert seqb.matching_batch(curve, 40.0) == 4.0
-
-
-def test_typical_request_is_the_median_prompt():
-    reqs = [(GenRequest(messages=[{"role": "user", "content": str(n)}]), GenResult("", n, 1, 0.0)) for n in (50, 10, 30, 40)]
-    req, n = seqb.typical_request(reqs)
-    assert n == 30 and req.messages[0]["content"] == "30"  # lower median of 10, 30, 40, 50
-
-
-def test_speedup_decomposition_multiplies_back_to_the_speedup():
-    r = {"params": {"max_batch": 4, "questions": 2, "agents": 3}, "machine": {"cpus": 2}, "speedup": 4.0,
-         "scaling": {"prompt_tokens": 100, "rows": [{"batch": 1, "tok_per_s": 10.0}, {"batch": 4, "tok_per_s": 30.0},
-                                                     {"batch": 8, "tok_per_s": 32.0}]},
-         "engine": {"calls": 6, "completion_tokens": 600, "seconds": 30.0, "tok_per_s": 20.0},
-         "sequential": {"calls": 6, "completion_tokens": 600, "seconds": 120.0, "tok_per_s": 5.0, "prompt_tokens": 600,
-                        "cpu_utilisation": 1.2}}
-    seqb.analyse(r)
-    d = r["speedup_decomposition"]
-    assert d["curve_batch"] == 4 and d["batching_gain"] == 3.0  # batch 8 is above --max-batch 4
-    assert d["engine_vs_curve"] == round(20 / 30, 4) and d["sequential_vs_curve"] == 0.5
-    assert d["product"] == pytest.approx(4.0, abs=1e-3)  # = engine tok/s / sequential tok/s = the speedup
-    assert "inflates the speedup" in r["explanation"]  # the loop ran at half the batch-1 rate
-    r["sequential"].update(seconds=60.0, tok_per_s=10.0)
-    r["speedup"] = 2.0
-    seqb.analyse(r)
-    assert r["speedup_decomposition"]["sequential_vs_curve"] == 1.0 and "inflates" not in r["explanation"]
-
-
-class _EosBackend:
-    """Stops after 1 token while any end-of-turn id is set, else generates max_tokens."""
+class _FakeGen:
+    """Stands in for the vLLM engine: each call takes a little while; records concurrency and order."""
 
     def __init__(self):
-        self.eos_ids = {2}
-        self.seen_eos = []
+        self.active = 0
+        self.peak = 0
+        self.started: list[tuple] = []
+        self.peak_by_round: dict[int, int] = {}
 
-    def generate(self, reqs):
-        self.seen_eos.append(set(self.eos_ids))
-        n = (lambda r: 1) if self.eos_ids else (lambda r: r.max_tokens)
-        return [GenResult("t", 5, n(r), 0.0) for r in reqs]
+    async def __call__(self, it):
+        import asyncio
 
-
-def test_batch_scaling_makes_every_row_generate_max_tokens_and_restores_eos():
-    b = _EosBackend()
-    req = GenRequest(messages=[{"role": "user", "content": "x"}])
-    rows = seqb.batch_scaling(b, req, [1, 2, 4], max_tokens=64, repeats=2)
-    assert [r["completion_tokens"] for r in rows] == [64, 128, 256]
-    assert all(s == set() for s in b.seen_eos) and len(b.seen_eos) == 6
-    assert b.eos_ids == {2}  # restored
-    assert rows[0]["vs_batch_1"] == 1.0 and all(r["tok_per_s"] > 0 for r in rows)
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        self.peak_by_round[it["round"]] = max(self.peak_by_round.get(it["round"], 0), self.active)
+        self.started.append((it["question"], it["round"], it["agent"]))
+        await asyncio.sleep(0.01)
+        self.active -= 1
+        return it["prompt_tokens"], it["tokens"]
 
 
-def test_sequential_loop_is_one_request_per_call():
-    cfg = _sim_cfg(agents=2, rounds=2, limit=2)
-    qs = arithmetic_questions(2, seed=1)
-    calls = []
+def _items(nq=3, rounds=2, agents=2):
+    return [{"question": f"q{q}", "round": r, "agent": a, "messages": [], "seed": 100 * q + 10 * r + a,
+             "tokens": 5, "prompt_tokens": 50} for q in range(nq) for r in range(rounds) for a in range(agents)]
 
-    class One(SimulatedBackend):
-        def generate(self, reqs):
-            calls.append(len(reqs))
-            return super().generate(reqs)
 
-    s = seqb.run_sequential(cfg, qs, One())
-    assert calls == [1] * 8 and s["n_calls"] == 8 and len(s["calls"]) == 8
-    assert s["completion_tokens"] == 8 * 60  # simulated replies are 60 tokens
+def test_the_three_peer_schedules():
+    import asyncio
+
+    items = _items()
+    g = _FakeGen()
+    assert asyncio.run(peers.sequential(g, items)) == [(50, 5)] * 12
+    assert g.peak == 1 and g.started == [(i["question"], i["round"], i["agent"]) for i in items]  # one at a time, in order
+    g = _FakeGen()
+    asyncio.run(peers.offline(g, items))
+    assert g.peak_by_round == {0: 6, 1: 6}  # a whole round (every question) at once
+    assert [r for _, r, _ in g.started] == [0] * 6 + [1] * 6  # rounds in order
+    g = _FakeGen()
+    out = asyncio.run(peers.threadpool(g, items))
+    assert out == [(50, 5)] * 12 and g.peak == 3  # one thread per question, each one call at a time
+    for q in ("q0", "q1", "q2"):  # inside a question: the protocol's order
+        mine = [k for k in g.started if k[0] == q]
+        assert mine == [k for k in ((i["question"], i["round"], i["agent"]) for i in items) if k[0] == q]
 
 
 # ----------------------------------------------------------------- (c) coordinator overhead, no Ray
@@ -226,47 +151,25 @@ def test_backend_compute_counts_every_turn():
 
 
 # ----------------------------------------------------------------- smoke runs on Ray (SIMULATED)
-@pytest.mark.ray
-def test_engine_efficiency_script_json(ray_local, tmp_path):
-    out = tmp_path / "eff.json"
-    assert eff.main(["--backend", "simulated", "--questions", "2", "--agents", "2", "--rounds", "2",
-                     "--repeats", "1", "--no-warmup", "--quiet", "--out", str(out)]) == 0
-    r = json.loads(out.read_text())
-    rep = r["repeats"][0]
-    assert r["simulated"] and r["machine"]["cpus"] >= 1 and len(r["loadavg_before"]) == 3
-    assert rep["engine_calls"] == rep["direct_requests"] == rep["prompt_tokens_match"] == 8
-    assert rep["same_text"] == 8 and r["same_work"] is True
-    assert rep["engine_completion_tokens"] == rep["direct_completion_tokens"] == 8 * 60
-    assert r["efficiency"] == pytest.approx(r["direct_s"] / r["engine_s"], rel=1e-3) and r["efficiency"] > 0
-    assert r["engine_debate_s"] <= r["engine_s"]
-    assert r["target"]["efficiency_at_least"] == 0.9 and r["target"]["met"] == (r["efficiency"] >= 0.9)
-    assert r["params"]["questions"] == 2 and r["run_config"]["temperature"] == 0.0
+@pytest.mark.slow
+def test_bench_vs_peers_script_json_on_vllm(tmp_path):
+    """A small full run of the script on the real vLLM engine (Ray engine + in-process peers)."""
+    from engine.config import vllm_installed
 
-
-@pytest.mark.ray
-def test_vs_sequential_script_json(ray_local, tmp_path):
-    out = tmp_path / "seq.json"
-    assert seqb.main(["--backend", "simulated", "--questions", "2", "--agents", "2", "--rounds", "2",
-                      "--sizes", "1,2,4", "--quiet", "--out", str(out)]) == 0
+    if not vllm_installed():
+        pytest.skip("vLLM is not installed (tests/test_vllm_backend.py fails where it is expected)")
+    out = tmp_path / "peers.json"
+    assert peers.main(["--questions", "2", "--agents", "2", "--rounds", "2", "--max-tokens", "12", "--quiet",
+                       "--out", str(out)]) == 0
     r = json.loads(out.read_text())
-    assert r["sequential"]["calls"] == r["engine"]["calls"] == 8
-    assert r["sequential"]["completion_tokens"] == r["engine"]["completion_tokens"] == 8 * 60
-    o = r["outputs"]  # the simulated model is seeded per call: identical on both sides
-    assert o["matched_calls"] == 8 and o["unmatched_calls"] == 0 and o["identical_text"] == 1.0
-    assert o["identical_text_by_round"] == {"0": 1.0, "1": 1.0}
-    assert [x["batch"] for x in r["scaling"]["rows"]] == [1, 2, 4]
-    assert [x["completion_tokens"] for x in r["scaling"]["rows"]] == [60, 120, 240]
-    assert r["speedup"] == pytest.approx(r["sequential"]["seconds"] / r["engine"]["seconds"], rel=1e-3, abs=2e-6)  # JSON values are rounded to 6 decimals
-    assert r["speedup"] > 0 and r["target"]["met"] == (r["speedup"] >= 4.0)
-    assert r["engine"]["end_to_end_s"] >= r["engine"]["seconds"] and "x faster" in r["explanation"]
-    # the slow sequential part is checkpointed and can be reused after an interrupted run
-    ck = json.loads((tmp_path / "seq.sequential.json").read_text())
-    assert ck["params"]["questions"] == 2 and len(ck["calls"]) == 8
-    assert seqb.main(["--backend", "simulated", "--questions", "2", "--agents", "2", "--rounds", "2",
-                      "--sizes", "1,2,4", "--quiet", "--reuse-sequential", "--out", str(out)]) == 0
-    r2 = json.loads(out.read_text())
-    assert r2["sequential"]["seconds"] == r["sequential"]["seconds"] and r2["sequential"]["date"] == ck["date"]
-    assert r2["outputs"]["identical_text"] == 1.0
+    assert r["workload"]["calls"] == 8 and r["backend"] == "vllm" and r["identical_work"] is True
+    for name in ("offline", "threadpool", "sequential"):
+        p = r["peers"][name]
+        assert p["prompt_tokens"] == r["prompt_tokens"] and p["completion_tokens"] == r["completion_tokens"]
+    assert r["speedup_vs_sequential"] == pytest.approx(r["sequential_s"] / r["engine_s"], abs=2e-3)
+    assert r["speedup_vs_threadpool"] == pytest.approx(r["threadpool_s"] / r["engine_s"], abs=2e-3)
+    assert r["efficiency_vs_offline"] == pytest.approx(r["offline_s"] / r["engine_s"], abs=2e-3)
+    assert r["engine_settings"][0]["dtype"] == r["peer_settings"]["dtype"]  # the same engine settings
 
 
 @pytest.mark.ray

@@ -46,7 +46,7 @@ def test_unknown_protocol_and_flag(capsys):
         (["--backend", "openai", "--api-base", "ftp://host"], "--api-base ftp://host: not an http(s) URL"),
         (["--backend", "openai"], "--api-base is required"),
         (["--replicas", "0"], "--replicas must be at least 1"),
-        (["--tensor-parallel", "2"], "--tensor-parallel needs --backend vllm"),
+        (["--tensor-parallel", "2", "--backend", "transformers"], "--tensor-parallel needs --backend vllm"),
         (["--call-retries", "-1"], "--call-retries must be >= 0"),
     ],
 )

