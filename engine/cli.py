@@ -40,6 +40,8 @@ _HELP = {
     "gpu_memory_utilization": "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9)",
     "kv_cache_bytes": "vLLM on CPU: KV cache bytes per replica (default 15%% of free RAM, 512 MiB to 4 GiB)",
     "block_size": "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
+    "cpu_reserved_cores": "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
+                          "(default 0 on machines with up to 4 cores, else vLLM's 1)",
     "out": "output directory (default runs/<timestamp>)",
     "forgetting": "agents keep only the previous round in context",
     "config": "YAML file with the same keys as the flags",

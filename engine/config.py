@@ -24,9 +24,10 @@ DTYPES = ("auto", "bfloat16", "float32")
 # placement_resources). They change speed and memory, not what is computed, so they are not part
 # of the run id -- except dtype and max_model_len, which change texts and context overflows.
 ENGINE_KEYS = ("dtype", "max_model_len", "max_batch", "max_num_batched_tokens", "chunked_prefill",
-               "gpu_memory_utilization", "kv_cache_bytes", "block_size")
+               "gpu_memory_utilization", "kv_cache_bytes", "block_size", "cpu_reserved_cores")
 RESULT_ENGINE_KEYS = ("dtype", "max_model_len")
-VLLM_ONLY_KEYS = ("max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization", "kv_cache_bytes", "block_size")
+VLLM_ONLY_KEYS = ("max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization", "kv_cache_bytes", "block_size",
+                  "cpu_reserved_cores")
 
 
 def vllm_installed() -> bool:
@@ -134,6 +135,7 @@ class RunConfig:
     gpu_memory_utilization: float | None = None  # vLLM on GPU: fraction of GPU memory (vLLM default 0.9)
     kv_cache_bytes: int | None = None  # vLLM on CPU: KV cache size (default 15% of free RAM, 512 MiB..4 GiB)
     block_size: int | None = None  # vLLM: KV block size in tokens (CPU default here 32)
+    cpu_reserved_cores: int | None = None  # vLLM on CPU: cores kept off model compute (default 0 up to 4 cores, else 1)
     replica_cpus: float | None = None
     replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
     tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
@@ -239,6 +241,8 @@ class RunConfig:
         for name in ("max_model_len", "max_batch", "max_num_batched_tokens", "kv_cache_bytes", "block_size"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
+        if self.cpu_reserved_cores is not None and self.cpu_reserved_cores < 0:
+            raise bad("cpu_reserved_cores", f"must be >= 0 (got {self.cpu_reserved_cores})")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise bad("gpu_memory_utilization", f"is a fraction in (0, 1] (got {self.gpu_memory_utilization})")
         if self.backend == "openai" and not self.api_base:

@@ -12,7 +12,19 @@ from typing import Any
 
 
 def machine_info() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    """Cores, Python, platform and the CPU model with its bf16 features (bf16 speed, hence every
+    real-model figure, depends on AMX / AVX512-BF16)."""
+    cpu, flags = platform.processor() or "", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and not cpu.strip(" x86_64"):
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:  # not Linux
+        pass
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "cpu": cpu, "bf16_features": sorted(flags & {"amx_bf16", "amx_tile", "avx512_bf16"})}
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:

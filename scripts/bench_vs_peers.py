@@ -157,10 +157,11 @@ async def threadpool(gen: ExactGenerator, items: list[dict[str, Any]]) -> list[t
 def peers(cfg: RunConfig, items: list[dict[str, Any]], skip_sequential: bool, log) -> dict[str, Any]:
     """Time (b), (d) and (c) on one in-process vLLM engine with the engine run's settings."""
     from actors.backend_vllm import VLLMBackend
+    from actors.driver import engine_settings
 
     async def main() -> dict[str, Any]:
         t = time.perf_counter()
-        backend = VLLMBackend(cfg.model, dtype=cfg.dtype, max_batch=cfg.max_batch, max_model_len=cfg.max_model_len)
+        backend = VLLMBackend(cfg.model, **engine_settings(cfg, "vllm"))  # the replica's settings
         out: dict[str, Any] = {"start_s": round(time.perf_counter() - t, 3), "settings": backend.settings}
         gen = ExactGenerator(backend)
         await offline(gen, items[: min(len(items), 4)])  # warm-up (first-call allocations), not timed

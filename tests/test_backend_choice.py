@@ -107,6 +107,20 @@ def test_transformers_takes_only_its_own_settings():
     assert spec.backend_options["dtype"] == "bfloat16" and spec.backend_options["threads"] >= 1
 
 
+def test_cpu_core_reservation(monkeypatch):
+    from actors import backend_vllm
+
+    monkeypatch.setattr(backend_vllm.os, "cpu_count", lambda: 2)
+    assert backend_vllm.default_cpu_reserved_cores() == 0  # every core computes on a small machine
+    monkeypatch.setattr(backend_vllm.os, "cpu_count", lambda: 64)
+    assert backend_vllm.default_cpu_reserved_cores() is None  # vLLM's own choice on a big one
+    cfg = RunConfig(backend="vllm", cpu_reserved_cores=1)
+    assert engine_settings(cfg, "vllm")["cpu_reserved_cores"] == 1
+    assert "cpu_reserved_cores" not in engine_settings(RunConfig(backend="transformers", cpu_reserved_cores=1), "transformers")
+    with pytest.raises(ConfigError, match="--cpu-reserved-cores must be >= 0"):
+        RunConfig(cpu_reserved_cores=-1).validate()
+
+
 def test_unknown_per_model_key_lists_the_engine_keys_too():
     cfg = RunConfig(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
     with pytest.raises(ValueError) as err:

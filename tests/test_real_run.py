@@ -21,7 +21,12 @@ def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, ba
     qs = read_table(result.out_dir, "questions").to_pandas()
     ran = ("vllm" if vllm_installed() else "transformers") if backend == "auto" else backend
     assert result.backend == ran and (calls.backend == ran).all()
-    assert list(read_table(result.out_dir, "runs").to_pandas().backend) == [ran]
+    runs = read_table(result.out_dir, "runs").to_pandas()
+    assert list(runs.backend) == [ran]
+    if backend == "auto":  # --dtype auto: bf16 where this CPU has fast bf16 (AMX / AVX512-BF16), else fp32
+        from actors.model_store import pick_dtype
+
+        assert list(runs.dtype) == [pick_dtype("auto", "cpu")] == [result.dtype]
     assert not result.simulated and not calls.simulated.any()
     assert len(calls) == 8 and len(qs) == 2
     assert calls.text.str.len().gt(0).all() and calls.error.isna().all()
