@@ -27,6 +27,8 @@ VLLM_VERSION=$(sed -n 's/^vllm = \["vllm==\([0-9.]*\)"\].*/\1/p' pyproject.toml)
 say() { echo "setup: $*" >&2; }
 die() { echo "setup: error: $*" >&2; exit 1; }
 
+command -v "$PY" >/dev/null 2>&1 && "$PY" -V >/dev/null 2>&1 ||
+  die "no working Python interpreter '$PY': set PYTHON to a Python 3.11 to 3.14 (e.g. PYTHON=python3.12)"
 "$PY" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 15) else 1)' ||
   die "$("$PY" -V 2>&1) is not supported: vLLM $VLLM_VERSION (and so this project) needs Python 3.11 to 3.14; run with PYTHON=python3.12 (or another such version)"
 

@@ -166,3 +166,25 @@ def test_a_local_folder_named_like_a_hub_id_is_a_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "org" / "model").mkdir(parents=True)
     assert not model_store.is_hub_id("org/model")
+
+
+def test_hub_check_reads_the_cache_first_and_never_retries_when_offline(tmp_path, monkeypatch):
+    """A cached id passes without the network; an uncached one with HF_HUB_OFFLINE is one line
+    naming it; the check makes no request then (the hub is never reached from here anyway)."""
+    from huggingface_hub import constants
+
+    repo = tmp_path / "models--org--cached-model"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123")
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "config.json").write_text("{}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, **k: pytest.fail("no request offline"))
+    model_store.check_hub_model("org/cached-model")  # in the cache: fine
+    with pytest.raises(model_store.ModelNotFound) as err:
+        model_store.check_hub_model("org/other-model")
+    msg = str(err.value)
+    assert msg.startswith("--model org/other-model: the Hugging Face hub") and "HF_HUB_OFFLINE" in msg and "\n" not in msg
