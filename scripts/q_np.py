@@ -278,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--max-tokens", type=_positive, default=256)
     ap.add_argument("--system-prompt", default=None)
-    ap.add_argument("--max-batch", type=_positive, default=16, help="transformers: rows decoded together")
+    ap.add_argument("--max-batch", type=_positive, default=None,
+                    help="concurrent sequences (vLLM max_num_seqs, default vLLM's; transformers: rows decoded together, default 16)")
     ap.add_argument("--threads", type=_positive, default=None, help="transformers: torch threads (default: all CPUs)")
     ap.add_argument("--sim-follow", type=_unit, default=0.5, help="simulated: probability of adopting the reference majority")
     ap.add_argument("--sim-accuracy", type=_unit, default=0.6, help="simulated: accuracy when not following")
@@ -338,8 +339,17 @@ def run(args: argparse.Namespace, backend=None, log=None) -> dict[str, Any]:
     questions: list[Question] = args.questions
     prompts = PromptSet.for_task("numeric")
     t_load = time.perf_counter()
+    own_backend = backend is None
     backend = backend or make_backend(args)
     load_s = time.perf_counter() - t_load
+    try:
+        return _cells(args, questions, prompts, backend, t_start, load_s, log)
+    finally:
+        if own_backend and hasattr(backend, "shutdown"):  # vLLM's engine processes end with it
+            backend.shutdown()
+
+
+def _cells(args, questions, prompts, backend, t_start: float, load_s: float, log) -> dict[str, Any]:
     simulated = bool(getattr(backend, "simulated", False))
     cells = []
     for n in args.n:
