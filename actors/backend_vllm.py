@@ -24,8 +24,8 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   texts with batch composition; ``--dtype float32`` on CPU gives the same texts run after run.
 * on CPU vLLM binds its model threads to the node's cores and keeps one core for its scheduler
   process. On a small machine that is a large share of the compute: measured here (2 cores,
-  MAD 10 questions x 6 agents x 3 rounds) the run took 105.6 s with vLLM's reservation and 76.8 s
-  with none. So by default no core is reserved on machines with up to 4 cores
+  MAD 10 questions x 6 agents x 3 rounds, README "Measured here") the run took 110.1 s with
+  vLLM's reservation and 80.0 s with none. So by default no core is reserved on machines with up to 4 cores
   (``VLLM_CPU_NUM_OF_RESERVED_CPU=0``), vLLM's own choice above that; ``--cpu-reserved-cores``
   sets it, and a ``VLLM_CPU_*`` binding in the environment is left alone.
 * on CPU vLLM sizes its KV cache as a fraction of the NUMA node's RAM and refuses to start when
@@ -60,7 +60,7 @@ def default_cpu_kv_bytes() -> int:
         import psutil
 
         avail = psutil.virtual_memory().available
-    except Exception:  # pragma: no cover - psutil is a vLLM dependency
+    except ImportError:  # pragma: no cover - psutil is a vLLM (and Ray) dependency
         avail = 8 << 30
     return int(min(4 << 30, max(512 << 20, 0.15 * avail)))
 
@@ -68,8 +68,9 @@ def default_cpu_kv_bytes() -> int:
 def quiet_engine_processes() -> None:
     """Keep vLLM's start-up chatter out of the run's output (Ray forwards actor output to the
     driver): its per-layer dtype notes, library deprecation warnings, C++ NUMA notes, torch's
-    "Triton not available" (no Triton on CPU machines, see scripts/setup.sh), in this process and in the engine-core and worker processes it spawns (they
-    inherit the environment). Errors still show; a user's own settings of these are kept."""
+    "Triton not available" (no Triton on CPU machines, see scripts/setup.sh), in this process
+    and in the engine-core and worker processes it spawns (they inherit the environment). Errors
+    still show; a user's own settings of these are kept."""
     import warnings
 
     for key, value in (("VLLM_LOGGING_LEVEL", "ERROR"), ("VLLM_NO_USAGE_STATS", "1"), ("VLLM_DO_NOT_TRACK", "1"),

@@ -49,7 +49,13 @@ class RunResult:
 
     @property
     def dtype(self) -> str:
-        return ",".join(dict.fromkeys(str(e["dtype"]) for e in self.engine if e.get("dtype"))) or "-"
+        return engine_dtypes(self.engine) or "-"
+
+
+def engine_dtypes(engine: list[dict[str, Any]]) -> str | None:
+    """The compute dtype(s) of a run's models, from their resolved engine settings ("bfloat16",
+    or "bfloat16,float32" for mixed models); None where no backend reports one."""
+    return ",".join(dict.fromkeys(str(e["dtype"]) for e in engine if e.get("dtype"))) or None
 
 
 def _now() -> dt.datetime:
@@ -524,11 +530,10 @@ class Engine:
         simulated = any(i["simulated"] for i in infos)
         engine = list({json.dumps(e, sort_keys=True): e for e in (
             {"model": i["model"], **i.get("settings", {})} for i in infos)}.values())
-        dtypes = ",".join(dict.fromkeys(str(e["dtype"]) for e in engine if e.get("dtype"))) or None
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, engine)
         run_row = {
             "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,
-            "dtype": dtypes, "engine": json.dumps(engine, sort_keys=True),
+            "dtype": engine_dtypes(engine), "engine": json.dumps(engine, sort_keys=True),
             "config": cfg.to_json(), "status": "running", "started": started, "n_questions": len(questions),
         }
         ray.get(writer.write_run.remote(run_row))

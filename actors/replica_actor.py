@@ -165,8 +165,7 @@ class ReplicaCore:
 class ReplicaActor:
     def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int | None = None):
         options = dict(options or {})
-        if backend in ("transformers", "vllm") and max_batch is not None:
-            options.setdefault("max_batch", max_batch)
+        # the model backends carry their own max_batch among their engine settings (per model)
         max_batch = options.get("max_batch", max_batch)
         self.backend_name = backend
         self.model = model

@@ -14,17 +14,16 @@ from typing import Any
 def machine_info() -> dict[str, Any]:
     """Cores, Python, platform and the CPU model with its bf16 features (bf16 speed, hence every
     real-model figure, depends on AMX / AVX512-BF16)."""
-    cpu, flags = platform.processor() or "", set()
+    from actors.model_store import FAST_BF16_FLAGS, cpu_flags
+
+    cpu = ""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and not cpu.strip(" x86_64"):
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), "")
     except OSError:  # not Linux
         pass
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "cpu": cpu, "bf16_features": sorted(flags & {"amx_bf16", "amx_tile", "avx512_bf16"})}
+            "cpu": cpu or platform.processor(), "bf16_features": sorted(cpu_flags() & FAST_BF16_FLAGS)}
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:
@@ -60,6 +59,15 @@ def proc_cpu_s(pid: int) -> float | None:
         return t.user + t.system
     except Exception:  # pragma: no cover - psutil missing or the process is on another node
         return None
+
+
+def add_workload_args(p) -> None:
+    """The debate workload flags of the real-model engine benchmarks; defaults = MAD 10 questions
+    x 6 agents x 3 rounds, 64-token replies (the workload of bench_vs_peers' targets)."""
+    p.add_argument("--questions", type=int, default=10)
+    p.add_argument("--agents", type=int, default=6)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--max-tokens", type=int, default=64)
 
 
 def log_for(quiet: bool):

@@ -50,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
+from scripts._bench_common import add_workload_args, finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
 from engine.config import DEFAULT_MODEL, RunConfig  # noqa: E402
 from engine.records import GenRequest, GenResult  # noqa: E402
 
@@ -265,10 +265,7 @@ def print_table(res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--questions", type=int, default=10)
-    p.add_argument("--agents", type=int, default=6)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--max-tokens", type=int, default=64)
+    add_workload_args(p)
     p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float32"))
     p.add_argument("--skip-sequential", action="store_true", help="leave out (c), the slowest")
     p.add_argument("--out", default="bench/vs_peers.json")

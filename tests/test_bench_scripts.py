@@ -189,3 +189,13 @@ def test_coordinator_overhead_script_json(ray_local, tmp_path):
             1000 * (s["wall_s"] - s["backend_compute_s"]) / s["turns"], abs=0.01)
         assert s["target_met"] == (s["overhead_ms_per_turn"] < 2.0)
     assert r["simulated"] and r["params"]["sim_latency_s"] == 0.0 and r["target"]["overhead_ms_per_turn_below"] == 2.0
+
+
+def test_profile_engine_cpu_counts_this_process():
+    import os
+
+    prof = _load("profile_engine_cpu")
+    sum(i * i for i in range(200_000))  # burn a little CPU
+    seen = prof.cpu_by_process()
+    cpu, name = seen[os.getpid()]
+    assert cpu > 0 and name.startswith("python")
