@@ -46,7 +46,7 @@ import os
 import time
 from typing import Any
 
-from engine.records import GenRequest, GenResult
+from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
 # A CPU thread binding the user gave vLLM in the environment (read before this module sets any).
@@ -184,12 +184,44 @@ class VLLMBackend:
             "tensor_parallel_size": tensor_parallel_size,
             "vllm": _vllm_version(),
         }
+        import psutil
+
+        # the engine core and its workers, recorded now: a worker of a killed engine core is no
+        # longer this process's descendant, but must die with the replica too
+        self._engine_procs = psutil.Process().children(recursive=True)
         self.max_in_flight = 2 * self.max_num_seqs
         self._sem: asyncio.Semaphore | None = None
         self._ids = itertools.count()
         self.stats = {"in_flight_max": 0, "cached_prompt_tokens": 0}
         self._in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None  # generate()'s loop, made on first use
+
+    def check_alive(self) -> None:
+        """Raise :class:`BackendDead` once vLLM's engine core has died (its ``errored`` flag:
+        ``EngineDeadError`` for every request from then on)."""
+        if getattr(self.engine, "errored", False):
+            err = getattr(self.engine, "dead_error", None)
+            raise BackendDead(f"vLLM engine for {self.model_name} died: {type(err).__name__ if err else 'EngineDeadError'}")
+
+    def kill_engine_processes(self) -> int:
+        """SIGKILL the engine's own processes (engine core, workers), those recorded at start and
+        any still below this process, so no model memory outlives the replica; returns how many."""
+        import psutil
+
+        procs = {p.pid: p for p in self._engine_procs}
+        try:
+            procs.update({p.pid: p for p in psutil.Process().children(recursive=True)})
+        except psutil.Error:
+            pass
+        killed = 0
+        for p in procs.values():
+            try:
+                if p.is_running():  # also False for a pid reused by another process since
+                    p.kill()
+                    killed += 1
+            except psutil.Error:
+                pass
+        return killed
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
         from actors.model_store import chat_token_ids
@@ -221,10 +253,15 @@ class VLLMBackend:
             self._in_flight += 1
             self.stats["in_flight_max"] = max(self.stats["in_flight_max"], self._in_flight)
             try:
+                self.check_alive()
                 final = None
                 async for out in self.engine.generate(TokensPrompt(prompt_token_ids=ids), params, f"req-{next(self._ids)}"):
                     final = out
-            except Exception as exc:  # recorded as an error row, never retried silently
+            except BackendDead:
+                raise
+            except Exception as exc:
+                self.check_alive()  # the engine died under this request: not the request's error
+                # a request's own failure: an error row, never retried silently
                 return GenResult("", len(ids), 0, time.perf_counter() - start, "error", f"{type(exc).__name__}: {exc}")
             finally:
                 self._in_flight -= 1

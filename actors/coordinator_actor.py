@@ -101,6 +101,12 @@ class CoordinatorActor:
         async for ref in self.agents[i].turns.remote(self.token, items):
             yield await ref
 
+    def where(self) -> dict[str, Any]:
+        """Node id, node IP and GPU ids of this actor (the run's placement record)."""
+        from actors.cluster import here
+
+        return here()
+
     def progress(self) -> dict[str, Any]:
         state = dict(self.progress_state)
         if getattr(self, "to_agents", None) is not None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.cluster import driver_node_strategy
 from engine.accounting import summarize
 from engine.config import RunConfig
 from engine.protocols import validate_protocol
@@ -46,6 +47,7 @@ class RunResult:
     batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
     backend: str = ""  # the backend that ran (--backend auto resolved)
     engine: list[dict[str, Any]] = field(default_factory=list)  # each model's resolved engine settings
+    placement: list[dict[str, Any]] = field(default_factory=list)  # where each replica / embedder / writer / coordinator ran
 
     @property
     def dtype(self) -> str:
@@ -159,13 +161,15 @@ def needs_embeddings(cfg: RunConfig) -> bool:
     return cfg.protocol == "cortex" or (cfg.protocol == "s2mad" and cfg.similarity == "embedding")
 
 
-def replica_options(cfg: RunConfig, n_replicas: int = 1, has_gpu: bool | None = None
+def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Ray actor options, backend options) for a replica of this run's backend.
 
-    Without ``--replica-cpus`` the node's CPUs are split evenly between the run's ``n_replicas``
-    replicas (all models), so several models fit on one machine instead of waiting for CPUs.
-    ``has_gpu`` defaults to asking the running Ray cluster.
+    ``gpu``: whether the run's replicas use GPUs; default :func:`actors.cluster.wants_gpu` (from
+    the run's configuration, else the GPUs the cluster has now). On GPUs each replica holds one
+    (tensor parallel: see :func:`replica_layout`). On CPUs, without ``--replica-cpus``, the node's
+    CPUs are split evenly between the run's ``n_replicas`` replicas (all models), so several
+    models fit on one machine instead of waiting for CPUs.
     """
     if cfg.backend == "simulated":
         opts = {
@@ -179,8 +183,11 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1, has_gpu: bool | None = 
     if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
         return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
     engine = engine_settings(cfg, cfg.backend)
-    if cfg.backend == "vllm" and (_has_gpu() if has_gpu is None else has_gpu):
-        # One GPU per replica; the vLLM engine's own processes use it (tensor parallel: see cluster notes).
+    if gpu is None:
+        from actors.cluster import cluster_gpus, wants_gpu
+
+        gpu = wants_gpu(cfg, cluster_gpus())
+    if gpu:
         return {"num_cpus": 1, "num_gpus": 1}, engine
     cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
     if cfg.backend == "vllm":  # vLLM-CPU manages its own OpenMP threads and engine process
@@ -226,29 +233,34 @@ def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> di
 
 @dataclass(frozen=True)
 class ReplicaSpec:
-    """One replica to start: Ray options, backend options, and for tensor parallelism the number
-    of one-GPU bundles of the placement group that reserves its GPUs (0: no placement group)."""
+    """One replica to start: Ray options, backend options, and the bundles of the placement group
+    that reserves its resources (empty: a CPU-only replica, placed by Ray without a group)."""
 
     model: str
     index: int
     actor_options: dict[str, Any]
     backend_options: dict[str, Any]
-    gpu_bundles: int = 0
+    bundles: tuple[dict[str, float], ...] = ()
 
     def key(self, cfg: RunConfig) -> tuple:
         return (cfg.backend, self.model, self.index, json.dumps(self.backend_options, sort_keys=True), cfg.max_batch,
-                json.dumps(self.actor_options, sort_keys=True), self.gpu_bundles)
+                json.dumps(self.actor_options, sort_keys=True), json.dumps(self.bundles, sort_keys=True))
 
 
-def replica_layout(cfg: RunConfig, models: list[str], has_gpu: bool) -> dict[str, list[ReplicaSpec]]:
+def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, list[ReplicaSpec]]:
     """Every replica of every model (pure: tested without Ray).
 
-    ``--replicas`` (or ``placement_resources[model].replicas``) replicas per model. With the
-    vLLM backend on GPUs, ``--tensor-parallel`` (or ``...tensor_parallel_size``) T > 1 makes a
-    replica reserve T one-GPU bundles in a placement group; the replica actor itself then takes
-    no GPU and vLLM's Ray executor puts its T workers in the group's bundles (the actor is
-    scheduled with ``placement_group_capture_child_tasks`` so they land there).
+    ``--replicas`` (or ``placement_resources[model].replicas``) replicas per model. A replica that
+    asks for GPUs or custom resources is placed through a placement group
+    (:func:`actors.cluster.replica_bundles`): its first bundle holds the actor's CPUs, custom
+    resources and first GPU. With ``--tensor-parallel`` (or ``...tensor_parallel_size``) T > 1 the
+    group has T one-GPU bundles on one node, the replica actor holds no GPU itself, and vLLM's Ray
+    executor puts its T workers in the group's bundles (the actor is scheduled with
+    ``placement_group_capture_child_tasks``). The simulated backend takes the same settings, so a
+    cluster layout can be tested on CPUs that declare GPUs. Each replica is told its device.
     """
+    from actors.cluster import needs_group, replica_bundles
+
     per_model = {}
     for m in models:
         over = cfg.placement_resources.get(m) or {}
@@ -256,19 +268,24 @@ def replica_layout(cfg: RunConfig, models: list[str], has_gpu: bool) -> dict[str
         tp = int(over.get("tensor_parallel_size", cfg.tensor_parallel))
         if n < 1 or tp < 1:
             raise ValueError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
-        if tp > 1 and (cfg.backend != "vllm" or not has_gpu):
-            raise ValueError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm on a cluster with GPUs")
+        if tp > 1 and (cfg.backend not in ("vllm", "simulated") or not gpu):
+            raise ValueError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
+                             f"(placement_resources num_gpus, or --device gpu)")
         per_model[m] = (n, tp)
-    actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()), has_gpu)
+    actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()), gpu)
     layout: dict[str, list[ReplicaSpec]] = {}
     for m, (n, tp) in per_model.items():
         actor = placement_options(cfg, m, actor_default)
         backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
-        bundles = 0
-        if tp > 1:
+        if cfg.backend == "transformers":  # the device of the GPU it holds, never one it merely sees
+            backend["device"] = "cuda" if (actor.get("num_gpus") or 0) > 0 else "cpu"
+        if tp > 1 and cfg.backend == "vllm":
             backend["tensor_parallel_size"] = tp
-            actor = {**actor, "num_gpus": 0}
-            bundles = tp
+        bundles: tuple[dict[str, float], ...] = ()
+        if needs_group(actor, tp if tp > 1 else 0):
+            bundles = tuple(replica_bundles(actor, tp if tp > 1 else 0))
+        if tp > 1:
+            actor = {**actor, "num_gpus": 0}  # the workers in bundles 0..T-1 hold the GPUs
         actor = {**actor, "max_restarts": cfg.max_restarts, "max_task_retries": cfg.call_retries}
         layout[m] = [ReplicaSpec(m, i, actor, backend, bundles) for i in range(n)]
     return layout
@@ -315,13 +332,20 @@ def _stats(replica) -> dict[str, Any]:
         return {"dead": True, "error": f"{type(exc).__name__}"}
 
 
-def _has_gpu() -> bool:
-    try:
-        import ray
+def embedding_placement(cfg: RunConfig | None) -> tuple[dict[str, Any], str]:
+    """(Ray options, device) of the embedding actor. ``--embedding-device auto``: a 0.1 share of a
+    GPU when the run's replicas use GPUs (the model is small; it shares a GPU another actor does
+    not hold whole), else the CPU, one thread, nothing reserved (encoding a round's replies is
+    short next to generating them, and on a CPU machine the replicas hold the cores)."""
+    from actors.cluster import cluster_gpus, wants_gpu
 
-        return bool(ray.is_initialized() and ray.cluster_resources().get("GPU", 0) > 0)
-    except Exception:  # pragma: no cover
-        return False
+    device = cfg.embedding_device if cfg else "auto"
+    if device == "auto":
+        device = "cuda" if cfg is not None and cfg.backend in ("vllm", "transformers") and \
+            wants_gpu(cfg, cluster_gpus()) else "cpu"
+    if device == "cuda":
+        return {"num_cpus": 0, "num_gpus": 0.1}, "cuda"
+    return {"num_cpus": 0, "runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}, "cpu"
 
 
 def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[list[Question], PromptSet]:
@@ -419,7 +443,9 @@ class Engine:
 
         from actors.replica_actor import ReplicaActor
 
-        layout = replica_layout(cfg, models, _has_gpu())
+        from actors.cluster import cluster_gpus, reserve, wants_gpu
+
+        layout = replica_layout(cfg, models, wants_gpu(cfg, cluster_gpus()))
         wanted = {spec.key(cfg): spec for specs in layout.values() for spec in specs}
         infos: dict[tuple, dict[str, Any]] = {}
         for key in [k for k in self._replicas if k in wanted]:
@@ -434,12 +460,14 @@ class Engine:
             if key in self._replicas:
                 continue
             opts = dict(spec.actor_options)
-            if spec.gpu_bundles:
-                pg = ray.util.placement_group([{"GPU": 1, "CPU": 1}] * spec.gpu_bundles, strategy="STRICT_PACK")
-                ray.get(pg.ready())
+            if spec.bundles:  # GPUs / custom resources: reserved first, with a timeout naming them
+                pg = reserve(list(spec.bundles), f"--model {spec.model} (replica {spec.index})", cfg.placement_timeout)
                 self._groups[key] = pg
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                    placement_group=pg, placement_group_capture_child_tasks=True)
+                    placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
+            elif cfg.backend in ("vllm", "transformers"):
+                # a CPU replica never touches a GPU it merely sees (recent Ray leaves them visible)
+                opts["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}
             self._replicas[key] = ReplicaActor.options(**opts).remote(
                 cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch)
         # All new replicas were created before waiting on any, so their models load in parallel.
@@ -451,18 +479,27 @@ class Engine:
         return {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()}
 
     def embedder_for(self, name: str, cfg: RunConfig | None = None):
+        """The engine's embedding actor for ``name``, on the device the driver chose
+        (:func:`embedding_placement`), started once and kept."""
         import ray
 
         from actors.embedding_actor import EmbeddingActor
 
         if name not in self._embedders:
-            # No CPU reserved: encoding a round's replies is short next to generating them, and on
-            # a CPU machine the replica already holds the cores; one thread avoids oversubscribing.
             restarts = cfg.max_restarts if cfg else 3
             retries = cfg.call_retries if cfg else 2
-            self._embedders[name] = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries).remote(
-                name, threads=1)
-            ray.get(self._embedders[name].info.remote())
+            opts, device = embedding_placement(cfg)
+            actor = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries, **opts).remote(
+                name, threads=1, device=device)
+            ready, _ = ray.wait([actor.info.remote()], timeout=cfg.placement_timeout if cfg else 600.0)
+            if not ready:
+                ray.kill(actor)
+                from actors.cluster import PlacementTimeout
+
+                raise PlacementTimeout(f"--embedding-device {device}: no node offers {opts} for the embedding actor "
+                                       f"within --placement-timeout; use --embedding-device cpu")
+            ray.get(ready[0])
+            self._embedders[name] = actor
         return self._embedders[name]
 
     def cache_for(self, cfg: RunConfig, models: list[str]) -> tuple[Any, dict[str, str]]:
@@ -474,7 +511,7 @@ class Engine:
         from actors.cache_actor import CacheActor
 
         if self._cache is None:
-            self._cache = CacheActor.remote()
+            self._cache = CacheActor.options(scheduling_strategy=driver_node_strategy()).remote()
         namespaces = {m: json.dumps([cfg.backend, m, self._layout[m][0].backend_options], sort_keys=True)
                       for m in models}
         return self._cache, namespaces
@@ -519,7 +556,9 @@ class Engine:
         started = old_run[0]["started"] if old_run else _now()
 
         if self._writer is None or not _alive(self._writer, method="flush"):
-            self._writer = WriterActor.remote()  # (again, if the last one died)
+            # on the driver's node, where --out is, unless the user says --out is shared storage
+            pin = {} if cfg.out_shared else {"scheduling_strategy": driver_node_strategy()}
+            self._writer = WriterActor.options(**pin).remote()  # (again, if the last one died)
         writer = self._writer
         ray.get(writer.open.remote(str(out)))
         specs = cfg.agent_specs()
@@ -548,7 +587,7 @@ class Engine:
             agents = self.agents_for(len(specs), cfg)
             embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
             if self._coordinator is None or not _alive(self._coordinator, method="progress"):
-                self._coordinator = CoordinatorActor.remote()
+                self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
             coordinator = self._coordinator
             # Configures every agent and waits for it, so the first round's requests reach the
             # replicas together and are batched together, instead of trickling in.
@@ -570,8 +609,10 @@ class Engine:
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
         stats = [_stats(r) for r in handles]
+        placement = self._placement(cfg, writer, self._coordinator if todo else None,
+                                    self._embedders.get(cfg.embedding_model) if todo and needs_embeddings(cfg) else None)
         run_row.update(
-            status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
+            placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
             completion_tokens=summary["completion_tokens"], n_calls=summary["n_calls"],
             effective_rounds=summary["effective_rounds"], consensus_by_round=summary["consensus_by_round"],
             wall_s=wall + sum(r.get("wall_s") or 0.0 for r in old_run[:1]),
@@ -582,7 +623,35 @@ class Engine:
                          faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
                          batching={"agent_calls": progress.get("agent_calls", 0),
                                    "agent_turns": progress.get("agent_turns_shipped", 0)},
-                         backend=cfg.backend, engine=engine)
+                         backend=cfg.backend, engine=engine, placement=placement)
+
+    def _placement(self, cfg: RunConfig, writer, coordinator, embedder) -> list[dict[str, Any]]:
+        """Where this run's actors ran (the runs row's ``placement``): each replica (model, index,
+        node, GPU ids, the Ray resources it holds and, with a placement group, its bundles and
+        their nodes), the embedder, writer and coordinator."""
+        import ray
+
+        from actors.cluster import group_nodes
+
+        out: list[dict[str, Any]] = []
+        where = ("node_id", "node_ip", "gpu_ids")
+        for spec, info in zip((s for specs in self._layout.values() for s in specs), self._infos):
+            held = {k: spec.actor_options[k] for k in ("num_cpus", "num_gpus", "resources") if spec.actor_options.get(k)}
+            entry = {"role": "replica", "model": spec.model, "replica": spec.index,
+                     **{k: info.get(k) for k in where}, "resources": held}
+            pg = self._groups.get(spec.key(cfg))
+            if pg is not None:
+                entry["bundles"] = [dict(b) for b in spec.bundles]
+                entry["bundle_nodes"] = group_nodes(pg)
+            out.append(entry)
+        if embedder is not None:
+            info = ray.get(embedder.info.remote())
+            out.append({"role": "embedder", "model": cfg.embedding_model, "device": info.get("device"),
+                        **{k: info.get(k) for k in where}})
+        for role, actor in (("writer", writer), ("coordinator", coordinator)):
+            if actor is not None:
+                out.append({"role": role, **ray.get(actor.where.remote())})
+        return out
 
     @staticmethod
     def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:

@@ -108,8 +108,8 @@ class EmbeddingCore:
 class EmbeddingActor:
     """Ray wrapper of :class:`EmbeddingBackend` + :class:`EmbeddingCore`.
 
-    The driver decides the CPUs it reserves (``.options(num_cpus=...)``) and passes the same
-    number as ``threads``, because Ray sets ``OMP_NUM_THREADS=1`` inside actors.
+    The driver decides the CPUs or GPU share it reserves (``.options(...)``) and passes the
+    matching ``threads`` (Ray sets ``OMP_NUM_THREADS=1`` inside actors) and ``device``.
     """
 
     def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, threads: int | None = None, device: str | None = None,
@@ -127,7 +127,9 @@ class EmbeddingActor:
         return await self.core.encode(texts)
 
     async def info(self) -> dict[str, Any]:
-        return {**self.backend.info(), "pid": os.getpid(), "node": ray.get_runtime_context().get_node_id()}
+        from actors.cluster import here
+
+        return {**self.backend.info(), "pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), **here()}
 
     async def get_stats(self) -> dict[str, Any]:
         return {**self.backend.stats, **{f"loop_{k}": v for k, v in self.core.stats.items()},

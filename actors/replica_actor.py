@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 from typing import Any
@@ -24,7 +25,9 @@ from typing import Any
 import ray
 
 from actors.batching import serve_stream
-from engine.records import GenRequest, GenResult
+from engine.records import BackendDead, GenRequest, GenResult
+
+log = logging.getLogger(__name__)
 
 STEPS_PER_HOP = 4  # decode steps per thread hop: new requests wait at most this many steps to join
 
@@ -88,7 +91,7 @@ class ReplicaCore:
         start = time.perf_counter()
         try:
             res = await self.backend.agenerate(request)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, BackendDead):
             raise
         except Exception as exc:  # a backend bug still becomes an error row, never a hang
             res = GenResult("", 0, 0, time.perf_counter() - start, "error", f"{type(exc).__name__}: {exc}"[:2000])
@@ -182,6 +185,10 @@ class ReplicaActor:
         if self.core is None:
             return {"backend": self.backend_name, "model": self.model, "error": self.load_error}
         b = self.core.backend
+        try:
+            getattr(b, "check_alive", lambda: None)()  # a dead engine is not reported as a live replica
+        except BackendDead as exc:
+            self._exit(str(exc))
         return {
             "backend": self.backend_name,
             "model": self.model,
@@ -191,12 +198,30 @@ class ReplicaActor:
             "threads": _torch_threads(),
             "pid": os.getpid(),
             "node": ray.get_runtime_context().get_node_id(),
+            **_here(),
         }
 
     async def generate(self, request: GenRequest) -> GenResult:
         if self.core is None:
             return GenResult("", 0, 0, 0.0, "error", f"model {self.model} did not load: {self.load_error}")
-        return await self.core.generate(request)
+        try:
+            return await self.core.generate(request)
+        except BackendDead as exc:
+            self._exit(str(exc))
+
+    def _exit(self, reason: str) -> None:
+        """The engine died for good: kill its processes and end this one (a process exit, not
+        ``ray.actor.exit_actor()``, which would tell Ray not to restart it). Ray restarts the
+        replica with a fresh engine; the agents resend every call it did not answer."""
+        log.error("replica of %s: %s; exiting so that Ray restarts it", self.model, reason)
+        kill = getattr(self.core.backend, "kill_engine_processes", None) if self.core is not None else None
+        if kill is not None:
+            try:
+                kill()
+            except Exception:  # noqa: BLE001 - exiting anyway
+                log.exception("replica of %s: could not kill the engine's processes", self.model)
+        logging.shutdown()
+        os._exit(1)
 
     @ray.method(max_task_retries=0)  # the agent resends what a dead replica did not answer
     async def generate_stream(self, requests: list[GenRequest]):
@@ -212,6 +237,12 @@ class ReplicaActor:
 
     async def get_stats(self) -> dict[str, Any]:
         return {**(self.core.stats if self.core is not None else {}), "stream_calls": self.stream_calls}
+
+
+def _here() -> dict[str, Any]:
+    from actors.cluster import here
+
+    return here()
 
 
 def _torch_threads() -> int | None:

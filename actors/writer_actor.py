@@ -36,6 +36,12 @@ class WriterActor:
         self.sink.flush()
         self.sink.write_run(row)
 
+    def where(self) -> dict[str, Any]:
+        """Node id, node IP and GPU ids of this actor (the run's placement record)."""
+        from actors.cluster import here
+
+        return here()
+
     def flush(self) -> dict[str, int]:
         if self.sink is None:  # not pointed at a directory yet
             return {}

@@ -16,7 +16,7 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, CONTEXT_OVERFLOW, DTYPES, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
     "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
@@ -57,12 +57,19 @@ _HELP = {
                         "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
     "replicas": "replicas per model; agent j of a model uses replica j mod N",
     "tensor_parallel": "GPUs per vLLM replica (placement group of that many GPU bundles)",
+    "device": "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
+              "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
+    "embedding_device": "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) | cpu | cuda",
+    "placement_timeout": "seconds to wait for a node (or the autoscaler) offering a replica's GPUs/resources, then a "
+                         "one-line error",
+    "out_shared": "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
     "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
 
 _CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
-            "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW}
+            "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW, "device": DEVICES,
+            "embedding_device": EMBEDDING_DEVICES}
 _SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
 
 
@@ -183,9 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.tasks import DatasetError
     from topologies import TopologyError
 
+    from actors.cluster import PlacementTimeout
     from actors.driver import ReplicaStartError, RunInterrupted
 
-    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError)
+    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError,
+                   PlacementTimeout)
     try:
         if args.command == "run":
             cfg = parse_run_config(args)

@@ -51,6 +51,8 @@ def resolve_backend(backend: str) -> str:
     if backend != "auto":
         return backend
     return "vllm" if vllm_installed() else "transformers"
+DEVICES = ("auto", "cpu", "gpu")
+EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
 SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
 CONTEXT_OVERFLOW = ("error", "truncate")
@@ -139,6 +141,12 @@ class RunConfig:
     replica_cpus: float | None = None
     replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
     tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
+    # GPU use of the replicas: "auto" = GPUs when the config asks for them (num_gpus, tensor
+    # parallel, a *gpu* node resource in placement_resources) or the cluster has some now
+    device: str = "auto"
+    embedding_device: str = "auto"  # the embedder: auto = a GPU fraction when the run uses GPUs, else cpu
+    placement_timeout: float = 600.0  # seconds to wait for a node (or the autoscaler) to offer a replica's resources
+    out_shared: bool = False  # --out is storage every node sees: the writer may run on any node
     max_restarts: int = 3  # Ray restarts of a dead replica / agent / embedding actor
     call_retries: int = 2  # retries of one call after its agent or replica died, then an error row
     ray_address: str | None = None
@@ -216,7 +224,8 @@ class RunConfig:
         d = self.to_dict()
         for k in ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus",
                   "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel",
-                  "max_restarts", "call_retries", *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS)):
+                  "max_restarts", "call_retries", "device", "embedding_device", "placement_timeout",
+                  "out_shared", *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS)):
             d.pop(k, None)
         per_model = {m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
                      for m, o in sorted(self.placement_resources.items())}
@@ -255,8 +264,14 @@ class RunConfig:
         for name in ("max_restarts", "call_retries"):
             if getattr(self, name) < 0:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
-        if self.tensor_parallel > 1 and self.backend != "vllm":
-            raise bad("tensor_parallel", f"needs --backend vllm (got --backend {self.backend})")
+        if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
+            raise bad("tensor_parallel", f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})")
+        if self.device not in DEVICES:
+            raise bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
+        if self.embedding_device not in EMBEDDING_DEVICES:
+            raise bad("embedding_device", f"{self.embedding_device!r} is not one of {', '.join(EMBEDDING_DEVICES)}")
+        if not self.placement_timeout > 0:
+            raise bad("placement_timeout", f"must be positive seconds (got {self.placement_timeout})")
         if self.agents < 1:
             raise bad("agents", f"must be at least 1 (got {self.agents})")
         if self.rounds < 1:

@@ -30,6 +30,12 @@ class GenRequest:
     context_overflow: str = "error"  # "error" | "truncate" (see engine.prompts.truncate_oldest_turns)
 
 
+class BackendDead(RuntimeError):
+    """A backend whose engine died for good (e.g. vLLM's ``EngineDeadError``): every later call
+    would fail at once. Not an error row: the replica process exits so that Ray restarts it with
+    a fresh engine, and the agents resend the calls it did not answer."""
+
+
 @dataclass
 class GenResult:
     """What a replica returns for one request.

@@ -370,7 +370,33 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "errored_questions": sum(bool(q.get("errored") or q.get("n_errors")) for q in qs),
         "effective_rounds": _mean([q["effective_rounds"] for q in qs if q["effective_rounds"] is not None]),
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
+        "placement": placement_text(data.run.get("placement")),
     }
+
+
+def placement_text(placement_json: str | None) -> str:
+    """One line from a runs row's ``placement`` JSON: where each replica (model#index), the
+    embedder, writer and coordinator ran -- node IP and GPU ids; a tensor-parallel replica's
+    bundles are counted per node. "" for runs recorded without it."""
+    if not placement_json:
+        return ""
+    try:
+        entries = json.loads(placement_json)
+    except ValueError:
+        return "(unreadable)"
+    parts = []
+    for e in entries:
+        name = f"{e.get('model')}#{e.get('replica')}" if e.get("role") == "replica" else str(e.get("role"))
+        where = str(e.get("node_ip") or (e.get("node_id") or "?")[:8])
+        if e.get("gpu_ids"):
+            where += f" GPU {','.join(map(str, e['gpu_ids']))}"
+        if e.get("bundle_nodes"):
+            nodes = e["bundle_nodes"]
+            where += f" ({len(nodes)} bundles on {len(set(nodes))} node{'s' if len(set(nodes)) > 1 else ''})"
+        if e.get("device"):
+            where += f" {e['device']}"
+        parts.append(f"{name} @ {where}")
+    return "; ".join(parts)
 
 
 _MATCH_KEYS = ("agents", "rounds", "dataset", "backend", "seed")  # priority order for the baseline run
@@ -635,6 +661,9 @@ def build_report(path: str | Path, out: str | Path | None = None, baseline: str 
     unfinished = [r["label"] for r in rows if r["status"] not in ("finished", None)]
     if unfinished:
         notes.append("not finished (interrupted or still running): " + "; ".join(unfinished))
+    for r in rows:
+        if r.get("placement"):
+            notes.append(f"placement of {r['label']}: {r['placement']}")
     errored = [f"{r['label']}: {r['errored_questions']}" for r in rows if r.get("errored_questions")]
     if errored:
         notes.append("questions with failed calls (errored, counted wrong): " + "; ".join(errored))

@@ -89,6 +89,7 @@ RUNS_SCHEMA = pa.schema(
         ("simulated", pa.bool_()),
         ("dtype", pa.string()),  # the models' compute dtype(s) as the engine resolved them
         ("engine", pa.string()),  # JSON list: each model's resolved engine settings (device, dtype, context, ...)
+        ("placement", pa.string()),  # JSON list: role, model, replica, node id/IP, GPU ids, resources of each actor
         ("config", pa.string()),
         ("status", pa.string()),
         ("started", pa.timestamp("ms", tz="UTC")),

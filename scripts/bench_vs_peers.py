@@ -8,7 +8,7 @@ dtype (``auto``: bfloat16 on this CPU), the packaged SmolLM2-135M-Instruct.
     an engine already warmed by a one-question run (Ray start and model load are paid once per
     session, not per run; reported separately as ``engine_start_s``).
 (b) *offline limit*: the same requests handed to one in-process vLLM engine with the same
-    settings as whole rounds (every question's round-r requests at once, rounds in order): what no
+    settings (started once, beside the Ray engine) as whole rounds (every question's round-r requests at once, rounds in order): what no
     scheduler can beat, since it already knows every reply.
 (c) *sequential*: one call at a time, question by question, round by round, agent by agent (the
     loop most debate code runs).
@@ -29,10 +29,16 @@ back would make the four workloads differ.
   speedup_vs_threadpool = threadpool_s / engine_s     (target >= 1.5)
   efficiency_vs_offline = offline_s / engine_s        (target >= 0.9)
 
+Repetitions (``--repeat``, default 3): run-to-run noise on a small shared machine is larger than
+the margins measured, so each repetition is one engine run, then (b) and (d) replaying that same
+run on the peer engine (kept alive beside the Ray engine, so every approach sees the same
+background); (c) only in the first. The ratios reported are the medians of the repetitions' own
+ratios (never a ratio of times from different repetitions); every repetition is in the JSON.
+
 Run alone on the machine (2 cores: anything else running skews every figure).
 
 Usage:
-  .venv/bin/python scripts/bench_vs_peers.py                                   # full size, ~15 min here
+  .venv/bin/python scripts/bench_vs_peers.py                                   # full size, ~20 min here
   .venv/bin/python scripts/bench_vs_peers.py --questions 2 --agents 3 --rounds 2 --max-tokens 16
 """
 
@@ -154,113 +160,169 @@ async def threadpool(gen: ExactGenerator, items: list[dict[str, Any]]) -> list[t
     return out
 
 
-def peers(cfg: RunConfig, items: list[dict[str, Any]], skip_sequential: bool, log) -> dict[str, Any]:
-    """Time (b), (d) and (c) on one in-process vLLM engine with the engine run's settings."""
-    from actors.backend_vllm import VLLMBackend
-    from actors.driver import engine_settings
+class PeerEngine:
+    """One in-process vLLM engine with the engine run's settings, on an event loop of its own
+    (a daemon thread), alive beside the Ray engine so every repetition times the engine and its
+    peers side by side on the same requests."""
 
-    async def main() -> dict[str, Any]:
+    def __init__(self, cfg: RunConfig):
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="peer-engine", daemon=True).start()
         t = time.perf_counter()
-        backend = VLLMBackend(cfg.model, **engine_settings(cfg, "vllm"))  # the replica's settings
-        out: dict[str, Any] = {"start_s": round(time.perf_counter() - t, 3), "settings": backend.settings}
-        gen = ExactGenerator(backend)
-        await offline(gen, items[: min(len(items), 4)])  # warm-up (first-call allocations), not timed
-        order = [("offline", offline), ("threadpool", threadpool)]
-        if not skip_sequential:
-            order.append(("sequential", sequential))
-        for name, fn in order:
-            log(f"{name}: {len(items)} requests ...")
-            t = time.perf_counter()
-            res = await fn(gen, items)
-            dt = time.perf_counter() - t
-            out[name] = {
-                "seconds": round(dt, 3),
-                "prompt_tokens": sum(p for p, _ in res), "completion_tokens": sum(c for _, c in res),
-                "identical_prompts": all(p == it["prompt_tokens"] for (p, _), it in zip(res, items)),
-                "identical_tokens": all(c == it["tokens"] for (_, c), it in zip(res, items)),
-            }
-            log(f"{name}: {dt:.1f} s")
-        backend.shutdown()
-        return out
+        self.backend = self.call(self._start(cfg))
+        self.start_s = round(time.perf_counter() - t, 3)
+        self.settings = self.backend.settings
+        self.gen = ExactGenerator(self.backend)
 
-    return asyncio.run(main())
+    @staticmethod
+    async def _start(cfg: RunConfig):
+        from actors.backend_vllm import VLLMBackend
+        from actors.driver import engine_settings
+
+        return VLLMBackend(cfg.model, **engine_settings(cfg, "vllm"))  # the replica's settings
+
+    def call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def time(self, fn, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """Time one approach on ``items``; count what it generated against what the engine did."""
+        t = time.perf_counter()
+        res = self.call(fn(self.gen, items))
+        dt = time.perf_counter() - t
+        return {
+            "seconds": round(dt, 3),
+            "prompt_tokens": sum(p for p, _ in res), "completion_tokens": sum(c for _, c in res),
+            "identical_prompts": all(p == it["prompt_tokens"] for (p, _), it in zip(res, items)),
+            "identical_tokens": all(c == it["tokens"] for (_, c), it in zip(res, items)),
+        }
+
+    def shutdown(self) -> None:
+        async def stop():  # on the engine's own loop, as its output handler expects
+            self.backend.shutdown()
+
+        self.call(stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def engine_side(cfg: RunConfig, questions, log) -> dict[str, Any]:
-    """(a): warm an Engine with a one-question run, then time the whole run; return its calls."""
+def engine_run(engine, cfg: RunConfig, questions, work: Path, name: str) -> dict[str, Any]:
+    """(a): one timed ``Engine.run`` on an engine already warm; returns its figures and calls."""
     import dataclasses
 
-    from actors.driver import Engine
     from engine.results import read_table
 
-    with scratch_dir() as work:
-        t = time.perf_counter()
-        with Engine() as engine:
-            warm = dataclasses.replace(cfg, out=str(Path(work) / "warm"), limit=1, seed=cfg.seed + 1)
-            engine.run(warm, questions[:1])
-            start_s = time.perf_counter() - t
-            log(f"engine warm in {start_s:.1f} s; timed run ...")
-            res = engine.run(dataclasses.replace(cfg, out=str(Path(work) / "run")), questions)
-        calls = read_table(res.out_dir, "calls").to_pylist()
-    log(f"engine: {res.wall_s:.1f} s ({res.backend}, {res.dtype})")
-    return {"seconds": round(res.wall_s, 3), "start_s": round(start_s, 3), "backend": res.backend,
-            "engine": res.engine, "calls": calls,
+    res = engine.run(dataclasses.replace(cfg, out=str(work / name)), questions)
+    calls = read_table(res.out_dir, "calls").to_pylist()
+    return {"seconds": round(res.wall_s, 3), "backend": res.backend, "engine": res.engine, "calls": calls,
             "prompt_tokens": res.summary["prompt_tokens"], "completion_tokens": res.summary["completion_tokens"],
             "errors": res.summary["n_errors"]}
 
 
+def ratios(rep: dict[str, Any]) -> dict[str, float | None]:
+    e = rep["engine_s"]
+    return {"efficiency_vs_offline": round(rep["offline"]["seconds"] / e, 3),
+            "speedup_vs_threadpool": round(rep["threadpool"]["seconds"] / e, 3),
+            "speedup_vs_sequential": round(rep["sequential"]["seconds"] / e, 3) if "sequential" in rep else None}
+
+
 def measure(questions: int, agents: int, rounds: int, max_tokens: int, dtype: str = "auto",
-            skip_sequential: bool = False, log=print) -> dict[str, Any]:
+            skip_sequential: bool = False, repeat: int = 3, log=print) -> dict[str, Any]:
+    """``repeat`` repetitions, each: one engine run, then (b) and (d) replaying that run's calls on
+    the peer engine; (c), the slowest, in the first repetition only. Run-to-run noise on a small
+    shared machine is larger than the margins being measured, so the headline ratios are the
+    medians of the per-repetition ratios (every repetition is in the JSON)."""
+    import dataclasses
+    import statistics
+
+    from actors.driver import Engine
     from engine.tasks import load_questions
 
+    if repeat < 1:
+        raise SystemExit("bench_vs_peers: --repeat must be at least 1")
     cfg = RunConfig(protocol="mad", agents=agents, rounds=rounds, limit=questions, max_tokens=max_tokens,
                     temperature=0.0, model=DEFAULT_MODEL, dtype=dtype, progress=False).validate()
     if cfg.backend != "vllm":
         raise SystemExit("bench_vs_peers: vLLM is not installed here (run scripts/setup.sh); it compares on vLLM")
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
-    eng = engine_side(cfg, qs, log)
-    items = recorded_requests(cfg, qs, eng.pop("calls"))
-    if eng["errors"]:
-        raise SystemExit(f"bench_vs_peers: the engine run had {eng['errors']} error calls; not comparable")
-    other = peers(cfg, items, skip_sequential, log)
+    reps: list[dict[str, Any]] = []
+    with scratch_dir() as work_dir, Engine() as engine:
+        work = Path(work_dir)
+        t = time.perf_counter()
+        engine.run(dataclasses.replace(cfg, out=str(work / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
+        engine_start_s = round(time.perf_counter() - t, 3)
+        log(f"engine warm in {engine_start_s:.1f} s")
+        peer = PeerEngine(cfg)
+        try:
+            for k in range(repeat):
+                eng = engine_run(engine, cfg, qs, work, f"run{k}")
+                if eng["errors"]:
+                    raise SystemExit(f"bench_vs_peers: engine run {k + 1} had {eng['errors']} error calls; not comparable")
+                items = recorded_requests(cfg, qs, eng.pop("calls"))
+                if k == 0:
+                    peer.call(offline(peer.gen, items[: min(len(items), 4)]))  # warm-up (first-call allocations)
+                rep: dict[str, Any] = {"engine_s": eng["seconds"], "prompt_tokens": eng["prompt_tokens"],
+                                       "completion_tokens": eng["completion_tokens"], "calls": len(items),
+                                       "loadavg_before": loadavg()}
+                order = [("offline", offline), ("threadpool", threadpool)]
+                if k == 0 and not skip_sequential:
+                    order.append(("sequential", sequential))
+                for name, fn in order:
+                    rep[name] = peer.time(fn, items)
+                rep.update(ratios(rep))
+                log(f"repetition {k + 1}/{repeat}: engine {rep['engine_s']:.1f} s, " + ", ".join(
+                    f"{n} {rep[n]['seconds']:.1f} s" for n, _ in order))
+                reps.append(rep)
+        finally:
+            peer.shutdown()
+    first = reps[0]
+    med = lambda key: round(statistics.median(r[key] for r in reps), 3)  # noqa: E731
     res: dict[str, Any] = {
         "workload": {"protocol": "mad", "questions": questions, "agents": agents, "rounds": rounds,
-                     "max_tokens": max_tokens, "temperature": 0.0, "model": DEFAULT_MODEL, "calls": len(items)},
-        "engine_s": eng["seconds"], "engine_start_s": eng["start_s"], "backend": eng["backend"],
-        "engine_settings": eng["engine"], "peer_settings": other["settings"], "peer_start_s": other["start_s"],
-        "prompt_tokens": eng["prompt_tokens"], "completion_tokens": eng["completion_tokens"],
-        "offline_s": other["offline"]["seconds"], "threadpool_s": other["threadpool"]["seconds"],
-        "sequential_s": other["sequential"]["seconds"] if "sequential" in other else None,
-        "peers": {k: other[k] for k in ("offline", "threadpool", "sequential") if k in other},
+                     "max_tokens": max_tokens, "temperature": 0.0, "model": DEFAULT_MODEL, "calls": first["calls"]},
+        "repeat": repeat,
+        "engine_s": med("engine_s"), "engine_start_s": engine_start_s, "backend": eng["backend"],
+        "engine_settings": eng["engine"], "peer_settings": peer.settings, "peer_start_s": peer.start_s,
+        "prompt_tokens": first["prompt_tokens"], "completion_tokens": first["completion_tokens"],
+        "offline_s": round(statistics.median(r["offline"]["seconds"] for r in reps), 3),
+        "threadpool_s": round(statistics.median(r["threadpool"]["seconds"] for r in reps), 3),
+        "sequential_s": first["sequential"]["seconds"] if "sequential" in first else None,
+        "efficiency_vs_offline": med("efficiency_vs_offline"),
+        "speedup_vs_threadpool": med("speedup_vs_threadpool"),
+        "speedup_vs_sequential": first["speedup_vs_sequential"],
+        "peers": {k: first[k] for k in ("offline", "threadpool", "sequential") if k in first},
+        "repetitions": reps,
         "targets": TARGETS, "machine": machine_info(), "loadavg_before": load_before, "loadavg_after": loadavg(),
     }
-    res["efficiency_vs_offline"] = round(res["offline_s"] / res["engine_s"], 3)
-    res["speedup_vs_threadpool"] = round(res["threadpool_s"] / res["engine_s"], 3)
-    res["speedup_vs_sequential"] = round(res["sequential_s"] / res["engine_s"], 3) if res["sequential_s"] else None
-    same = all(p["prompt_tokens"] == res["prompt_tokens"] and p["completion_tokens"] == res["completion_tokens"]
-               and p["identical_prompts"] and p["identical_tokens"] for p in res["peers"].values())
-    res["identical_work"] = same
+    res["identical_work"] = all(
+        p["prompt_tokens"] == r["prompt_tokens"] and p["completion_tokens"] == r["completion_tokens"]
+        and p["identical_prompts"] and p["identical_tokens"]
+        for r in reps for p in (r[n] for n in ("offline", "threadpool", "sequential") if n in r))
+    res["targets_met"] = {k: (res[k] is not None and res[k] >= v) for k, v in TARGETS.items()}
     return res
 
 
 def print_table(res: dict[str, Any]) -> None:
-    w = res["workload"]
+    w, reps = res["workload"], res["repetitions"]
     print(f"\nMAD {w['questions']} q x {w['agents']} agents x {w['rounds']} rounds, {w['max_tokens']} tokens, greedy, "
-          f"{res['backend']} ({res['engine_settings'][0].get('dtype')}); {res['prompt_tokens']:,} prompt + "
-          f"{res['completion_tokens']:,} completion tokens on every side (identical: {res['identical_work']})")
-    print(f"{'approach':<36}{'seconds':>10}{'engine is':>14}{'target':>10}")
-    rows = [("(a) engine", res["engine_s"], None, None),
-            ("(b) offline limit (whole rounds)", res["offline_s"], "efficiency_vs_offline", "{:.2f} of it"),
-            ("(c) sequential loop", res["sequential_s"], "speedup_vs_sequential", "{:.2f}x faster"),
-            ("(d) thread pool over questions", res["threadpool_s"], "speedup_vs_threadpool", "{:.2f}x faster")]
-    for name, secs, key, fmt in rows:
+          f"{res['backend']} ({res['engine_settings'][0].get('dtype')}); each repetition's peers replay its engine "
+          f"run call by call (identical work: {res['identical_work']}); medians of {len(reps)} repetition(s)")
+    print(f"{'approach':<36}{'seconds':>10}{'engine is':>14}{'target':>10}   per repetition")
+    rows = [("(a) engine", "engine_s", None, None),
+            ("(b) offline limit (whole rounds)", "offline", "efficiency_vs_offline", "{:.2f} of it"),
+            ("(c) sequential loop", "sequential", "speedup_vs_sequential", "{:.2f}x faster"),
+            ("(d) thread pool over questions", "threadpool", "speedup_vs_threadpool", "{:.2f}x faster")]
+    for name, part, key, fmt in rows:
+        secs = res["engine_s"] if key is None else res[f"{part}_s"]
         if secs is None:
             print(f"{name:<36}{'skipped':>10}")
             continue
         ratio = fmt.format(res[key]) if key else ""
         target = f">= {TARGETS[key]}" if key else ""
-        print(f"{name:<36}{secs:>10.1f}{ratio:>14}{target:>10}")
+        each = ", ".join(f"{r['engine_s']:.1f}" if key is None else f"{r[part]['seconds']:.1f} ({r[key]:.2f})"
+                         for r in reps if key is None or part in r)
+        print(f"{name:<36}{secs:>10.1f}{ratio:>14}{target:>10}   {each}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,11 +330,13 @@ def main(argv: list[str] | None = None) -> int:
     add_workload_args(p)
     p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float32"))
     p.add_argument("--skip-sequential", action="store_true", help="leave out (c), the slowest")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="repetitions (engine run + its peers, side by side); the ratios reported are their medians")
     p.add_argument("--out", default="bench/vs_peers.json")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     res = measure(args.questions, args.agents, args.rounds, args.max_tokens, args.dtype, args.skip_sequential,
-                  log=log_for(args.quiet))
+                  args.repeat, log=log_for(args.quiet))
     return finish(res, args.out, argv, args.quiet, print_table)
 
 

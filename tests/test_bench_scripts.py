@@ -160,15 +160,26 @@ def test_bench_vs_peers_script_json_on_vllm(tmp_path):
         pytest.skip("vLLM is not installed (tests/test_vllm_backend.py fails where it is expected)")
     out = tmp_path / "peers.json"
     assert peers.main(["--questions", "2", "--agents", "2", "--rounds", "2", "--max-tokens", "12", "--quiet",
-                       "--out", str(out)]) == 0
+                       "--repeat", "2", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["workload"]["calls"] == 8 and r["backend"] == "vllm" and r["identical_work"] is True
-    for name in ("offline", "threadpool", "sequential"):
-        p = r["peers"][name]
-        assert p["prompt_tokens"] == r["prompt_tokens"] and p["completion_tokens"] == r["completion_tokens"]
-    assert r["speedup_vs_sequential"] == pytest.approx(r["sequential_s"] / r["engine_s"], abs=2e-3)
-    assert r["speedup_vs_threadpool"] == pytest.approx(r["threadpool_s"] / r["engine_s"], abs=2e-3)
-    assert r["efficiency_vs_offline"] == pytest.approx(r["offline_s"] / r["engine_s"], abs=2e-3)
+    reps = r["repetitions"]
+    assert r["repeat"] == len(reps) == 2 and "sequential" in reps[0] and "sequential" not in reps[1]
+    for rep in reps:  # each repetition's peers did that repetition's engine work, call by call
+        assert rep["calls"] == 8
+        for name in ("offline", "threadpool", "sequential"):
+            if name in rep:
+                p = rep[name]
+                assert p["prompt_tokens"] == rep["prompt_tokens"] and p["completion_tokens"] == rep["completion_tokens"]
+                assert p["identical_prompts"] and p["identical_tokens"]
+        assert rep["efficiency_vs_offline"] == pytest.approx(rep["offline"]["seconds"] / rep["engine_s"], abs=2e-3)
+        assert rep["speedup_vs_threadpool"] == pytest.approx(rep["threadpool"]["seconds"] / rep["engine_s"], abs=2e-3)
+    # the headline ratios are the medians of the repetitions' own ratios (side by side, never across)
+    for key in ("efficiency_vs_offline", "speedup_vs_threadpool"):
+        assert r[key] == pytest.approx(sum(rep[key] for rep in reps) / 2, abs=2e-3)
+    assert r["speedup_vs_sequential"] == pytest.approx(r["sequential_s"] / reps[0]["engine_s"], abs=2e-3)
+    assert r["engine_s"] == pytest.approx(sum(rep["engine_s"] for rep in reps) / 2, abs=2e-3)
+    assert r["targets_met"] == {k: r[k] >= v for k, v in peers.TARGETS.items()}
     assert r["engine_settings"][0]["dtype"] == r["peer_settings"]["dtype"]  # the same engine settings
 
 

@@ -141,25 +141,31 @@ def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
 
 def test_replica_layout_replicas_per_model_and_tensor_parallel():
     """Pure layout: K replicas per model (per-model override), agents round-robin and sticky,
-    tensor parallel = a placement group of T GPU bundles with the replica actor taking no GPU."""
+    tensor parallel = a placement group of T GPU bundles whose first bundle also holds the replica
+    actor's CPU and custom resources (the actor itself takes no GPU), so the actor fits its bundle."""
     from actors.driver import assign_replicas, replica_layout
 
     cfg = RunConfig(backend="vllm", replicas=2, models="big*2,small*4",
-                    placement_resources={"big": {"replicas": 1, "tensor_parallel_size": 4, "resources": {"strong_gpu": 1}}})
-    layout = replica_layout(cfg, ["big", "small"], has_gpu=True)
+                    placement_resources={"big": {"replicas": 1, "tensor_parallel_size": 4, "resources": {"strong_gpu": 1}},
+                                         "small": {"resources": {"weak_gpu": 1}}})
+    layout = replica_layout(cfg, ["big", "small"], gpu=True)
     assert [len(layout[m]) for m in ("big", "small")] == [1, 2]
     big, small = layout["big"][0], layout["small"][0]
-    assert big.gpu_bundles == 4 and big.backend_options["tensor_parallel_size"] == 4
+    assert big.bundles == ({"CPU": 1.0, "GPU": 1.0, "strong_gpu": 1.0},) + ({"GPU": 1.0},) * 3
+    assert big.backend_options["tensor_parallel_size"] == 4
     assert big.actor_options["num_gpus"] == 0 and big.actor_options["resources"] == {"strong_gpu": 1}
-    assert small.gpu_bundles == 0 and small.actor_options["num_gpus"] == 1
+    for k, v in {"CPU": big.actor_options["num_cpus"], **big.actor_options["resources"]}.items():
+        assert big.bundles[0][k] >= v  # the replica actor fits bundle 0 (Ray rejected it before)
+    # one GPU + a custom resource: a one-bundle group, the actor holding the GPU inside it
+    assert small.bundles == ({"CPU": 1.0, "GPU": 1.0, "weak_gpu": 1.0},) and small.actor_options["num_gpus"] == 1
     assert small.actor_options["max_restarts"] == cfg.max_restarts and small.actor_options["max_task_retries"] == cfg.call_retries
     placed = assign_replicas(["big", "small", "small", "big", "small", "small"], layout)
     assert [(p.model, p.index) for p in placed] == [("big", 0), ("small", 0), ("small", 1), ("big", 0), ("small", 0), ("small", 1)]
-    # CPU: the node's cores are split over all replicas; tensor parallel needs vLLM on GPUs
-    cpu = replica_layout(RunConfig(replicas=2, replica_cpus=None), ["m"], has_gpu=False)["m"]
-    assert len(cpu) == 2 and cpu[0].key(RunConfig()) != cpu[1].key(RunConfig())
-    with pytest.raises(ValueError, match="tensor-parallel 2 .* needs --backend vllm"):
-        replica_layout(RunConfig(backend="vllm", tensor_parallel=2), ["m"], has_gpu=False)
+    # CPU: the node's cores are split over all replicas, no placement group; tensor parallel needs GPUs
+    cpu = replica_layout(RunConfig(replicas=2, replica_cpus=None), ["m"], gpu=False)["m"]
+    assert len(cpu) == 2 and cpu[0].key(RunConfig()) != cpu[1].key(RunConfig()) and cpu[0].bundles == ()
+    with pytest.raises(ValueError, match="tensor-parallel 2 .* needs --backend vllm and GPUs"):
+        replica_layout(RunConfig(backend="vllm", tensor_parallel=2, device="cpu"), ["m"], gpu=False)
 
 
 def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_path):
