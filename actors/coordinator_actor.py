@@ -38,6 +38,7 @@ from actors.batching import MicroBatcher
 from engine.config import RunConfig
 from engine.debate import DebateLog, question_key
 from engine.protocols import Context, Outcome, Similarity, Step, SummaryCall, get_protocol
+from engine.protocols.base import tie_key
 from engine.records import CallRecord
 from engine.tasks import Question
 
@@ -198,7 +199,7 @@ class CoordinatorActor:
         for agent in self.agents:
             agent.forget.remote(q.qid)
         self.journal.pop(q.qid, None)
-        row = {**log.question_row(outcome, self.cfg.n_agents), **self.labels, "protocol": self.cfg.protocol,
+        row = {**log.question_row(outcome, self.cfg.n_agents, tie_key(self.cfg, key)), **self.labels, "protocol": self.cfg.protocol,
                "wall_s": time.perf_counter() - start}
         self.writer.write.remote("questions", [row])
         self.progress_state["questions_done"] += 1

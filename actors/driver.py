@@ -615,6 +615,7 @@ class Engine:
             placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
             completion_tokens=summary["completion_tokens"], n_calls=summary["n_calls"],
             effective_rounds=summary["effective_rounds"], consensus_by_round=summary["consensus_by_round"],
+            accuracy_by_round=summary["accuracy_by_round"],
             wall_s=wall + sum(r.get("wall_s") or 0.0 for r in old_run[:1]),
         )
         ray.get(writer.write_run.remote(run_row))

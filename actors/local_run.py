@@ -15,7 +15,7 @@ from engine.config import RunConfig
 from engine.debate import DebateLog, question_key
 from engine.prompts import PromptSet
 from engine.protocols import Context, Similarity, Step, SummaryCall, get_protocol
-from engine.protocols.base import drive
+from engine.protocols.base import drive, tie_key
 from engine.tasks import Question
 
 
@@ -52,5 +52,5 @@ def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Ca
         outcome = drive(protocol(Context(question=q, cfg=cfg, key=key)), answer)
         for agent in agents:
             agent.forget(q.qid)
-        out.append((log.question_row(outcome, cfg.n_agents), log))
+        out.append((log.question_row(outcome, cfg.n_agents, tie_key(cfg, key)), log))
     return out

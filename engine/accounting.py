@@ -11,17 +11,24 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 
+def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
+    """Mean of a per-round list column (``consensus``, ``correct_by_round``) over questions, round
+    by round. A question that stopped early keeps its last round's value in later rounds (its
+    debate ended in that state). Rows without the column (older runs) are left out."""
+    lists = [[float(v) for v in r[key]] for r in rows if r.get(key)]
+    longest = max((len(v) for v in lists), default=0)
+    return [sum(v[t] if t < len(v) else v[-1] for v in lists) / len(lists) for t in range(longest)]
+
+
 def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:
-    """Mean consensus proportion per round over questions. A question that stopped early keeps
-    its last round's consensus in later rounds (its debate ended in that state)."""
-    longest = max((len(r.get("consensus") or []) for r in rows), default=0)
-    if not longest:
-        return []
-    out = []
-    for t in range(longest):
-        vals = [(r["consensus"][t] if t < len(r["consensus"]) else r["consensus"][-1]) for r in rows if r.get("consensus")]
-        out.append(sum(vals) / len(vals))
-    return out
+    """Mean consensus proportion per round over questions (see :func:`per_round_mean`)."""
+    return per_round_mean(rows, "consensus")
+
+
+def accuracy_by_round(rows: list[dict[str, Any]]) -> list[float]:
+    """Share of questions whose vote after each round is correct (see :func:`per_round_mean`);
+    the last entry equals the run's accuracy."""
+    return per_round_mean(rows, "correct_by_round")
 
 
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -41,4 +48,6 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "n_errored_questions": sum(bool(r.get("errored") or r["n_errors"]) for r in rows),
         "effective_rounds": (sum(r.get("effective_rounds", 0) for r in rows) / n) if n else 0.0,
         "consensus_by_round": consensus_by_round(rows),
+        "accuracy_by_round": accuracy_by_round(rows),
+        "n_ties": sum(bool(r.get("tie")) for r in rows),
     }

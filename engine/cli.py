@@ -16,7 +16,7 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, TIE_BREAKS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
     "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
@@ -57,6 +57,8 @@ _HELP = {
                         "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
     "replicas": "replicas per model; agent j of a model uses replica j mod N",
     "tensor_parallel": "GPUs per vLLM replica (placement group of that many GPU bundles)",
+    "tie_break": "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
+                 "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
     "device": "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
               "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
     "embedding_device": "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) | cpu | cuda",
@@ -69,7 +71,7 @@ _HELP = {
 
 _CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
             "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW, "device": DEVICES,
-            "embedding_device": EMBEDDING_DEVICES}
+            "embedding_device": EMBEDDING_DEVICES, "tie_break": TIE_BREAKS}
 _SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
 
 
@@ -115,6 +117,8 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
         ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
+        ("accuracy by round", " ".join(f"{a:.2f}" for a in s.get("accuracy_by_round", [])) or "-"),
+        ("tied votes (broken by --tie-break)", f"{s.get('n_ties', 0)} ({cfg.tie_break})"),
         ("prompt tokens", str(s["prompt_tokens"])),
         ("completion tokens", str(s["completion_tokens"])),
         ("calls", str(s["n_calls"])),

@@ -52,6 +52,7 @@ def resolve_backend(backend: str) -> str:
         return backend
     return "vllm" if vllm_installed() else "transformers"
 DEVICES = ("auto", "cpu", "gpu")
+TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
 SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
@@ -111,6 +112,7 @@ class RunConfig:
     tau: float = 0.4  # S2-MAD cosine threshold (the paper's best on MATH; ~0.1 on GSM8K)
     filter: bool = True  # S2-MAD redundancy filter (False = the paper's "w/o filter" ablation)
     early_stop: bool = True  # S2-MAD / CortexDebate early stop (False = ablation)
+    tie_break: str = "random"  # a tied vote: draw seeded by run seed + question | "first": agent order (Du et al.)
     embedding_model: str = "all-minilm-l6-v2"  # alias, local folder or hub name (offline cache)
     # strong/weak placement
     models: str | None = None  # per-agent models, strongest first: "big*1,small*5"
@@ -266,6 +268,8 @@ class RunConfig:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
             raise bad("tensor_parallel", f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})")
+        if self.tie_break not in TIE_BREAKS:
+            raise bad("tie_break", f"{self.tie_break!r} is not one of {', '.join(TIE_BREAKS)}")
         if self.device not in DEVICES:
             raise bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
         if self.embedding_device not in EMBEDDING_DEVICES:

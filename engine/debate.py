@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.extract import answers_equal
+from engine.extract import answers_equal, majority_vote, tied_answers
 from engine.protocols.base import SUMMARIZER, AgentCall, Call, Outcome, Reply, consensus, effective_rounds
 from engine.records import CallRecord
 from engine.tasks import Question
@@ -49,8 +49,13 @@ class DebateLog:
         self.edges.extend((round_, s, d, w) for s, d, w in call_edges(call))
         return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 
-    def question_row(self, outcome: Outcome, n_agents: int) -> dict[str, Any]:
+    def question_row(self, outcome: Outcome, n_agents: int, tie_key: int | None = None) -> dict[str, Any]:
         """The question's result row.
+
+        ``answer_by_round`` is the vote after each round (ties broken with ``tie_key``, as the
+        protocol's own vote: see :func:`engine.protocols.base.tie_key`), its last entry the
+        protocol's final answer; ``correct_by_round`` grades each (the last equals ``correct``).
+        ``tie``: the final vote over the agents' last answers had more than one answer on top.
 
         A question with any call that ended in an error (after the engine's bounded retries), or
         whose debate could not go on (``outcome.info["error"]``), is marked ``errored`` and counted
@@ -59,6 +64,9 @@ class DebateLog:
         """
         q, recs = self.question, self.records
         errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
+        by_round = [majority_vote(a, tie_key) for a in outcome.answers_by_round[:-1]] + [outcome.final_answer]
+        correct_by_round = [(not errored) and answers_equal(a, q.gold, q.task) for a in by_round]
+        last = outcome.answers_by_round[-1] if outcome.answers_by_round else []
         return {
             "question_id": q.qid,
             "task": q.task,
@@ -68,7 +76,10 @@ class DebateLog:
             "stopped_early": outcome.stopped_early,
             "final_answer": outcome.final_answer,
             "gold": q.gold,
-            "correct": (not errored) and answers_equal(outcome.final_answer, q.gold, q.task),
+            "correct": correct_by_round[-1],
+            "answer_by_round": by_round,
+            "correct_by_round": correct_by_round,
+            "tie": len(tied_answers(last)) > 1,
             "errored": errored,
             "n_calls": len(recs),
             "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),

@@ -14,10 +14,12 @@ Tasks (see :data:`TASKS`)
     ``"p/q"`` (``"0.5"``, ``".5"``, ``"1/2"`` -> ``"1/2"``; ``"-2.25"`` ->
     ``"-9/4"``).  Accepted decorations: thousands commas *only* when every group
     after the first has exactly three digits (``"1,450,000"``; ``"1,2"`` is a
-    list, not a number), a leading ``+``/``-``/U+2212 minus sign, ``$``/``\\$``,
+    list, not a number), likewise thousands separated by one space, no-break or
+    thin space (``"$118 000"``), a leading ``+``/``-``/U+2212 minus sign, ``$``/``\\$``,
     a trailing ``%`` (dropped: ``"50%"`` -> ``"50"``), scientific notation
-    (``"1.5e3"``), LaTeX fractions (``\\frac{1}{2}``) and surrounding words or
-    units (``"18 dollars"``).  Words such as "million" are *not* applied as
+    (``"1.5e3"``), LaTeX fractions (``\\frac{1}{2}``; in free text a fraction
+    of two plain numbers is one number, ``"$\\frac{3}{4}$ cup"`` -> ``"3/4"``)
+    and surrounding words or units (``"18 dollars"``).  Words such as "million" are *not* applied as
     multipliers (``"1.5 million"`` -> ``"3/2"``).
 
 ``"math"``
@@ -92,13 +94,20 @@ choice / pair
     Lower-case letters are accepted only in the ``(b)`` form and after
     "answer:"/"answer is" when the letter ends the phrase (``answer: b.``).
 
+Statements reporting someone else's answer never win: an answer phrase, a
+choice mention or (in the fallbacks) a number or letter whose clause names
+another agent, solution or group ("Agent 2 said the answer is 15", "The other
+agents chose (D)", "One agent's answer was (C)", "Solution 3 gives 12") is
+skipped unless the writer speaks again after that name ("... but I get 8").
+Pronouns such as "they" are not agents (word problems use them).
+
 At most the last 25 ``\\boxed``/``####``/answer-phrase occurrences are tried
 and answer segments are cut at 300 characters, which keeps extraction fast on
 pathological replies.
 
-Voting: :func:`majority_vote` ignores ``None``; ties are broken in favour of
-the tied answer whose first occurrence comes earliest in the sequence (i.e.
-agent order).
+Voting: :func:`majority_vote` ignores ``None``; a tie is broken by a draw seeded
+from the question's key (the engine's default, ``--tie-break random``) or, without
+a key, in favour of the tied answer seen first (agent order, ``--tie-break first``).
 """
 from __future__ import annotations
 
@@ -112,6 +121,7 @@ __all__ = [
     "canonical_answer",
     "answers_equal",
     "majority_vote",
+    "tied_answers",
     "vote_counts",
 ]
 
@@ -173,7 +183,7 @@ _NUM_TOKEN = re.compile(
     (?:(?<![\w)\]}.^])(?P<sign>[-+]))?
     (?:\\?\$\s?)?
     (?<![\w.^])
-    (?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?|\.\d+)
+    (?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d,]|\.\d{3})|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?|\.\d+)
     (?:/(?P<den>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)(?![\w]))?
     """,
     re.X,
@@ -181,7 +191,7 @@ _NUM_TOKEN = re.compile(
 
 
 def _to_fraction(numstr: str) -> Fraction | None:
-    s = numstr.replace(",", "")
+    s = re.sub(r"[, \u00a0\u202f\u2009]", "", numstr)  # thousands separators: commas or (thin) spaces
     if s.endswith("."):
         s = s[:-1]
     if not s or len(s) > _MAX_NUM_CHARS:
@@ -242,12 +252,30 @@ def _token_value(m: re.Match) -> Fraction | None:
     return f
 
 
+# A LaTeX fraction of two plain numbers is ONE number in free text ("$\frac{3}{4}$ cup" is 3/4,
+# not 3 and 4): \frac{a}{b}, \dfrac / \tfrac, \frac34, with an optional leading minus.
+_LATEX_FRAC = re.compile(
+    r"(?P<sign>-\s*)?\\[dt]?frac(?![A-Za-z])\s*(?:\{\s*(?P<a>\d+(?:\.\d+)?)\s*\}|(?P<a1>\d))"
+    r"\s*(?:\{\s*(?P<b>\d+(?:\.\d+)?)\s*\}|(?P<b1>\d))"
+)
+
+
 def _numbers_in(text: str) -> list[tuple[int, int, Fraction]]:
     out = []
+    covered: list[tuple[int, int]] = []
+    for m in _LATEX_FRAC.finditer(text):
+        a, b = _to_fraction(m.group("a") or m.group("a1")), _to_fraction(m.group("b") or m.group("b1"))
+        if a is None or b is None or b == 0:
+            continue
+        out.append((m.start(), m.end(), -a / b if m.group("sign") else a / b))
+        covered.append((m.start(), m.end()))
     for m in _NUM_TOKEN.finditer(text):
+        if any(s <= m.start() < e for s, e in covered):
+            continue
         v = _token_value(m)
         if v is not None:
             out.append((m.start(), m.end(), v))
+    out.sort()
     return out
 
 
@@ -666,6 +694,40 @@ def _phrase_segment(text: str, end: int, task: str) -> str:
     return seg.strip().rstrip("*").strip()
 
 
+# A clause that reports someone else's answer ("Agent 2 said the answer is 15", "The other agents
+# chose (D)", "One agent's answer was (C)", "Solution 3 gives 12"): its answer never wins.
+_OTHERS = re.compile(
+    r"(?i:\b(?:agents?|peers?|debaters?|"
+    r"other[ \t]++(?:agents?|solutions?|responses?|replies|models?|answers?|participants?|groups?|debaters?)|"
+    r"(?:solution|response|reply|opinion)s?[ \t]*+\#?\d+|"
+    r"(?:one|two|three|four|five|six|both|all|most|some|many|several)[ \t]++(?:of[ \t]++the[ \t]++)?"
+    r"(?:agents?|solutions?|responses?|peers?)|group[ \t]++(?:[a-z]|\d+)\b|(?:the|a|each|every)[ \t]++summary)\b)"
+)
+# Pronouns ("they", "their") and "everyone" are not in the list: in word problems they name the
+# problem's people ("they spent 12 dollars, so the answer is 12").
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|my|me|mine|we|our|us)\b")
+_CLAUSE_START = re.compile(r"(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b)", re.I)
+
+
+def _is_report(text: str, pos: int) -> bool:
+    """Whether the clause that ends at ``pos`` (an answer phrase or mention starting there) is
+    about another agent's answer rather than the writer's own: it names another agent, solution
+    or group ("agent 3", "the other agents", "solution 2", "they") before ``pos``, and the writer
+    ("I", "my", "we") does not speak after that."""
+    start = max(0, pos - 200)
+    clause = text[start:pos]
+    cut = None
+    for m in _CLAUSE_START.finditer(clause):
+        cut = m.end()
+    if cut is not None:
+        clause = clause[cut:]
+    others = [m.end() for m in _OTHERS.finditer(clause)]
+    if not others:
+        return False
+    # "after reviewing their solutions, my final answer is": the writer speaks again after them
+    return _FIRST_PERSON.search(clause, others[-1]) is None
+
+
 def _extract_number_like(text: str, task: str) -> str | None:
     canon = _numeric_from_segment if task == "numeric" else _math_canon
 
@@ -690,8 +752,11 @@ def _extract_number_like(text: str, task: str) -> str | None:
         if val is not None:
             return val
 
-    # 3. last "the answer is X" / "final answer: X" / "answer: X"
+    # 3. last "the answer is X" / "final answer: X" / "answer: X" that is the writer's own (a
+    # clause reporting another agent's answer is skipped: see _is_report)
     for m in list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES]:
+        if _is_report(text, m.start()):
+            continue
         seg = _phrase_segment(text, m.end(), task)
         if not seg:
             continue
@@ -708,8 +773,8 @@ def _extract_number_like(text: str, task: str) -> str | None:
             if val is not None:
                 return val
 
-    # 4. last number in the text (math: last number or \frac)
-    nums = _numbers_in(text)
+    # 4. last number in the text (math: last number or \frac), outside clauses reporting others
+    nums = [x for x in _numbers_in(text) if not _is_report(text, x[0])]
     best_num = nums[-1] if nums else None
     if task == "math":
         fracs = list(_FRAC_TOKEN.finditer(text))
@@ -813,8 +878,10 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
         if val is not None:
             return val
 
-    # 2. "answer is B" / "answer: (c)"
+    # 2. "answer is B" / "answer: (c)" (not in a clause reporting another agent's answer)
     for m in reversed(list(_CHOICE_ANS.finditer(text))):
+        if _is_report(text, m.start()):
+            continue
         body = m.group("body")
         sep = m.group("sep")
         if body.startswith(("(", "[")):
@@ -839,6 +906,8 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
     for pat in patterns:
         for m in pat.finditer(text):
             letter = m.group("L")
+            if _is_report(text, m.start()):
+                continue
             if _in_range(letter, n) and (best is None or m.start() >= best[0]):
                 best = (m.start(), letter)
     if best is not None:
@@ -848,14 +917,14 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
     for pat in (_BOLD, _LINE_ALONE, _MENTION):
         for m in reversed(list(pat.finditer(text))):
             letter = (m.group("P") or m.group("L") or "").upper()
-            if _in_range(letter, n):
+            if _in_range(letter, n) and not (pat is _MENTION and _is_report(text, m.start())):
                 return letter
 
     # 7. weak fallback: last standalone capital letter; "A"/"I" followed by a
     # word are the article/pronoun, not an answer.
     for m in reversed(list(_STANDALONE.finditer(text))):
         letter = m.group("L")
-        if not _in_range(letter, n):
+        if not _in_range(letter, n) or _is_report(text, m.start()):
             continue
         if letter in "AI" and _FOLLOWED_BY_WORD.match(text, m.end()):
             continue
@@ -914,19 +983,34 @@ def vote_counts(answers: Iterable[str | None]) -> dict[str, int]:
     return counts
 
 
-def majority_vote(answers: Sequence[str | None]) -> str | None:
+def tied_answers(answers: Sequence[str | None]) -> list[str]:
+    """The most frequent non-None answers (more than one: the vote is a tie), in first-seen order."""
+    counts = vote_counts(answers)
+    if not counts:
+        return []
+    top = max(counts.values())
+    return [a for a, c in counts.items() if c == top]
+
+
+def majority_vote(answers: Sequence[str | None], tie_key: int | None = None) -> str | None:
     """Most frequent non-None answer; None if there is none.
 
     Answers are compared as given (pass canonical strings, e.g. the output of
-    :func:`extract_answer`).  Tie-break: among the tied most frequent answers,
-    the one whose FIRST occurrence comes earliest in the sequence (agent
-    order) wins.
+    :func:`extract_answer`).  Tie-break among the tied most frequent answers:
+
+    * ``tie_key`` given (the engine passes the question's key, from the run seed and question
+      id): a draw seeded by it over the tied answers *sorted*, so neither agent order (where
+      ``--placement`` puts the strongest model first) nor answer order favours anyone;
+    * ``tie_key`` None: the answer whose FIRST occurrence comes earliest (agent order), Du et
+      al.'s rule (``--tie-break first``).
     """
-    counts = vote_counts(answers)
-    if not counts:
+    top = tied_answers(answers)
+    if not top:
         return None
-    top = max(counts.values())
-    for a, c in counts.items():  # dict order == order of first occurrence
-        if c == top:
-            return a
-    return None  # pragma: no cover
+    if len(top) == 1 or tie_key is None:
+        return top[0]
+    import hashlib
+
+    ordered = sorted(top)
+    h = hashlib.sha1(f"tie:{tie_key}:{len(ordered)}".encode()).digest()
+    return ordered[int.from_bytes(h[:8], "big") % len(ordered)]

@@ -56,13 +56,15 @@ from engine.results import SCHEMAS
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 TABLES = ("calls", "questions", "graphs", "runs")
-PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "tokens_vs_agents.png", "tokens_vs_rounds.png")
+PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "accuracy_by_round.png", "tokens_vs_agents.png",
+         "tokens_vs_rounds.png")
 # Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
-_NOT_RESULT_KEYS = {"out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus"}
+_NOT_RESULT_KEYS = {"out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
+                    "device", "embedding_device", "placement_timeout", "out_shared"}
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
 _QUESTION_COLUMNS = ("run_id", "question_id", "attempt", "protocol", "n_agents", "rounds_run", "effective_rounds",
                      "stopped_early", "correct", "errored", "n_errors", "n_calls", "n_summary_calls", "n_skipped", "prompt_tokens",
-                     "completion_tokens", "consensus", "backend", "simulated")
+                     "completion_tokens", "consensus", "correct_by_round", "tie", "backend", "simulated")
 
 
 class ReportError(ValueError):
@@ -370,6 +372,11 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "errored_questions": sum(bool(q.get("errored") or q.get("n_errors")) for q in qs),
         "effective_rounds": _mean([q["effective_rounds"] for q in qs if q["effective_rounds"] is not None]),
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
+        # the vote after each round, graded (older runs without the column: empty)
+        "accuracy_by_round": consensus_curve(([float(c) for c in q["correct_by_round"]] for q in qs
+                                              if q.get("correct_by_round")), length),
+        "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
+        "ties": sum(bool(q.get("tie")) for q in qs),
         "placement": placement_text(data.run.get("placement")),
     }
 
@@ -456,11 +463,13 @@ def format_row(row: dict[str, Any]) -> list[str]:
         _f(row["total_per_q"], ",.1f"), _f(row["calls_per_q"], ".2f"), str(row["summary_calls"]),
         str(row["skipped_turns"]), sav, _f(row["effective_rounds"], ".2f"),
         " ".join(f"{c:.2f}" for c in row["consensus_by_round"]) or "-",
+        " ".join(f"{c:.2f}" for c in row["accuracy_by_round"]) or "-",
     ]
 
 
 COLUMNS = ("configuration", "n", "accuracy [95% Wilson]", "prompt tok/q", "compl. tok/q", "total tok/q", "calls/q",
-           "summary calls", "skipped turns", "savings vs {baseline}", "eff. rounds", "consensus by round")
+           "summary calls", "skipped turns", "savings vs {baseline}", "eff. rounds", "consensus by round",
+           "accuracy by round")
 
 
 def render_table(rows: list[dict[str, Any]], baseline: str = "mad"):
@@ -587,17 +596,43 @@ def plot_consensus(rows: list[dict[str, Any]], path: Path) -> None:
         ys = r["consensus_by_round"]
         ax.plot(range(1, len(ys) + 1), ys, marker="osD^v"[i % 5], markersize=7 - i % 5, alpha=0.85,
                 linestyle=styles[i % len(styles)], color=colors[r["protocol"]], label=_short(r, rows))
-    longest = max((len(r["consensus_by_round"]) for r in pts), default=1)
+    _finish_by_round(fig, ax, pts, "consensus_by_round", "mean consensus proportion", (0, 1.05),
+                     "Consensus per round (stopped questions carry their last value)" + _sim_suffix(rows), path)
+
+
+def _finish_by_round(fig, ax, pts, key: str, ylabel: str, ylim: tuple[float, float], title: str, path: Path) -> None:
+    """Axes, legend and title of a per-round plot, then save it."""
+    longest = max((len(r[key]) for r in pts), default=1)
     ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("round (1 = first answer)")
-    ax.set_ylabel("mean consensus proportion")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
     if pts:
         ax.legend(fontsize=8, loc="best")
-    ax.set_title("Consensus per round (stopped questions carry their last value)" + _sim_suffix(rows), fontsize=10)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
+
+
+def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path) -> None:
+    """Accuracy of the vote after each round (the papers' main figure), 95 % Wilson intervals."""
+    fig, ax = _figure()
+    pts = [r for r in rows if r["accuracy_by_round"]]
+    colors = _colors(r["protocol"] for r in pts)
+    count: dict[str, int] = {}
+    for r in pts:
+        i = count.get(r["protocol"], 0)
+        count[r["protocol"]] = i + 1
+        ys, n = r["accuracy_by_round"], r["accuracy_by_round_n"]
+        xs = [t + 1 + 0.06 * (i - 1) for t in range(len(ys))]  # small offsets keep error bars apart
+        ks = [round(y * n) for y in ys]
+        lo = [y - wilson_interval(k, n)[0] for y, k in zip(ys, ks)]
+        hi = [wilson_interval(k, n)[1] - y for y, k in zip(ys, ks)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="osD^v"[i % 5], capsize=3, alpha=0.85,
+                    color=colors[r["protocol"]], label=_short(r, rows))
+    _finish_by_round(fig, ax, pts, "accuracy_by_round", "accuracy of the vote after the round", (-0.02, 1.02),
+                     "Accuracy by round, 95% Wilson intervals (stopped questions carry)" + _sim_suffix(rows), path)
 
 
 def plot_tokens_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> str | None:
@@ -673,7 +708,8 @@ def build_report(path: str | Path, out: str | Path | None = None, baseline: str 
     files = write_summary(rows, out_dir, str(path), baseline)
     plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
     plot_consensus(rows, out_dir / "consensus_per_round.png")
-    files += [out_dir / "accuracy_vs_tokens.png", out_dir / "consensus_per_round.png"]
+    plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
+    files += [out_dir / "accuracy_vs_tokens.png", out_dir / "consensus_per_round.png", out_dir / "accuracy_by_round.png"]
     for axis in ("agents", "rounds"):
         target = out_dir / f"tokens_vs_{axis}.png"
         note = plot_tokens_vs(rows, axis, target)

@@ -64,6 +64,9 @@ QUESTIONS_SCHEMA = pa.schema(
         ("final_answer", pa.string()),
         ("gold", pa.string()),
         ("correct", pa.bool_()),
+        ("answer_by_round", pa.list_(pa.string())),  # the vote after each round (the last: final_answer)
+        ("correct_by_round", pa.list_(pa.bool_())),  # each graded; the last equals correct
+        ("tie", pa.bool_()),  # the final vote had a tie on top (broken by --tie-break)
         ("errored", pa.bool_()),  # a call failed after the engine's retries: counted wrong, see engine/debate.py
         ("n_calls", pa.int32()),
         ("n_summary_calls", pa.int32()),
@@ -101,6 +104,7 @@ RUNS_SCHEMA = pa.schema(
         ("n_calls", pa.int64()),
         ("effective_rounds", pa.float64()),
         ("consensus_by_round", pa.list_(pa.float64())),
+        ("accuracy_by_round", pa.list_(pa.float64())),  # share correct after each round (stopped questions carry)
         ("wall_s", pa.float64()),
     ]
 )

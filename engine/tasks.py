@@ -15,7 +15,8 @@ four task kinds (:data:`TASKS`):
 Loaders
 =======
 :func:`load_dataset` reads ``.jsonl`` (also ``.ndjson``), ``.json`` (a list of objects),
-``.parquet`` and ``.csv`` files. Every problem with a file raises :class:`DatasetError`
+``.parquet`` and ``.csv`` files, the text formats also gzipped (``.jsonl.gz``, ``.json.gz``,
+``.csv.gz``: HH-RLHF ships so). Every problem with a file raises :class:`DatasetError`
 whose message starts with ``"<path>:<row>: "`` (or ``"<path>: "`` for problems with the
 whole file), e.g. ``data.jsonl:17: missing field 'answer' (have: id, question)``.
 
@@ -72,9 +73,9 @@ Gold answers
 * pair: ``A``/``B``/``a``/``b``/``model_a``/``model_b``/``0``/``1`` (0 -> A). Ties are
   not a preference and raise :class:`DatasetError`; filter them out beforehand.
   In the ``chosen``/``rejected`` format the file's order would leak the label, so the
-  presentation order is randomised per row with ``random.Random(qid)`` (deterministic:
-  the same question always gets the same order, independent of any run seed) and the
-  gold is the letter under which the chosen dialogue is shown. Any label field is
+  presentation order is randomised per row from a hash of the row's content (prompt,
+  chosen, rejected: deterministic, independent of any run seed, of the row's position and
+  of the file's name) and the gold is the letter under which the chosen dialogue is shown. Any label field is
   ignored for that format.
 
 A dialogue is either a string (shown as is) or a list of messages ``{"role", "content"}``
@@ -93,6 +94,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import json
 import math
 import os
@@ -261,7 +263,7 @@ def infer_task(path: str | os.PathLike) -> str | None:
     answer = next((rec[k] for k in _ANSWER_KEYS if k in present), None)
     solution = rec.get("solution")
     solution = solution if isinstance(solution, str) else ""
-    if "math" in Path(path).stem.lower():
+    if "math" in _data_stem(Path(path)).lower():
         return "math"
     if isinstance(answer, str):
         if "####" in answer:
@@ -304,7 +306,7 @@ def load_dataset(
     _check_offset(offset)
     overrides = _check_fields(fields)
     display = os.fspath(path)
-    stem = Path(path).stem
+    stem = _data_stem(Path(path))
 
     selected: list[tuple[int, int, Callable[[], dict]]] = []
     count = 0
@@ -386,13 +388,34 @@ def _check_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
 RowIter = Iterator[tuple[int, Callable[[], dict]]]
 
 
+def _data_suffix(path: Path) -> str:
+    """The data format's extension, under an optional ``.gz`` (``data.jsonl.gz`` -> ``.jsonl``)."""
+    if path.suffix.lower() == ".gz":
+        return Path(path.stem).suffix.lower()
+    return path.suffix.lower()
+
+
+def _data_stem(path: Path) -> str:
+    """The file name without its data extension(s) (``hh.jsonl.gz`` -> ``hh``)."""
+    return Path(path.stem).stem if path.suffix.lower() == ".gz" else path.stem
+
+
+def _open(path: Path, mode: str, **kw):
+    """``open``, or ``gzip.open`` for a ``.gz`` file (HH-RLHF and others ship gzipped)."""
+    if path.suffix.lower() == ".gz":
+        import gzip
+
+        return gzip.open(path, mode if "b" in mode else mode.replace("r", "rt") if "t" not in mode else mode, **kw)
+    return open(path, mode, **kw)
+
+
 def _iter_rows(path: Path, display: str) -> RowIter:
-    ext = path.suffix.lower()
+    ext = _data_suffix(path)
     reader = _READERS.get(ext)
-    if reader is None:
+    if reader is None or (path.suffix.lower() == ".gz" and ext == ".parquet"):
         raise DatasetError(
             f"{display}: unknown file extension {ext or '(none)'!r}; "
-            f"expected one of {', '.join(sorted(_READERS))}"
+            f"expected one of {', '.join(sorted(_READERS))} (optionally .gz, not for .parquet)"
         )
     if not path.exists():
         raise DatasetError(f"{display}: no such file")
@@ -415,7 +438,7 @@ def _read_jsonl(path: Path, display: str) -> RowIter:
             raise DatasetError(f"{display}:{row}: invalid JSON: {e.msg} (column {e.colno})") from None
         return _as_object(value, display, row)
 
-    with open(path, "rb") as fh:
+    with _open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
@@ -430,7 +453,8 @@ def _read_jsonl(path: Path, display: str) -> RowIter:
 
 def _read_json(path: Path, display: str) -> RowIter:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with _open(path, "rb") as fh:
+            text = fh.read().decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise DatasetError(f"{display}: not valid UTF-8 ({e.reason})") from None
     if not text.strip():
@@ -462,7 +486,7 @@ def _read_parquet(path: Path, display: str) -> RowIter:
 
 
 def _read_csv(path: Path, display: str) -> RowIter:
-    with open(path, encoding="utf-8-sig", newline="") as fh:
+    with _open(path, "rt", encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
         header: list[str] | None = None
         start = 0  # records read so far, blank ones included = spreadsheet row number
@@ -872,9 +896,11 @@ def _build_pair(r: _Row) -> Question:
         chosen = _dialogue(r, kc, r.rec[kc])
         rejected = _dialogue(r, kr, r.rec[kr])
         qid = r.qid()
-        # The file order (chosen first) would leak the label: shuffle per question,
-        # deterministically from the question id.
-        if random.Random(qid).random() < 0.5:
+        # The file order (chosen first) would leak the label: shuffle per question, from the
+        # row's content (not its id, which may come from the file name: renaming the file must
+        # not change the gold letters).
+        digest = hashlib.sha256(json.dumps([prompt or "", chosen, rejected]).encode()).digest()
+        if digest[0] < 128:
             a, b, gold = chosen, rejected, "A"
         else:
             a, b, gold = rejected, chosen, "B"

@@ -346,3 +346,16 @@ def test_forgetting_and_full_memory():
     assert all(c.memory == "last" for s in steps for c in s.calls)
     # two agents: each has a single incoming edge, which is its own mean, so it always stays
     assert [c.peers for c in steps[1].calls] == [[1], [0]]
+
+
+def test_mixed_models_without_sizes_are_refused_before_the_run():
+    from engine.protocols import validate_protocol
+
+    mixed = RunConfig(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3")
+    with pytest.raises(ValueError) as err:
+        validate_protocol(mixed)
+    msg = str(err.value)
+    assert "\n" not in msg and "big-model" in msg and "model_info" in msg and "smollm2" not in msg.split("unknown:")[-1]
+    validate_protocol(RunConfig(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3",
+                                model_info={"big-model": {"params_b": 7, "tokens_t": 18}}))  # sized: fine
+    validate_protocol(RunConfig(protocol="cortex", agents=3, model="some-unknown-model"))  # one model: fine

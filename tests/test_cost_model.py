@@ -206,7 +206,9 @@ def test_s2mad_exact_given_decisions(sizes, n, groups, rounds, r, use_filter):
     pieces. The runs must include skipped turns and early stops, so those paths are exercised."""
     cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r,
                     filter=use_filter)
-    q_tokens, rows = run_sim(cfg, n_q=8)
+    # mostly right agents agree within groups, so summaries have answers (a summary has one only
+    # when the replies it read agree) and both the early stop and silent agents are exercised
+    q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
     for row, log in rows:
         assert all(rec.answer is not None for rec in log.records)  # needed by s2_decisions_from_records
         dec = cost_model.s2_decisions_from_records(log.records, n, row["rounds_run"])

@@ -114,3 +114,63 @@ def test_run_consensus_by_round_carries_early_stops_forward():
     ]
     s = summarize(rows)
     assert s["consensus_by_round"] == [0.5, 0.75, 0.875] and s["effective_rounds"] == 2.5 and s["accuracy"] == 0.5
+
+
+# ----------------------------------------------------------------- ties and per-round answers
+def test_ties_are_drawn_from_the_question_key_not_agent_order():
+    from engine.extract import majority_vote, tied_answers
+
+    assert tied_answers(["A", "B", None, "B", "A"]) == ["A", "B"] and tied_answers(["A", "A", "B"]) == ["A"]
+    assert majority_vote(["B", "A"]) == "B"  # no key: first seen (Du et al.)
+    # with a key the draw does not depend on the order the agents gave the answers in
+    for key in range(50):
+        assert majority_vote(["A", "B"], key) == majority_vote(["B", "A"], key)
+    wins = sum(majority_vote(["A", "B"], key) == "A" for key in range(400))
+    assert 150 < wins < 250  # each tied answer wins about half the keys
+    assert majority_vote(["A", "A", "B"], 7) == "A"  # no tie: the majority, whatever the key
+
+
+def test_question_row_has_the_vote_after_each_round():
+    from engine.protocols.base import Outcome
+    from engine.tasks import Question
+
+    log = DebateLog(Question("q1", "numeric", "1+1?", "2"))
+    row = log.question_row(Outcome("2", [["3", "3", "2"], ["2", "3", "4"], ["2", "2", "3"]]), 3, tie_key=11)
+    assert row["answer_by_round"][0] == "3" and row["answer_by_round"][2] == "2"
+    assert row["answer_by_round"][1] in ("2", "3", "4")  # a three-way tie after round 2: drawn
+    assert row["correct_by_round"][0] is False and row["correct_by_round"][-1] is True is row["correct"]
+    assert row["tie"] is False
+    tied = log.question_row(Outcome("3", [["2", "3"]]), 2, tie_key=11)
+    assert tied["tie"] is True and tied["correct_by_round"] == [False]
+
+
+def test_accuracy_by_round_carries_stopped_questions():
+    from engine.accounting import summarize
+
+    rows = [{"correct": True, "correct_by_round": [False, True, True], "prompt_tokens": 1, "completion_tokens": 1,
+             "n_calls": 1, "n_invalid": 0, "n_errors": 0, "consensus": [1.0], "tie": True},
+            {"correct": True, "correct_by_round": [True], "prompt_tokens": 1, "completion_tokens": 1,  # stopped
+             "n_calls": 1, "n_invalid": 0, "n_errors": 0, "consensus": [1.0], "tie": False}]
+    s = summarize(rows)
+    assert s["accuracy_by_round"] == [0.5, 1.0, 1.0] and s["n_ties"] == 1
+
+
+def test_sc_ties_no_longer_favour_agent_zero():
+    """CoT-SC with 2 samples ties often; agent 0 (where --placement puts the strongest model) used
+    to win every tie. Now about half; --tie-break first restores the old rule."""
+    from actors.backend_simulated import SimulatedBackend
+    from actors.local_run import run_local
+    from engine.tasks import arithmetic_questions
+
+    qs = arithmetic_questions(120, seed=0)
+    for rule in ("random", "first"):
+        cfg = RunConfig(protocol="sc", agents=2, backend="simulated", tie_break=rule, limit=120).validate()
+        out = run_local(cfg, qs, SimulatedBackend())
+        ties = [(row, log) for row, log in out if row["tie"]]
+        assert len(ties) > 30
+        first = {log.question.qid: next(r.answer for r in log.records if r.agent_id == 0) for _, log in ties}
+        wins = sum(row["final_answer"] == first[row["question_id"]] for row, _ in ties)
+        if rule == "random":
+            assert 0.3 * len(ties) < wins < 0.7 * len(ties), (wins, len(ties))
+        else:
+            assert wins == len(ties)

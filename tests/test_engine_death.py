@@ -68,7 +68,9 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
 
         res = engine.run(RunConfig(limit=6, out=str(tmp_path / "run"), **base), progress_cb=kill_when_busy)
         assert killed, "the run finished before the engine core could be killed"
-        assert len(res.questions) == 6 and all(q["final_answer"] is not None or q["errored"] for q in res.questions)
+        # every question ended with all its calls answered by a model (a tiny model's reply may still
+        # hold no readable answer: that is a wrong answer, not a lost call)
+        assert len(res.questions) == 6 and not any(q["errored"] for q in res.questions)
         assert res.summary["n_errors"] == 0, "a dead engine's calls became error rows instead of being resent"
         assert killed["at_calls"] < res.summary["n_calls"] == 6 * 3 * 3  # calls were still to come
         new_info = _fresh_info(engine)  # the restarted replica, with a fresh engine

@@ -169,7 +169,7 @@ def run(protocol, cfg, agent_answer, summary_answer=lambda stage, group: "7", si
 
 
 def test_gd_four_agents_two_groups_four_rounds():
-    cfg = RunConfig(protocol="group", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=5)
+    cfg = RunConfig(protocol="group", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=5, tie_break="first")
     groups = make_groups("2+2", 4, seed=5)
     table = [["1", "2", "2", "3"], ["2", "2", "2", "3"], ["2", "3", "3", "3"], ["3", "3", "2", "2"]]
     reqs, out = run(get_protocol("group"), cfg, lambda r, a: table[r][a])
@@ -281,7 +281,9 @@ def test_s2_different_answers_make_calls_and_only_dissenters_speak():
     assert out.skipped_turns == 2 and out.info["skipped_by_round"] == [[], sorted([a, b])]
     last = out.answers_by_round[1]  # silent agents keep their answers
     assert last[a] == "1" and last[b] == "1" and last[c] == "2" and last[d] == "2"
-    assert out.final_answer == last[0]  # 2-2 tie: agent 0's answer is seen first
+    assert out.final_answer in ("1", "2")  # 2-2 tie: a seeded draw ...
+    _, du = run(s2mad, s2cfg(rounds=2, tie_break="first"), lambda r, x: first[x] if r == 0 else "2")
+    assert du.final_answer == last[0]  # ... or, with --tie-break first, agent 0's answer (seen first)
 
 
 def test_s2_filter_dedups_identical_peer_views():
@@ -371,19 +373,21 @@ def _s2_expected(groups, m, t, r, q, c, ell, ans, sum_ans):
 
     cur = list(ans[0])
     total = gd_first_round_tokens(q, [c] * m)
-    stage = 0
+    stage, eff = 0, []
     for p in stage_plan(t, r)[1:]:
         if p.kind == "intra":
             d = [uniq_diff(cur[i], [cur[k] for k in groups.mates(i)]) for i in range(m)]
             total += s2_intra_round_tokens(groups.members, q, [c] * m, [c] * m, d)
         else:
-            sums = sum_ans[stage - 1]
-            visible = list(dict.fromkeys(sums))  # F(Sum)
+            sums = eff[stage - 1]
+            visible = list(dict.fromkeys(x for x in sums if x is not None)) + [None] * sums.count(None)  # F(Sum)
             d = [uniq_diff(cur[i], visible) for i in range(m)]
             total += s2_inter_round_tokens(q, [c] * m, [c] * m, [ell] * len(sums), d)
         cur = [ans[p.round][i] if s2_participation(d[i]) else cur[i] for i in range(m)]
         if p.summarize_after:
             read = [list(dict.fromkeys(cur[a] for a in g)) for g in groups.members]
+            # a summary has an answer only when the replies it read agree (else None)
+            eff.append([sum_ans[stage][j] if len(read[j]) == 1 else None for j in range(len(read))])
             total += s2_summary_tokens([list(range(len(x))) for x in read], [c] * m, [ell] * len(read))
             stage += 1
     return total
@@ -456,3 +460,19 @@ def test_validate_hook_rejects_bad_groups_before_a_run():
         validate_protocol(RunConfig(protocol=proto, agents=6, groups="3+3"))
         with pytest.raises(TopologyError, match=r"--groups '3\+4' with --agents 6"):
             validate_protocol(RunConfig(protocol=proto, agents=6, groups="3+4"))
+
+
+def test_s2_summary_listing_divergent_answers_does_not_stop_the_debate():
+    """Group B's agents disagree (18 vs 20); its summary lists both, "(18) (20)", and an extractor
+    reads its last number, 20 -- the same as group A's. That must not count as agreement."""
+    groups = make_groups("2+2", 4, seed=0)
+    (a, b), (c, d) = groups.members
+    first = {a: "20", b: "20", c: "18", d: "20"}
+    cfg = s2cfg(rounds=4, stage_rounds=1)
+    _, out = run(s2mad, cfg, lambda r, x: first[x] if r == 0 else ("20" if x != c else "18"),
+                 summary_answer=lambda s, j: "20")
+    assert not out.stopped_early and out.rounds_run == 4
+    assert out.info["summary_answers"][0] == [("20" if g == groups.group_of(a) else None) for g in range(2)]
+    # when both groups' replies agree, their summaries do stop it (Alg. 1 lines 46-47)
+    _, agreed = run(s2mad, cfg, lambda r, x: "20", summary_answer=lambda s, j: "20")
+    assert agreed.stopped_early

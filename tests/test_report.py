@@ -9,12 +9,14 @@ import pytest
 
 from engine.cli import main
 from engine.report import (
+    COLUMNS,
     PLOTS,
     ReportError,
     build_report,
     complete_calls,
     consensus_curve,
     find_run_dirs,
+    format_row,
     load_runs,
     pick_baseline,
     savings,
@@ -42,6 +44,8 @@ def write_run(sink, run_id, cfg, questions, stale=()):
                        "n_calls": len(calls), "n_summary_calls": sum(a == -1 for a, _, _ in calls),
                        "n_skipped": skipped, "prompt_tokens": sum(p for _, p, _ in calls),
                        "completion_tokens": sum(c for _, _, c in calls), "consensus": cons, "simulated": sim,
+                       # right only after the last round (debate fixed it), as graded per round
+                       "correct_by_round": [False] * (len(cons) - 1) + [correct], "tie": qid == "q0",
                        "backend": cfg["backend"], "attempt": "new"})
         c_rows += [{"run_id": run_id, "question_id": qid, "agent_id": a, "prompt_tokens": p, "completion_tokens": c,
                     "simulated": sim, "attempt": "new"} for a, p, c in calls]
@@ -245,10 +249,10 @@ def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
     build_report(sweep, tmp_path / "o")
-    assert len(titles) == 4 and all("includes SIMULATED" in t for t in titles)  # mixed real + simulated
+    assert len(titles) == 5 and all("includes SIMULATED" in t for t in titles)  # mixed real + simulated
     titles.clear()
     build_report(sweep / "b", tmp_path / "o2")  # simulated only
-    assert len(titles) == 2 and all(t.endswith("SIMULATED backend") for t in titles)
+    assert len(titles) == 3 and all(t.endswith("SIMULATED backend") for t in titles)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -273,3 +277,16 @@ def test_cli_report_missing_dir_is_exit_2_one_line(capsys, tmp_path):
     assert main(["report", str(tmp_path / "bare")]) == 2
     err = capsys.readouterr().err.strip()
     assert str(tmp_path / "bare") in err and "no runs recorded" in err and len(err.splitlines()) == 1
+
+
+def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
+    rep = build_report(sweep, tmp_path / "o")
+    rows = {r["run_id"]: r for r in rep.rows}
+    assert rows["mad-32"]["accuracy_by_round"] == [0.0, 0.75] and rows["mad-32"]["accuracy_by_round_n"] == 4
+    # the sparse run's q0 stopped after round 2: its last verdict carries to round 3
+    assert rows["sparse-43"]["accuracy_by_round"] == [0.0, 0.5, 1.0]
+    assert rows["mad-32"]["accuracy_by_round"][-1] == rows["mad-32"]["accuracy"]
+    assert rows["mad-32"]["ties"] == 1
+    cells = format_row(rows["mad-32"])
+    assert cells[COLUMNS.index("accuracy by round")] == "0.00 0.75"
+    assert (tmp_path / "o" / "accuracy_by_round.png").stat().st_size > 5000

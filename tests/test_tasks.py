@@ -380,11 +380,32 @@ def test_pair_chosen_rejected_randomised(tmp_path):
     # The order depends on the question id only, not on file position or slicing.
     sliced = load_dataset(path, "pair", offset=100, limit=10)
     assert sliced == qs[100:110]
-    # Without an id the order still depends on the (positional) qid and is reproducible.
-    rows2 = [{"chosen": "c", "rejected": "r"} for _ in range(50)]
+    # Without an id (qid from the file name and position) the order comes from the row's content:
+    # renaming the file, or moving a row, does not change its gold letter.
+    rows2 = [{"chosen": f"c{i}", "rejected": f"r{i}"} for i in range(50)]
     p2 = write(tmp_path, "json", rows2, name="noid")
-    assert load_dataset(p2, "pair") == load_dataset(p2, "pair")
-    assert len({q.gold for q in load_dataset(p2, "pair")}) == 2
+    renamed = write(tmp_path, "json", rows2[::-1], name="other-name")
+    gold = {q.text: q.gold for q in load_dataset(p2, "pair")}
+    assert {q.text: q.gold for q in load_dataset(renamed, "pair")} == gold and len(set(gold.values())) == 2
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])
+def test_gzipped_files_read_like_plain_ones(tmp_path, fmt):
+    import gzip
+
+    rows = [{"id": f"q{i}", "question": f"{i} + 1?", "answer": str(i + 1)} for i in range(5)]
+    plain = write(tmp_path, fmt, rows)
+    gz = tmp_path / f"data.{fmt}.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    def fields(qs):
+        return [(q.qid, q.text, q.gold, q.row) for q in qs]
+
+    assert fields(load_dataset(gz, "numeric")) == fields(load_dataset(plain, "numeric"))
+    assert infer_task(gz) == "numeric"
+    bad = tmp_path / "x.parquet.gz"
+    bad.write_bytes(b"")
+    with pytest.raises(DatasetError, match="unknown file extension"):
+        load_dataset(bad, "numeric")
 
 
 @pytest.mark.parametrize(

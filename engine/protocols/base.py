@@ -136,6 +136,18 @@ ProtocolGen = Generator[Request, Any, Outcome]
 ProtocolFn = Callable[[Context], ProtocolGen]
 
 
+def tie_key(ctx_or_cfg, key: int) -> int | None:
+    """The tie-break key of a question's votes: its key (seeded draw) or None (``--tie-break
+    first``: the answer seen first, in agent order)."""
+    cfg = getattr(ctx_or_cfg, "cfg", ctx_or_cfg)
+    return None if getattr(cfg, "tie_break", "random") == "first" else key
+
+
+def vote(ctx: "Context", answers: list[str | None]) -> str | None:
+    """A protocol's vote over ``answers``, ties broken as the run says (:func:`tie_key`)."""
+    return majority_vote(answers, tie_key(ctx, ctx.key))
+
+
 def consensus(answers: list[str | None]) -> float:
     """Share of agents whose answer equals the majority answer (invalid answers dissent)."""
     maj = majority_vote(answers)

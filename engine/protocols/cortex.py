@@ -44,11 +44,14 @@ Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 
 * **Consensus (step 4).** "All agents agree" means every extracted answer is the same *valid*
   answer; unreadable answers never agree. Following Alg. 1, it is checked after debate rounds
   only (not after round 0), so at least one debate round runs when ``--rounds >= 2``.
-* **Ties in eq. 14** go to the answer given first in agent order (``majority_vote``); unreadable
-  answers do not vote.
+* **Ties in eq. 14** are broken as every protocol's vote is (:func:`~engine.protocols.base.vote`:
+  a draw seeded by the run seed and question, or agent order with ``--tie-break first``);
+  unreadable answers do not vote.
 * **Unknown models.** ``cfg.model_info[model] = {"params_b", "tokens_t"}`` gives N and M. A model
-  without an entry uses :data:`KNOWN_MODELS` (matched on the lower-cased name) and otherwise the
-  SmolLM2-135M values; ``info["credibility"]["source"]`` says which, per agent.
+  without an entry uses :data:`KNOWN_MODELS` (matched on the lower-cased name). When the agents'
+  models differ, a model of unknown size is an error before the run (:func:`validate`); with one
+  model for all, the SmolLM2-135M values stand in (credibility is then equal for every agent);
+  ``info["credibility"]["source"]`` says which, per agent.
 """
 
 from __future__ import annotations
@@ -57,9 +60,8 @@ import math
 import re
 from typing import Any
 
-from engine.extract import majority_vote
 from engine.prompts import register_stages
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from topologies.cortex import MDMState, credibility, pretraining_loss, recalibrate
 
 # --------------------------------------------------------------------------- prompts (Table 7)
@@ -137,6 +139,23 @@ def model_size(name: str, model_info: dict[str, dict[str, float]]) -> tuple[floa
     full = params is not None and tokens is not None
     return (params if params is not None else fallback[0], tokens if tokens is not None else fallback[1],
             "model_info" if full else f"model_info+{source}")
+
+
+def validate(cfg) -> None:
+    """Before a run: agents on *different* models get credibility (eqs. 3-4) from each model's size,
+    so every one of those models needs a known size (``model_info`` or :data:`KNOWN_MODELS`);
+    falling back to SmolLM2's size would weight them silently wrong. One model for every agent
+    needs none (equal credibility whatever the size)."""
+    models = list(dict.fromkeys(spec.model for spec in cfg.agent_specs()))
+    if len(models) < 2:
+        return
+    unknown = [m for m in models if "default" in model_size(m, cfg.model_info or {})[2]]
+    if unknown:
+        raise ValueError(
+            f"--protocol cortex: agents use different models ({', '.join(models)}), weighted by model size "
+            f"(credibility, eqs. 3-4), but the size of {', '.join(unknown)} is unknown: add "
+            f"model_info: {{{unknown[0]}: {{params_b: <billions of parameters>, tokens_t: <trillions of training "
+            f"tokens>}}}} to the run's YAML")
 
 
 # --------------------------------------------------------------------------- confidence parsing
@@ -319,5 +338,5 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             break
 
     # Phase 3: eq. 14
-    return Outcome(final_answer=majority_vote(answers), answers_by_round=history, stopped_early=stopped,
+    return Outcome(final_answer=vote(ctx, answers), answers_by_round=history, stopped_early=stopped,
                    skipped_turns=0, info=info)

@@ -52,9 +52,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from engine.extract import majority_vote
 from engine.prompts import register_stages
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
 
 MEMORY = "last"  # GD sec. 4.1: only the last round's output / the last stage's summary is kept
@@ -172,7 +171,7 @@ def group_debate(ctx: Context) -> ProtocolGen:
             summary_answers.append([r.answer for r in sreplies])
 
     return Outcome(
-        final_answer=majority_vote(answers),  # Alg. 1 line 42: VOTE over every agent's last answer
+        final_answer=vote(ctx, answers),  # Alg. 1 line 42: VOTE over every agent's last answer
         answers_by_round=history,
         info={
             "groups": [list(g) for g in groups.members],

@@ -12,8 +12,7 @@ round (k independent samples, then the vote).
 
 from __future__ import annotations
 
-from engine.extract import majority_vote
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, vote
 from topologies import Topology, make_topology
 
 
@@ -59,4 +58,4 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
         texts = [r.text for r in replies]
         answers = [r.answer for r in replies]
         history.append(answers)
-    return Outcome(final_answer=majority_vote(answers), answers_by_round=history)
+    return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)

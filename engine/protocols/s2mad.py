@@ -60,9 +60,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from engine.extract import majority_vote
 from engine.prompts import register_stages
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step, vote
 from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
 from engine.protocols.group_debate import validate as _validate_groups
 from topologies.groups import (
@@ -108,6 +107,16 @@ def validate(cfg) -> None:
 
 def _text(reply: Reply) -> str:
     return reply.text if reply.error is None else ""
+
+
+def summary_answer(extracted: str | None, sources: Sequence[int], answers: Sequence[str | None]) -> str | None:
+    """A group summary's answer: the one extracted from it, but only when its source replies all
+    agree on one valid answer; else None. Our choice, where the paper is silent: a summary that
+    lists divergent answers ("(18) (20)") would otherwise be read as its last number, and the
+    answer-mode early stop (Alg. 1 lines 46-47) could end the debate while agents still disagree
+    (None is similar to nothing)."""
+    found = {answers[i] for i in sources}
+    return extracted if len(found) == 1 and None not in found else None
 
 
 def _similar(cfg, texts: list[str], answers: list[str | None]):
@@ -199,8 +208,8 @@ def s2mad(ctx: Context) -> ProtocolGen:
                 members = [dedup(list(g), sim) for g in groups.members]
             sreplies = yield Step(rp.round, summary_calls(
                 groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members))
-            pool = [(_text(r), r.answer, m) for r, m in zip(sreplies, members)]
-            summary_answers.append([r.answer for r in sreplies])
+            pool = [(_text(r), summary_answer(r.answer, m, answers), m) for r, m in zip(sreplies, members)]
+            summary_answers.append([p[1] for p in pool])
             pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
             # Alg. 1 lines 46-47: stop when the filtered pool holds a single summary (2+ groups)
             if cfg.early_stop and n_groups >= 2 and all_similar([n + j for j in range(n_groups)], pool_sim):
@@ -208,7 +217,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
                 break
 
     return Outcome(
-        final_answer=majority_vote(answers),  # Alg. 1 line 51: VOTE over every agent's latest answer
+        final_answer=vote(ctx, answers),  # Alg. 1 line 51: VOTE over every agent's latest answer
         answers_by_round=history,
         stopped_early=stopped,
         skipped_turns=skipped,
