@@ -1,0 +1,48 @@
+"""The engine's grading, as one public API for researchers (and for re-grading stored replies).
+
+    from engine.grading import extract_answer, is_correct
+    ans = extract_answer(reply_text, "numeric")          # "18", or None when the reply has none
+    is_correct(ans, "Janet sells ... #### 18", "numeric")  # gold as written in the dataset file
+
+``extract_answer(text, task, n_choices=None)`` reads an agent's own final answer from a reply
+(:mod:`engine.extract` documents the rules and their order) and returns its canonical string or
+None. ``is_correct(predicted, gold, task)`` compares a predicted answer with a gold answer as a
+dataset writes it: a GSM8K answer field with its ``#### N`` line, a MATH solution with its
+``\\boxed{}``, a bare value, or a choice letter. Tasks: ``numeric``, ``math``, ``choice``, ``pair``.
+"""
+
+from __future__ import annotations
+
+from engine import extract as _extract
+
+TASKS = _extract.TASKS
+
+
+def extract_answer(text: str | None, task: str, n_choices: int | None = None) -> str | None:
+    """The reply's own final answer in canonical form, or None (see :mod:`engine.extract`).
+    ``n_choices`` bounds the letters of a ``choice`` task (default 4)."""
+    return _extract.extract_answer(text, task, n_choices or 4)
+
+
+def gold_answer(gold: str | None, task: str) -> str | None:
+    """The answer part of a gold field as datasets write it: what follows the last ``####``
+    (GSM8K), else the last ``\\boxed{}`` (MATH solutions), else the field itself."""
+    if gold is None:
+        return None
+    g = str(gold)
+    if "####" in g:
+        return g.rsplit("####", 1)[1].strip() or None
+    if task in ("math", "numeric") and ("\\boxed" in g or "\\fbox" in g):
+        boxed = _extract._find_boxed(g)
+        if boxed:
+            return boxed[-1]
+    return g.strip() or None
+
+
+def is_correct(predicted: str | None, gold: str | None, task: str) -> bool:
+    """Whether ``predicted`` (an answer, e.g. from :func:`extract_answer`) equals the dataset's
+    ``gold``; None (no answer) is never correct."""
+    return _extract.answers_equal(predicted, gold_answer(gold, task), task)
+
+
+__all__ = ["TASKS", "extract_answer", "gold_answer", "is_correct"]
