@@ -75,7 +75,9 @@ class AgentCore:
                res: GenResult, user: Message | None = None) -> CallRecord:
         answer = None
         if res.error is None:
-            answer = extract_answer(res.text, question.task, len(question.choices) or 4)
+            # a reply cut off at the token limit counts only a marked answer, never its last number
+            answer = extract_answer(res.text, question.task, len(question.choices) or 4,
+                                    marked_only=res.finish_reason == "length")
             if user is not None:  # an agent turn: remember it
                 history = self.memory.setdefault(question.qid, [])
                 history.append(user)

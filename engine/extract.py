@@ -728,7 +728,7 @@ def _is_report(text: str, pos: int) -> bool:
     return _FIRST_PERSON.search(clause, others[-1]) is None
 
 
-def _extract_number_like(text: str, task: str) -> str | None:
+def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str | None:
     canon = _numeric_from_segment if task == "numeric" else _math_canon
 
     # 1. last \boxed{...} / \fbox{...}
@@ -773,6 +773,8 @@ def _extract_number_like(text: str, task: str) -> str | None:
             if val is not None:
                 return val
 
+    if marked_only:  # a reply cut off at the token limit: its last number is not an answer
+        return None
     # 4. last number in the text (math: last number or \frac), outside clauses reporting others
     nums = [x for x in _numbers_in(text) if not _is_report(text, x[0])]
     best_num = nums[-1] if nums else None
@@ -869,7 +871,7 @@ def _in_range(letter: str, n: int) -> bool:
     return len(letter) == 1 and letter in _LETTERS[:n]
 
 
-def _extract_letter(text: str, task: str, n: int) -> str | None:
+def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> str | None:
     # 1. \boxed{B}
     for content in _find_boxed(text)[::-1][:_MAX_TRIES]:
         if len(content) > 40:
@@ -913,8 +915,9 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
     if best is not None:
         return best[1]
 
-    # 4. **B**, 5. line that is just "B" / "B." / "(B)", 6. "(B)" / "option B"
-    for pat in (_BOLD, _LINE_ALONE, _MENTION):
+    # 4. **B**, 5. line that is just "B" / "B." / "(B)", 6. "(B)" / "option B" (6 and 7 are
+    # mentions, not markers: skipped for a reply cut off at the token limit)
+    for pat in (_BOLD, _LINE_ALONE) if marked_only else (_BOLD, _LINE_ALONE, _MENTION):
         for m in reversed(list(pat.finditer(text))):
             letter = (m.group("P") or m.group("L") or "").upper()
             if _in_range(letter, n) and not (pat is _MENTION and _is_report(text, m.start())):
@@ -922,6 +925,8 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
 
     # 7. weak fallback: last standalone capital letter; "A"/"I" followed by a
     # word are the article/pronoun, not an answer.
+    if marked_only:
+        return None
     for m in reversed(list(_STANDALONE.finditer(text))):
         letter = m.group("L")
         if not _in_range(letter, n) or _is_report(text, m.start()):
@@ -937,10 +942,13 @@ def _extract_letter(text: str, task: str, n: int) -> str | None:
 # --------------------------------------------------------------------------
 
 
-def extract_answer(text: str | None, task: str, n_choices: int = 4) -> str | None:
+def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only: bool = False) -> str | None:
     """Canonical answer string read from a model reply, or None if none can be read.
 
-    See the module docstring for the precedence of the patterns.
+    See the module docstring for the precedence of the patterns. ``marked_only``: only marked
+    answers count (``\\boxed``, ``####``, answer phrases, a bold or lone letter), not the last
+    number or a mentioned letter: for a reply that stopped at the token limit, whose last
+    number is wherever the reasoning was cut off.
     """
     _check_task(task)
     n = _n_letters(task, n_choices)
@@ -950,8 +958,8 @@ def extract_answer(text: str | None, task: str, n_choices: int = 4) -> str | Non
     if not text.strip():
         return None
     if task in ("numeric", "math"):
-        return _extract_number_like(text, task)
-    return _extract_letter(text, task, n)
+        return _extract_number_like(text, task, marked_only)
+    return _extract_letter(text, task, n, marked_only)
 
 
 def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:

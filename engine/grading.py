@@ -18,10 +18,11 @@ from engine import extract as _extract
 TASKS = _extract.TASKS
 
 
-def extract_answer(text: str | None, task: str, n_choices: int | None = None) -> str | None:
+def extract_answer(text: str | None, task: str, n_choices: int | None = None, truncated: bool = False) -> str | None:
     """The reply's own final answer in canonical form, or None (see :mod:`engine.extract`).
-    ``n_choices`` bounds the letters of a ``choice`` task (default 4)."""
-    return _extract.extract_answer(text, task, n_choices or 4)
+    ``n_choices`` bounds the letters of a ``choice`` task (default 4); ``truncated``: the reply
+    stopped at the token limit (``finish_reason == "length"``), so only a marked answer counts."""
+    return _extract.extract_answer(text, task, n_choices or 4, marked_only=truncated)
 
 
 def gold_answer(gold: str | None, task: str) -> str | None:

@@ -589,3 +589,15 @@ def test_numeric_free_text(text, want):
 ])
 def test_own_final_answer_wins_over_reported_ones(text, task, want):
     assert extract_answer(text, task) == want
+
+
+@pytest.mark.parametrize("text, task, want", [
+    ("First 3 + 4 = 7, then 7 * 2 = 14, and then we subtract", "numeric", None),  # cut mid-reasoning
+    ("The answer is 14. Now let me double-check with 3 + 4", "numeric", "14"),  # marked before the cut
+    ("So \\boxed{14}. Checking: 7 * 2 = 1", "numeric", "14"),
+    ("Options (A) and (C) look plausible, but", "choice", None),
+    ("Answer: (C)\nBecause option A fails", "choice", "C"),
+])
+def test_a_reply_cut_off_counts_only_a_marked_answer(text, task, want):
+    assert extract_answer(text, task, marked_only=True) == want
+    assert extract_answer(text, task) is not None  # the same text, complete, has a fallback answer

@@ -61,3 +61,18 @@ def test_agent_memory_grows_per_question_and_is_forgotten():
     assert len(core.memory["q"]) == 4 and "peer says" in core.memory["q"][2]["content"]
     core.forget("q")
     assert "q" not in core.memory
+
+
+def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
+    from engine.records import GenResult
+
+    q = Question(qid="q", task="numeric", text="What?", gold="42")
+    core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), False)
+    call = AgentCall(0, "first")
+    request, user = core.request(q, call, 0, key=3)
+    cut = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "length")
+    done = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "stop")
+    assert core.record(q, 0, call, request, cut, user).answer is None
+    assert core.record(q, 0, call, request, done, user).answer == "3"
+    marked = GenResult("The answer is 42. Let me check 42 * 3", 10, 16, 0.1, "length")
+    assert core.record(q, 0, call, request, marked, user).answer == "42"
