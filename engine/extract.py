@@ -65,7 +65,8 @@ numeric / math
     2. the last ``#### X`` line (for numeric X must start with a number, for
        math it must not start with a word, so markdown headings such as
        ``#### Step 2`` are ignored);
-    3. the last "answer is X" / "final answer: X" / "answer: X" / "answer = X"
+    3. the last explicit final statement ("final answer: X", "my final answer
+       is X"), else the last "answer is X" / "answer: X" / "answer = X"
        (case-insensitive; ``**`` bold, ``is:``, ``$`` allowed).  X runs to the
        end of the line (or the next line if that is empty; at most 300
        characters) and, for math, to the closing ``$`` when it starts with
@@ -728,6 +729,17 @@ def _is_report(text: str, pos: int) -> bool:
     return _FIRST_PERSON.search(clause, others[-1]) is None
 
 
+_FINAL_WORD = re.compile(r"(?i)\bfinal\b[^\n.]{0,20}$")
+
+
+def _final_first(matches: list[re.Match], text: str) -> list[re.Match]:
+    """Answer-phrase matches (latest first) with the explicit final statements ("Final answer:",
+    "my final answer is") ahead of the rest: an agent's closing statement outranks an "the
+    answer is" said on the way (the order of trust of rule 3)."""
+    final = [m for m in matches if _FINAL_WORD.search(text, max(0, m.start() - 30), m.start())]
+    return final + [m for m in matches if m not in final]
+
+
 def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str | None:
     canon = _numeric_from_segment if task == "numeric" else _math_canon
 
@@ -752,9 +764,10 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
         if val is not None:
             return val
 
-    # 3. last "the answer is X" / "final answer: X" / "answer: X" that is the writer's own (a
-    # clause reporting another agent's answer is skipped: see _is_report)
-    for m in list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES]:
+    # 3. last "final answer: X" / "my final answer is X", then the last "the answer is X" /
+    # "answer: X", that is the writer's own (a clause reporting another agent's answer is
+    # skipped: see _is_report)
+    for m in _final_first(list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES], text):
         if _is_report(text, m.start()):
             continue
         seg = _phrase_segment(text, m.end(), task)
@@ -880,8 +893,9 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
         if val is not None:
             return val
 
-    # 2. "answer is B" / "answer: (c)" (not in a clause reporting another agent's answer)
-    for m in reversed(list(_CHOICE_ANS.finditer(text))):
+    # 2. "final answer: B", then "answer is B" / "answer: (c)" (not in a clause reporting
+    # another agent's answer)
+    for m in _final_first(list(reversed(list(_CHOICE_ANS.finditer(text)))), text):
         if _is_report(text, m.start()):
             continue
         body = m.group("body")

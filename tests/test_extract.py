@@ -601,3 +601,13 @@ def test_own_final_answer_wins_over_reported_ones(text, task, want):
 def test_a_reply_cut_off_counts_only_a_marked_answer(text, task, want):
     assert extract_answer(text, task, marked_only=True) == want
     assert extract_answer(text, task) is not None  # the same text, complete, has a fallback answer
+
+
+@pytest.mark.parametrize("text, task, want", [
+    ("Final answer: 8. To double-check, the answer is 9 if we count twice.", "numeric", "8"),
+    ("My final answer is 30; a careless reader might think the answer is 35.", "numeric", "30"),
+    ("My final answer is (B). Some would say the answer is (C).", "choice", "B"),
+    ("The answer is 10. Answer: 12", "numeric", "12"),  # no final statement: the last one wins
+])
+def test_final_statement_outranks_answer_is_on_the_way(text, task, want):
+    assert extract_answer(text, task) == want
