@@ -135,7 +135,16 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     hf_logging.disable_progress_bar()  # one-time work inside a replica: no bar through Ray's log forwarding
     out.mkdir(parents=True)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # transformers' GGUF reader draws its own tqdm bar (not behind disable_progress_bar): quiet it too
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    bar = getattr(gguf_utils, "tqdm", None)
+    gguf_utils.tqdm = lambda iterable=None, *a, **k: iterable
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
     # The dequantized weights are plain float32 now; drop the GGUF quantization marker so the
     # folder loads as an ordinary model (transformers refuses to save a "quantized" model).
     model.config.__dict__.pop("quantization_config", None)

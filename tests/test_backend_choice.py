@@ -188,3 +188,17 @@ def test_hub_check_reads_the_cache_first_and_never_retries_when_offline(tmp_path
         model_store.check_hub_model("org/other-model")
     msg = str(err.value)
     assert msg.startswith("--model org/other-model: the Hugging Face hub") and "HF_HUB_OFFLINE" in msg and "\n" not in msg
+
+
+@pytest.mark.slow
+def test_gguf_conversion_draws_no_progress_bars(tmp_path, monkeypatch, capfd):
+    """The packaged GGUF is converted once per machine, inside a replica on first use; transformers'
+    bars ("Loading weights", "Converting and de-quantizing GGUF tensors") would reach the user's
+    terminal through Ray's log forwarding."""
+    from actors import model_store
+
+    monkeypatch.setenv("DEBATE_CACHE", str(tmp_path))
+    folder = model_store.resolve_model("smollm2-135m-instruct")
+    assert (folder / "model.safetensors").is_file() and str(folder).startswith(str(tmp_path))
+    err = capfd.readouterr().err
+    assert "de-quantizing" not in err and "Loading weights" not in err
