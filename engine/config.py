@@ -268,12 +268,11 @@ class RunConfig:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
             raise bad("tensor_parallel", f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})")
-        if self.tie_break not in TIE_BREAKS:
-            raise bad("tie_break", f"{self.tie_break!r} is not one of {', '.join(TIE_BREAKS)}")
-        if self.device not in DEVICES:
-            raise bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
-        if self.embedding_device not in EMBEDDING_DEVICES:
-            raise bad("embedding_device", f"{self.embedding_device!r} is not one of {', '.join(EMBEDDING_DEVICES)}")
+        for name, allowed in (("tie_break", TIE_BREAKS), ("device", DEVICES), ("embedding_device", EMBEDDING_DEVICES),
+                              ("context_overflow", CONTEXT_OVERFLOW), ("similarity", SIMILARITY),
+                              ("placement", PLACEMENTS)):
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
         if not self.placement_timeout > 0:
             raise bad("placement_timeout", f"must be positive seconds (got {self.placement_timeout})")
         if self.agents < 1:
@@ -294,12 +293,6 @@ class RunConfig:
                 raise bad("density", "is required with --protocol sparse and a regular topology")
             if kind == "edges" and not self.edges:
                 raise bad("edges", "is required with --topology edges (e.g. '0-1,1-2,2-0')")
-        if self.context_overflow not in CONTEXT_OVERFLOW:
-            raise bad("context_overflow", f"{self.context_overflow!r} is not one of {', '.join(CONTEXT_OVERFLOW)}")
-        if self.similarity not in SIMILARITY:
-            raise bad("similarity", f"{self.similarity!r} is not one of {', '.join(SIMILARITY)}")
-        if self.placement not in PLACEMENTS:
-            raise bad("placement", f"{self.placement!r} is not one of {', '.join(PLACEMENTS)}")
         if self.placement != "none" and not self.models:
             raise ConfigError(
                 f"--placement {self.placement} needs --models (models strongest first, e.g. 'big*1,small*5')"
