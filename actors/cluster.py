@@ -147,10 +147,7 @@ def here() -> dict[str, Any]:
     import ray
 
     ctx = ray.get_runtime_context()
-    try:
-        gpus = [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])]
-    except Exception:  # pragma: no cover - outside a worker
-        gpus = []
+    gpus = [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])]
     return {"node_id": ctx.get_node_id(), "node_ip": ray.util.get_node_ip_address(), "gpu_ids": gpus}
 
 
