@@ -1,6 +1,7 @@
 """Answer extraction, canonicalisation, equivalence and majority vote.
 
-Pure standard-library module: it reads the final answer out of a free-text LLM
+Pure module (standard library; MATH equivalence also asks ``math-verify``, see
+:mod:`engine.equivalence`): it reads the final answer out of a free-text LLM
 reply, maps answers to one canonical string per task, compares them, and takes
 majority votes.  Model text is only ever matched with regular expressions and
 parsed with :class:`fractions.Fraction`; it is never evaluated.
@@ -23,31 +24,41 @@ Tasks (see :data:`TASKS`)
     multipliers (``"1.5 million"`` -> ``"3/2"``).
 
 ``"math"``
-    Hendrycks MATH answers.  Equivalence is *string equality after
-    normalisation* (like the MATH paper's checker), not symbolic algebra.
+    Hendrycks MATH answers.  Two answers are equal when their canonical strings
+    (below) are equal or, failing that, when Hugging Face's ``math-verify`` finds
+    them mathematically equal (:mod:`engine.equivalence`: sets and unordered
+    solution lists, ``\\pm``, intervals and ``x \\in (a, b)``, matrices, mixed
+    numbers, ``x+1`` = ``1+x``).  Votes compare canonical strings.  The canonical
+    string is valid LaTeX (it is stored as ``final_answer``).
     Normalisation, in order: unwrap the last ``\\boxed{}``/``\\fbox{}`` if the
     answer still has one; drop ``$``, ``\\$``, ``\\(..\\)``/``\\[..\\]``,
     ``\\displaystyle``, ``\\left``/``\\right``, the spacing commands ``\\!``,
-    ``\\,``, ``\\;``, ``\\:``, ``\\ ``, ``\\quad``, ``~``; ``{,}`` -> ``,``;
+    ``\\,``, ``\\;``, ``\\:``, ``\\ ``, ``\\quad``, ``~`` (a matrix row break
+    ``\\\\`` is kept); ``bmatrix`` -> ``pmatrix``; ``{,}`` -> ``,``;
     drop ``\\%``/``%``, ``^\\circ``/``^{\\circ}``/``\\degree``/``°``;
     ``\\dfrac``/``\\tfrac``/``\\cfrac`` -> ``\\frac``; a trailing
     ``\\text{..}`` (or ``\\mbox``/``\\mathrm``/...) after something containing a
     digit is a unit and is dropped (``575\\text{ students}`` -> ``575``, also
-    with ``^2``), any other ``\\text{X}`` is unwrapped to ``X``
-    (``\\text{(C)}`` -> ``(C)``); trailing ``.``; a number followed only by
-    plain words (``"5 cm"``) -> the number; all whitespace is removed;
+    with ``^2``), any other ``\\text{X}`` is unwrapped to ``X``; trailing ``.``;
+    a number followed only by plain words (``"5 cm"``) -> the number; whitespace
+    is removed except one space between a control word and a letter
+    (``2\\pi r``); ``\\cdot`` between a number and a letter or command goes
+    (``3\\cdot\\sqrt{13}`` -> ``3\\sqrt{13}``); ``_{8}``/``^{2}`` -> ``_8``/``^2``;
     ``\\frac``/``\\sqrt`` arguments get braces (``\\frac12`` ->
     ``\\frac{1}{2}``, ``\\sqrt2`` -> ``\\sqrt{2}``); one redundant outer brace
-    pair is removed; a leading single-variable assignment ``x=`` is removed.
-    If the result is a plain number, ``a/b`` or ``[-]\\frac{a}{b}`` with numeric
-    ``a``, ``b`` it becomes the numeric canonical form above (so
-    ``\\dfrac{9}{7}``, ``9/7`` and ``\\frac97`` are all ``"9/7"``, ``0.5`` and
-    ``\\frac{1}{2}`` are both ``"1/2"``, ``\\$15,\\!000`` is ``"15000"``; a
-    list whose later items all have exactly 3 digits, e.g. ``"1, 234"``, is
-    therefore read as a thousands number too).  A top-level comma list
-    (optionally in one pair of ``()``/``[]``) keeps its commas and has each
-    numeric element canonicalised (``"-2, 1"`` -> ``"-2,1"``, ``"(1,\\frac{9}{2})"`` ->
-    ``"(1,9/2)"``).  Anything else stays as the normalised LaTeX string.
+    pair is removed; a leading single-variable ``x=`` or ``x\\in`` is removed; a
+    lone letter in parentheses (``\\text{(C)}``) -> the letter; a word of three
+    or more letters is lower-cased (``\\text{Monday}`` -> ``monday``).
+    If the result is a plain number, ``a/b``, ``[-]\\frac{a}{b}`` with numeric
+    ``a``, ``b`` or a mixed number ``2\\frac{1}{2}`` it becomes the numeric
+    canonical form above (so ``\\dfrac{9}{7}``, ``9/7`` and ``\\frac97`` are all
+    ``"9/7"``, ``0.5`` and ``\\frac{1}{2}`` are both ``"1/2"``, ``\\$15,\\!000``
+    is ``"15000"``; a list whose later items all have exactly 3 digits, e.g.
+    ``"1, 234"``, is therefore read as a thousands number too).  A bare top-level
+    comma list (the solutions of an equation) has each numeric element
+    canonicalised and is sorted (``"1, -2"`` -> ``"-2,1"``); a list in one pair of
+    ``()``/``[]`` keeps its order (``"(1,\\frac{9}{2})"`` -> ``"(1,9/2)"``).
+    Anything else stays as the normalised LaTeX string.
 
 ``"choice"``
     Multiple choice: one upper-case letter among the first ``n_choices``
@@ -457,6 +468,8 @@ def _brace_args(s: str, depth: int = 0) -> str:
             break
         out.append(s[i : m.end()])
         i = m.end()
+        if s.startswith(" ", i):  # "\\sqrt x": the space kept after a control word
+            i += 1
         nargs = 2
         if m.group(1) == "sqrt":
             nargs = 1
@@ -525,7 +538,9 @@ def _math_normalize(raw: str) -> str:
     s = s.replace("\\displaystyle", "")
     s = re.sub(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])", "", s)
     s = s.replace("{,}", ",")
-    s = re.sub(r"\\[!,;:> ]", "", s)
+    s = _SPACING.sub(lambda m: m.group(0) if m.group(0) == "\\\\" else "", s)  # keeps the row break "\\"
+    s = re.sub(r"\\begin\{bmatrix\}", r"\\begin{pmatrix}", s)
+    s = re.sub(r"\\end\{bmatrix\}", r"\\end{pmatrix}", s)
     s = re.sub(r"\\q?quad(?![A-Za-z])", " ", s)
     s = s.replace("~", " ")
     s = s.replace("\\%", "").replace("%", "")
@@ -538,7 +553,9 @@ def _math_normalize(raw: str) -> str:
     m = _NUM_THEN_WORDS.fullmatch(s)
     if m:
         s = m.group(1)
-    s = re.sub(r"\s+", "", s)
+    s = _drop_spaces(s)
+    s = re.sub(r"(?<=\d)\\cdot ?(?=\\[A-Za-z]|[A-Za-z])", "", s)  # 3\cdot\sqrt{13} is 3\sqrt{13}
+    s = re.sub(r"([_^])\{([A-Za-z0-9])\}", r"\1\2", s)  # 52_{8} is 52_8, x^{2} is x^2
     try:
         s = _brace_args(s)
     except RecursionError:  # pragma: no cover - absurdly nested input
@@ -549,11 +566,27 @@ def _math_normalize(raw: str) -> str:
         while a < b and pairs.get(a) == b:
             a, b = a + 1, b - 1
         s = s[a : b + 1]
-    m = re.fullmatch(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?=([^=]+)", s)
+    m = re.fullmatch(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?(?:=|\\in(?![A-Za-z]))([^=]+)", s)
     if m:
         s = m.group(1)
     s = s.rstrip(".")
+    m = re.fullmatch(r"\(([A-Za-z])\)", s)  # \text{(C)}: a choice letter
+    if m:
+        s = m.group(1)
+    if re.fullmatch(r"[A-Za-z]{3,}", s):  # a word answer ("Monday"): case does not matter
+        s = s.lower()
     return s
+
+
+_SPACING = re.compile(r"\\\\|\\[!,;:> ]")
+_CONTROL_WORD_THEN_LETTER = re.compile(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])")
+
+
+def _drop_spaces(s: str) -> str:
+    """All whitespace removed, except one space after a control word followed by a letter
+    (``\\pi r`` stays valid LaTeX, not ``\\pir``)."""
+    s = _CONTROL_WORD_THEN_LETTER.sub(lambda m: m.group(1) + "\x00", s)
+    return re.sub(r"\s+", "", s).replace("\x00", " ")
 
 
 def _math_numeric(s: str) -> str | None:
@@ -561,6 +594,12 @@ def _math_numeric(s: str) -> str | None:
     if not s:
         return None
     f = _parse_number_strict(s)
+    if f is None:
+        m = re.fullmatch(r"([-+]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}", s)  # a mixed number: 2\frac{1}{2} is 5/2
+        if m and int(m.group(4)) != 0:
+            f = int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4)))
+            if m.group(1) == "-":
+                f = -f
     if f is None:
         m = re.fullmatch(r"([-+]?)\\frac\{([^{}]+)\}\{([^{}]+)\}", s)
         if m:
@@ -575,6 +614,14 @@ def _math_numeric(s: str) -> str | None:
     return _format_fraction(f)
 
 
+def _to_fraction_canon(x: str) -> Fraction | None:
+    """The value of a numeric canonical string ("-9/4"), or None for anything else."""
+    try:
+        return Fraction(x) if re.fullmatch(r"-?\d+(?:/\d+)?", x) else None
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
 def _math_canon(raw: str) -> str | None:
     s = _math_normalize(raw)
     if not s:
@@ -583,8 +630,14 @@ def _math_canon(raw: str) -> str | None:
     if val is not None:
         return val
     parts = _split_top(s)
-    if len(parts) > 1:
-        return ",".join(_math_numeric(p) or p for p in parts)
+    if len(parts) > 1:  # a bare list: the solutions of an equation, in any order
+        items = [_math_numeric(p) or p for p in parts]
+        values = [_to_fraction_canon(x) for x in items]
+        if all(v is not None for v in values):
+            items = [x for _, x in sorted(zip(values, items))]
+        else:
+            items.sort()
+        return ",".join(items)
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _matching_close(s, 0) == len(s) - 1:
         inner = _split_top(s[1:-1])
         if len(inner) > 1:
@@ -660,6 +713,7 @@ _PROSE_CUT = re.compile(
     r"and[ \t]+(?:the|this|that|it|we|so|then)|or[ \t]+(?:the|we))\b"
 )
 _ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[A-Za-z*]+\}")  # \begin{pmatrix} is not prose
 _FRAC_TOKEN = re.compile(
     r"(?:(?<![\w)\]}.^])-)?\\[dtc]?frac\s*(?:\{[^{}]*\}|[^{}\s\\])\s*(?:\{[^{}]*\}|[^{}\s\\])"
 )
@@ -779,7 +833,7 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
             if short or re.search(r"[\d\\^_=+\-*/()\[\]{}]", seg):
                 val = _math_canon(seg)
                 # a long segment that still contains English words is prose
-                if val is not None and (short or not _ENGLISH_WORD.search(val)):
+                if val is not None and (short or not _ENGLISH_WORD.search(_ENVIRONMENT.sub("", val))):
                     return val
         else:
             val = _numeric_from_segment(seg)
@@ -977,7 +1031,8 @@ def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only:
 
 
 def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:
-    """True when both sides canonicalise to the same non-None string.
+    """True when both sides canonicalise to the same non-None string or, for ``math``, when
+    math-verify finds them equal (:mod:`engine.equivalence`).
 
     ``pred`` None (unparseable) is never correct.  For choice tasks letters up
     to ``Z`` are accepted on both sides (the range check belongs to extraction).
@@ -989,7 +1044,15 @@ def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:
     if p is None:
         return False
     g = canonical_answer(gold, task, 26)
-    return g is not None and p == g
+    if g is None:
+        return False
+    if p == g:
+        return True
+    if task == "math":  # symbolic equivalence (sets, intervals, matrices, x+1 = 1+x): math-verify
+        from engine.equivalence import math_equivalent
+
+        return math_equivalent(p, g)
+    return False
 
 
 def vote_counts(answers: Iterable[str | None]) -> dict[str, int]:

@@ -8,7 +8,9 @@
 (:mod:`engine.extract` documents the rules and their order) and returns its canonical string or
 None. ``is_correct(predicted, gold, task)`` compares a predicted answer with a gold answer as a
 dataset writes it: a GSM8K answer field with its ``#### N`` line, a MATH solution with its
-``\\boxed{}``, a bare value, or a choice letter. Tasks: ``numeric``, ``math``, ``choice``, ``pair``.
+``\\boxed{}``, a bare value, or a choice letter; ``math`` answers are compared by ``math-verify``
+when their canonical strings differ (:mod:`engine.equivalence`). Tasks: ``numeric``, ``math``,
+``choice``, ``pair``.
 """
 
 from __future__ import annotations

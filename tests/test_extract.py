@@ -149,8 +149,21 @@ MATH_CANON = [
     (r"575\text{ students}", "575"),
     (r"440\text{ cm}^2", "440"),
     (r"\frac{68}{3}\text{ pounds}", "68/3"),
-    (r"\text{(C)}", "(C)"),
-    (r"\text{Monday}", "Monday"),
+    (r"\text{(C)}", "C"),
+    (r"\text{Monday}", "monday"),  # word answers: case does not matter
+    # valid LaTeX kept (the row break of a matrix, a space between a command and a letter)
+    (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\begin{pmatrix}1\\2\end{pmatrix}"),
+    (r"\begin{bmatrix} 1 \\ 2 \end{bmatrix}", r"\begin{pmatrix}1\\2\end{pmatrix}"),
+    (r"2 \pi r", r"2\pi r"),
+    (r"\sqrt x", r"\sqrt{x}"),
+    ("2, 1", "1,2"),  # a bare list of solutions: in any order
+    ("1,-2", "-2,1"),
+    ("(3, 2)", "(3,2)"),  # a pair keeps its order
+    (r"x \in (-2, 3)", "(-2,3)"),
+    (r"2\frac{1}{2}", "5/2"),  # a mixed number
+    ("52_{8}", "52_8"),
+    (r"3\cdot\sqrt{13}", r"3\sqrt{13}"),
+    ("2\\cdot 3", "2\\cdot3"),
     (r"\!\sqrt{33}", r"\sqrt{33}"),
     (r"10\sqrt 2", r"10\sqrt{2}"),
     (r"\frac{\sqrt6}3", r"\frac{\sqrt{6}}{3}"),
@@ -171,12 +184,26 @@ MATH_EQUAL = [
     (r"\frac{9}{7}", r"\dfrac{9}{7}", True),
     ("0.5", r"\frac{1}{2}", True),
     ("-2,1", "-2, 1", True),
-    ("1, -2", "-2, 1", False),  # order matters (string equivalence)
+    ("1, -2", "-2, 1", True),  # solutions in any order (math-verify reads a set)
+    ("(1,2)", "(2,1)", False),  # an ordered pair
+    (r"\pm 3", "3, -3", True),
+    (r"x \in (-2, 3)", "(-2,3)", True),
+    (r"\begin{bmatrix}1\\2\end{bmatrix}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", True),
+    (r"\begin{pmatrix}1\\3\end{pmatrix}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", False),
+    ("C", r"\text{(C)}", True),
+    ("D", r"\text{(C)}", False),
+    ("5/2", r"2\frac{1}{2}", True),
+    ("52_{8}", "52_8", True),
+    (r"3\cdot\sqrt{13}", r"3\sqrt{13}", True),
+    ("monday", r"\text{Monday}", True),
+    ("tuesday", r"\text{Monday}", False),
+    (r"2 \pi r", r"2r\pi", True),
     (r"10\sqrt{2}", r"10\sqrt 2", True),
     (r"\left(-\infty,-\frac 12\right)", r"(-\infty, -\frac{1}{2})", True),
     ("3", "-3", False),
     (r"\frac{1}{3}", "0.33", False),
-    ("x+1", "1+x", False),  # not symbolic
+    ("x+1", "1+x", True),  # symbolic (math-verify)
+    ("x+2", "1+x", False),
 ]
 
 
@@ -193,7 +220,7 @@ MATH_EXTRACT = [
     (r"The final answer is $\dfrac{9}{7}$. I hope it is correct.", "9/7"),
     (r"Final Answer: The final answer is $-2, 1$. I hope it is correct.", "-2,1"),
     ("The answer is 5 cm.", "5"),
-    ("The answer is Monday.", "Monday"),
+    ("The answer is Monday.", "monday"),
     ("x = 3/4", "3/4"),
     (r"so $x = \frac{3}{4}$", "3/4"),
     (r"so $x=-\frac32$", "-3/2"),
