@@ -2,6 +2,7 @@
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
     debate report DIR [--out REPORT_DIR] [--baseline mad]
+    debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
@@ -181,6 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
     report_p.add_argument("--baseline", default="mad", choices=PROTOCOLS, help="protocol that savings compare with")
+    rescore_p = sub.add_parser("rescore", help="re-grade the stored replies of a run or sweep folder with the current "
+                               "grader (new Parquet parts; model outputs untouched)")
+    rescore_p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")
+    rescore_p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     sweep_p = sub.add_parser("sweep", help="run a grid of configurations from a YAML file (resumable)")
     sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
     sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
@@ -188,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "report":
         return report_command(args)
+    if args.command == "rescore":
+        from engine.rescore import rescore_command
+
+        return rescore_command(args.dir, args.dry_run)
 
     from actors.model_store import ModelNotFound
     from engine.prompts import PromptError

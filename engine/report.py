@@ -52,10 +52,10 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.results import SCHEMAS
+from engine.results import read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
-TABLES = ("calls", "questions", "graphs", "runs")
+TABLES = ("calls", "questions", "graphs", "runs", "answers")
 PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "accuracy_by_round.png", "tokens_vs_agents.png",
          "tokens_vs_rounds.png")
 # Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
@@ -125,19 +125,9 @@ def find_run_dirs(path: str | Path) -> list[Path]:
 
 
 def _read(run_dir: Path, table: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """One table of a run directory, projected to ``columns`` (those the schema knows).
-
-    Like :func:`engine.results.read_table`, part files missing a newer column read it as null.
-    """
-    import pyarrow.dataset as ds
-
-    schema = SCHEMAS[table]
-    cols = [c for c in (columns or schema.names) if c in schema.names]
-    folder = run_dir / table
-    files = sorted(str(p) for p in folder.glob("*.parquet")) if folder.is_dir() else []
-    if not files:
-        return pa.schema([schema.field(c) for c in cols]).empty_table()
-    return ds.dataset(files, schema=schema, format="parquet").to_table(columns=cols)
+    """One table of a run directory, projected to ``columns`` (:func:`engine.results.read_table`:
+    missing newer columns read as null, re-graded question rows replace the run's)."""
+    return read_table(run_dir, table, list(columns) if columns else None)
 
 
 def _as_arrow(t) -> tuple[pa.Table, bool]:

@@ -81,6 +81,9 @@ QUESTIONS_SCHEMA = pa.schema(
         ("backend", pa.string()),
         ("simulated", pa.bool_()),
         ("attempt", pa.string()),
+        # null for a row the run wrote; the time of `debate rescore` for a row that re-grades it.
+        # Readers keep, per (run_id, question_id), the row graded last (latest_grades).
+        ("graded", pa.timestamp("ms", tz="UTC")),
     ]
 )
 
@@ -123,7 +126,23 @@ GRAPHS_SCHEMA = pa.schema(
     ]
 )
 
-SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "graphs": GRAPHS_SCHEMA, "runs": RUNS_SCHEMA}
+# Written by `debate rescore` only: the current grader's reading of every agent call (calls.answer
+# keeps what the grader read during the run; model outputs are never rewritten).
+ANSWERS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("attempt", pa.string()),
+        ("round", pa.int32()),
+        ("agent_id", pa.int32()),
+        ("answer", pa.string()),
+        ("previous_answer", pa.string()),  # calls.answer, or the answer of the previous rescore
+        ("graded", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "graphs": GRAPHS_SCHEMA, "runs": RUNS_SCHEMA,
+           "answers": ANSWERS_SCHEMA}
 STREAMED = ("calls", "questions", "graphs")
 
 
@@ -153,7 +172,7 @@ class ParquetSink:
         self._parts: dict[str, int] = {t: 0 for t in STREAMED}
         self._last_flush = time.monotonic()
         self.rows_written: dict[str, int] = {t: 0 for t in STREAMED}
-        for t in SCHEMAS:
+        for t in (*STREAMED, "runs"):
             (self.out / t).mkdir(parents=True, exist_ok=True)
 
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
@@ -183,12 +202,38 @@ class ParquetSink:
         _atomic_write(data, self.out / "runs" / f"{row['run_id']}.parquet")
 
 
-def read_table(out_dir: str | Path, table: str) -> pa.Table:
-    """Read one table of a run directory (empty table with the schema if nothing was written)."""
+def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, ...] | None = None) -> pa.Table:
+    """Read one table of a run directory (empty table with the schema if nothing was written),
+    projected to ``columns`` (those the schema knows; default all). Part files written before a
+    column existed read it as null. Question rows superseded by a later ``debate rescore`` are
+    left out (:func:`latest_grades`)."""
     import pyarrow.dataset as ds
 
+    schema = SCHEMAS[table]
+    cols = [c for c in (columns or schema.names) if c in schema.names]
     path = Path(out_dir) / table
     files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else []
     if not files:
-        return SCHEMAS[table].empty_table()
-    return ds.dataset(files, schema=SCHEMAS[table], format="parquet").to_table()
+        return pa.schema([schema.field(c) for c in cols]).empty_table()
+    data = ds.dataset(files, schema=schema, format="parquet")
+    if table != "questions":
+        return data.to_table(columns=cols)
+    extra = [c for c in ("run_id", "question_id", "graded") if c not in cols]
+    return latest_grades(data.to_table(columns=cols + extra)).drop_columns(extra)
+
+
+def latest_grades(questions: pa.Table) -> pa.Table:
+    """The question rows in force: per (run_id, question_id), the row graded last by ``debate
+    rescore`` (``graded``), else the row the run wrote (``graded`` null). Row order is kept."""
+    import pyarrow.compute as pc
+
+    if "graded" not in questions.column_names or questions.column("graded").null_count == questions.num_rows:
+        return questions
+    best: dict[tuple[Any, Any], tuple[int, int]] = {}
+    keys = zip(questions.column("run_id").to_pylist(), questions.column("question_id").to_pylist())
+    for i, (key, graded) in enumerate(zip(keys, questions.column("graded").cast(pa.int64()).to_pylist())):
+        rank = -1 if graded is None else graded
+        if key not in best or rank >= best[key][0]:
+            best[key] = (rank, i)
+    keep = sorted(i for _, i in best.values())
+    return questions.take(pa.array(keep, pa.int64())) if len(keep) < questions.num_rows else questions

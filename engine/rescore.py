@@ -1,0 +1,253 @@
+"""``debate rescore OUT``: re-grade stored replies with the current grader.
+
+Researchers re-grade old runs when the grader improves. For every run under ``OUT`` (a run
+directory or a sweep folder, any depth) and every question row in force, this re-reads the
+answer of each agent call of the attempt that made the row (``calls.text``, with the call's
+``finish_reason``: a reply cut off at the token limit counts only a marked answer), rebuilds the
+votes the protocol took and grades them again against the stored gold:
+
+* an agent's answer after round *r* is the answer of its latest call at or before *r* (agents a
+  protocol left silent, as S2-MAD and CortexDebate do, keep their answer); summary calls
+  (``agent_id`` -1) do not vote; a call that ended in an error has no answer;
+* ``answer_by_round`` is the vote after each round, ``final_answer`` the vote over the agents'
+  last answers (every protocol here decides so), ties broken as the run was configured
+  (``--tie-break``; runs made before that option existed used the first-seen rule, and keep it);
+* ``correct``/``correct_by_round``, ``tie``, ``n_invalid``, ``consensus``, ``effective_rounds``
+  follow; an errored question stays errored (counted wrong).
+
+What the debate *did* is not re-run: the protocol's decisions during the run (S2-MAD's early stop,
+who spoke) were taken on the answers read at the time. Model outputs are never touched: for a run
+with changes, new question rows (same columns, ``graded`` = now) are written as a new Parquet part
+that supersedes the old rows (:func:`engine.results.latest_grades`; every reader uses it), the
+re-read answer of every call goes to the ``answers`` table, and the run's row (accuracy, accuracy
+and consensus by round, effective rounds) is rewritten. A run whose grades do not change gets
+nothing written, so a second rescore is a no-op.
+
+A ``choice`` question's letter range comes from its dataset file when that file can still be read
+(the run's ``dataset``); otherwise four letters are assumed, and a note says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from engine.accounting import summarize
+from engine.debate import question_key
+from engine.extract import answers_equal, extract_answer, majority_vote, tied_answers
+from engine.protocols.base import SUMMARIZER, consensus, effective_rounds
+from engine.results import ANSWERS_SCHEMA, QUESTIONS_SCHEMA, RUNS_SCHEMA, _atomic_write, read_table
+
+log = logging.getLogger(__name__)
+
+_GRADE_FIELDS = ("final_answer", "answer_by_round", "correct", "correct_by_round", "tie", "n_invalid", "consensus",
+                 "effective_rounds")
+
+
+@dataclass
+class RunRescore:
+    """What re-grading one run changed."""
+
+    run_dir: Path
+    run_id: str
+    replies: int = 0  # agent calls re-read
+    answers_changed: int = 0  # agent calls whose answer reads differently now
+    finals_changed: int = 0  # questions whose final answer changed
+    verdicts_changed: int = 0  # questions whose correctness changed
+    accuracy_before: float | None = None
+    accuracy_after: float | None = None
+    written: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _tie_key(config: dict[str, Any], qid: str) -> int | None:
+    # Runs made before --tie-break existed broke ties by first sight (agent order): keep that.
+    if config.get("tie_break", "first") == "first":
+        return None
+    return question_key(int(config.get("seed", 0) or 0), qid)
+
+
+def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
+    """Number of choices per question id, from the run's dataset file when it can be read."""
+    from engine.tasks import load_questions
+
+    dataset = config.get("dataset")
+    try:
+        questions = load_questions(dataset, config.get("task"), config.get("limit"), int(config.get("seed", 0) or 0),
+                                   offset=int(config.get("offset", 0) or 0))
+    except (OSError, ValueError) as exc:  # the file moved or no longer reads: 4 letters, said once
+        notes.append(f"dataset {dataset!r} cannot be read ({exc}); choice questions re-read with 4 letters (A-D)")
+        return {}
+    return {q.qid: len(q.choices) for q in questions if q.choices}
+
+
+def regrade_question(row: dict[str, Any], calls: list[dict[str, Any]], config: dict[str, Any],
+                     n_choices: int = 4) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The question row re-graded from its calls, and each agent call's new answer
+    (``{round, agent_id, answer, previous_answer}``). Pure: no files."""
+    task, qid = row["task"], row["question_id"]
+    n_agents = int(row["n_agents"] or 0)
+    rounds = int(row["rounds_run"] or 0)
+    agent_calls = sorted((c for c in calls if c["agent_id"] is not None and c["agent_id"] != SUMMARIZER),
+                         key=lambda c: (c["round"], c["agent_id"]))
+    read: list[dict[str, Any]] = []
+    latest: list[str | None] = [None] * n_agents
+    answers_by_round: list[list[str | None]] = []
+    i = 0
+    for r in range(rounds):
+        while i < len(agent_calls) and agent_calls[i]["round"] <= r:
+            c = agent_calls[i]
+            answer = None if c["error"] is not None else extract_answer(
+                c["text"], task, n_choices, marked_only=c["finish_reason"] == "length")
+            read.append({"round": c["round"], "agent_id": c["agent_id"], "answer": answer,
+                         "previous_answer": c["answer"]})
+            if 0 <= c["agent_id"] < n_agents:
+                latest[c["agent_id"]] = answer
+            i += 1
+        answers_by_round.append(list(latest))
+    key = _tie_key(config, qid)
+    by_round = [majority_vote(a, key) for a in answers_by_round]
+    errored = bool(row.get("errored"))
+    correct_by_round = [(not errored) and answers_equal(a, row["gold"], task) for a in by_round]
+    last = answers_by_round[-1] if answers_by_round else []
+    new = dict(row)
+    new.update(
+        final_answer=by_round[-1] if by_round else None,
+        answer_by_round=by_round,
+        correct=correct_by_round[-1] if correct_by_round else False,
+        correct_by_round=correct_by_round,
+        tie=len(tied_answers(last)) > 1,
+        n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)),
+        consensus=[consensus(a) for a in answers_by_round],
+        effective_rounds=effective_rounds(answers_by_round),
+    )
+    return new, read
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    def norm(v):
+        return [round(x, 12) if isinstance(x, float) else x for x in v] if isinstance(v, list) else v
+    return any(norm(old.get(k)) != norm(new.get(k)) for k in _GRADE_FIELDS)
+
+
+def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str, Any]],
+                calls: list[dict[str, Any]], write: bool = True) -> RunRescore:
+    """Re-grade one run (``questions``: its rows in force; ``calls``: its call rows)."""
+    run_id = run_row["run_id"]
+    out = RunRescore(run_dir, run_id)
+    try:
+        config = json.loads(run_row.get("config") or "{}")
+    except json.JSONDecodeError:
+        config = {}
+    letters: dict[str, int] = {}
+    if any(q["task"] == "choice" for q in questions):
+        letters = _letter_counts(config, out.notes)
+    by_attempt: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for c in calls:
+        by_attempt.setdefault((c["question_id"], c["attempt"]), []).append(c)
+    graded = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    new_rows: list[dict[str, Any]] = []
+    answer_rows: list[dict[str, Any]] = []
+    any_change = False
+    for q in questions:
+        new, read = regrade_question(q, by_attempt.get((q["question_id"], q["attempt"]), []), config,
+                                     letters.get(q["question_id"], 4))
+        out.replies += len(read)
+        out.answers_changed += sum(x["answer"] != x["previous_answer"] for x in read)
+        out.finals_changed += new["final_answer"] != q["final_answer"]
+        out.verdicts_changed += bool(new["correct"]) != bool(q["correct"])
+        any_change = any_change or _changed(q, new) or any(x["answer"] != x["previous_answer"] for x in read)
+        new_rows.append({**new, "graded": graded})
+        answer_rows += [{"run_id": run_id, "question_id": q["question_id"], "attempt": q["attempt"], **x,
+                         "graded": graded} for x in read]
+    n = len(questions)
+    out.accuracy_before = sum(bool(q["correct"]) for q in questions) / n if n else None
+    out.accuracy_after = sum(bool(q["correct"]) for q in new_rows) / n if n else None
+    if not (write and any_change):
+        return out
+    part = f"part-rescore-{graded:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}.parquet"
+    for table, schema, rows in (("questions", QUESTIONS_SCHEMA, new_rows), ("answers", ANSWERS_SCHEMA, answer_rows)):
+        (run_dir / table).mkdir(parents=True, exist_ok=True)
+        _atomic_write(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema),
+                      run_dir / table / part)
+    if run_row.get("status") is not None:  # a run with a runs row: its totals follow the new grades
+        s = summarize(new_rows)
+        run = dict(run_row, accuracy=s["accuracy"], accuracy_by_round=s["accuracy_by_round"],
+                   consensus_by_round=s["consensus_by_round"], effective_rounds=s["effective_rounds"])
+        _atomic_write(pa.Table.from_pylist([{k: run.get(k) for k in RUNS_SCHEMA.names}], schema=RUNS_SCHEMA),
+                      run_dir / "runs" / f"{run_id}.parquet")
+    out.written = True
+    log.info("rescored %s/%s: %d answers, %d final answers, %d verdicts changed", run_dir, run_id,
+             out.answers_changed, out.finals_changed, out.verdicts_changed)
+    return out
+
+
+def _with_latest_answers(calls: list[dict[str, Any]], answers: list[dict[str, Any]]) -> None:
+    """Set each call's ``answer`` to its latest re-graded reading (``answers`` table), if any:
+    what the last rescore read is what the next one compares with."""
+    latest: dict[tuple, tuple[Any, str | None]] = {}
+    for a in answers:
+        key = (a["run_id"], a["question_id"], a["attempt"], a["round"], a["agent_id"])
+        if key not in latest or a["graded"] >= latest[key][0]:
+            latest[key] = (a["graded"], a["answer"])
+    for c in calls:
+        hit = latest.get((c["run_id"], c["question_id"], c["attempt"], c["round"], c["agent_id"]))
+        if hit is not None:
+            c["answer"] = hit[1]
+
+
+def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
+    """Re-grade every run at or below ``path`` (see the module docstring)."""
+    from engine.report import find_run_dirs
+
+    results: list[RunRescore] = []
+    for run_dir in find_run_dirs(path):
+        runs = {r["run_id"]: r for r in read_table(run_dir, "runs").to_pylist()}
+        questions = read_table(run_dir, "questions").to_pylist()
+        calls = read_table(run_dir, "calls", ["run_id", "question_id", "attempt", "round", "agent_id", "text",
+                                              "answer", "finish_reason", "error"]).to_pylist()
+        _with_latest_answers(calls, read_table(run_dir, "answers").to_pylist())
+        run_ids = sorted(set(runs) | {q["run_id"] for q in questions})
+        for run_id in run_ids:
+            qs = [q for q in questions if q["run_id"] == run_id]
+            if not qs:
+                continue
+            cs = [c for c in calls if c["run_id"] == run_id]
+            results.append(rescore_run(run_dir, runs.get(run_id, {"run_id": run_id}), qs, cs, write=write))
+    return results
+
+
+def rescore_command(path: str, dry_run: bool = False) -> int:
+    """``debate rescore OUT [--dry-run]``: one line per run and a total; exit 0."""
+    from engine.report import ReportError
+
+    try:
+        results = rescore(path, write=not dry_run)
+    except (ReportError, OSError) as exc:
+        print(f"debate: error: {exc}", file=sys.stderr)
+        return 2
+    if not results:
+        print(f"{path}: no question rows to re-grade")
+        return 0
+    for r in results:
+        acc = (f"accuracy {r.accuracy_before:.3f} -> {r.accuracy_after:.3f}"
+               if r.accuracy_before is not None else "no questions")
+        what = "re-graded" if r.written else ("would re-grade" if dry_run and r.verdicts_changed + r.answers_changed
+                                              else "unchanged")
+        print(f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
+              f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})")
+        for note in r.notes:
+            print(f"  note: {note}")
+    total = sum(r.verdicts_changed for r in results)
+    print(f"{len(results)} run(s): {sum(r.answers_changed for r in results)} answers, "
+          f"{sum(r.finals_changed for r in results)} final answers and {total} verdicts changed"
+          + ("" if not dry_run else " (dry run: nothing written)"))
+    return 0
