@@ -308,6 +308,12 @@ class RunInterrupted(RuntimeError):
     coordinator) died; everything written so far is whole and a re-run resumes it."""
 
 
+class EngineError(RuntimeError):
+    """An exception the engine did not expect (a bug: in a protocol, an agent, the writer's schema
+    check) stopped the run. Its traceback is logged; everything written so far is whole and a
+    re-run resumes it once the bug is fixed."""
+
+
 def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
     """The result of a no-argument method, or None if the actor is dead (or does not answer)."""
     import ray
@@ -468,6 +474,9 @@ class Engine:
             elif cfg.backend in ("vllm", "transformers"):
                 # a CPU replica never touches a GPU it merely sees (recent Ray leaves them visible)
                 opts["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}
+            log.info("starting replica %d of %s (%s backend, resources %s%s)", spec.index, spec.model, cfg.backend,
+                     {k: v for k, v in spec.actor_options.items() if k in ("num_cpus", "num_gpus", "resources")},
+                     ", placement group" if spec.bundles else "")
             self._replicas[key] = ReplicaActor.options(**opts).remote(
                 cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch)
         # All new replicas were created before waiting on any, so their models load in parallel.
@@ -538,6 +547,7 @@ class Engine:
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
         import ray
 
+        from actors.agent_actor import AgentSetup
         from actors.coordinator_actor import CoordinatorActor
         from actors.writer_actor import WriterActor
         from engine.results import read_table
@@ -552,10 +562,12 @@ class Engine:
         done = {r["question_id"] for r in previous}
         previous = [r for r in previous if r["question_id"] in {q.qid for q in questions}]
         todo = [q for q in questions if q.qid not in done]
+        if previous:
+            log.info("run %s: resuming in %s, %d of %d questions already done", run_id, out, len(previous), len(questions))
         old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
         started = old_run[0]["started"] if old_run else _now()
 
-        if self._writer is None or not _alive(self._writer, method="flush"):
+        if self._writer is None or not _alive(self._writer, method="where"):
             # on the driver's node, where --out is, unless the user says --out is shared storage
             pin = {} if cfg.out_shared else {"scheduling_strategy": driver_node_strategy()}
             self._writer = WriterActor.options(**pin).remote()  # (again, if the last one died)
@@ -582,7 +594,8 @@ class Engine:
             cache, namespaces = self.cache_for(cfg, models)
             placed = assign_replicas([s.model for s in specs], self._layout)
             handle_of = {spec.key(cfg): self._replicas[spec.key(cfg)] for spec in placed}
-            setups = [(i, spec, prompts, simulated, handle_of[placed[i].key(cfg)], cache, namespaces.get(spec.model, ""))
+            setups = [AgentSetup(i, spec, prompts, simulated, handle_of[placed[i].key(cfg)], cache,
+                                 namespaces.get(spec.model, ""), max(0, int(cfg.call_retries)))
                       for i, spec in enumerate(specs)]
             agents = self.agents_for(len(specs), cfg)
             embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
@@ -601,7 +614,16 @@ class Engine:
                 # their calls retried inside the run). What was written is whole (atomic parts);
                 # the same command resumes from it.
                 lost = [name for name, actor in (("writer", writer), ("coordinator", coordinator))
-                        if not _alive(actor, method="flush" if name == "writer" else "progress")]
+                        if not _alive(actor, method="where")]
+                cause = getattr(exc, "cause", None)
+                if not lost and isinstance(exc, ray.exceptions.RayTaskError) and \
+                        not isinstance(cause, ray.exceptions.RayActorError):
+                    # raised inside an actor that is still alive: a bug, not a death
+                    log.error("run %s stopped by an unexpected error:\n%s", run_id, exc)
+                    what = f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}" if cause else type(exc).__name__
+                    raise EngineError(f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
+                                      f"above; the results written so far are in {out} and resume with the same "
+                                      f"command") from None
                 raise RunInterrupted(
                     f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
                     f"({type(exc).__name__}); the results written so far are in {out} — run the same "

@@ -1,56 +1,52 @@
 """Run a protocol in this process, without Ray: for tests and cost planning.
 
-It wires the same pieces the Ray actors use — protocol generator, :class:`AgentCore` (memory,
-prompts, parsing), a backend, :class:`DebateLog` — in a plain loop, one call at a time. Use
-``actors.driver.run`` for real runs; this exists so that protocol behaviour and token accounting
-can be checked quickly and deterministically (with the SIMULATED backend, whose rows say so).
+It drives the same debate the coordinator actor drives (:func:`engine.debate.debate`, the
+engine's one protocol driver) with in-process hooks: each turn is rendered and parsed by an
+:class:`AgentCore` (the pure part of the agent actor) and answered by ``backend`` one request at
+a time, in the order the protocol asks. The question rows are those a Ray run writes (same
+columns; ``attempt`` is ``"local"``). Use ``actors.driver.run`` for real runs; this exists so
+that protocol behaviour and token accounting can be checked quickly and deterministically (with
+the SIMULATED backend, whose rows say so).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 from actors.agent_actor import AgentCore
 from engine.config import RunConfig
-from engine.debate import DebateLog, question_key
+from engine.debate import DebateLog, debate
 from engine.prompts import PromptSet
-from engine.protocols import Context, Similarity, Step, SummaryCall, get_protocol
-from engine.protocols.base import drive, tie_key
+from engine.protocols import get_protocol
+from engine.records import Turn, TurnResult
 from engine.tasks import Question
 
 
 def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Callable[[list[str]], Any] | None = None
               ) -> list[tuple[dict[str, Any], DebateLog]]:
     """Debate every question sequentially; returns (question row, log) per question."""
-    protocol = get_protocol(cfg.protocol)  # first: importing it registers its prompt stages
+    get_protocol(cfg.protocol)  # first: importing the protocol registers its prompt stages
     prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
     simulated = bool(getattr(backend, "simulated", False))
     agents = [AgentCore(i, spec, prompts, simulated) for i, spec in enumerate(cfg.agent_specs())]
-    out = []
-    for q in questions:
-        key = question_key(cfg.seed, q.qid)
-        log = DebateLog(q)
+    labels = {"run_id": cfg.run_id(), "backend": cfg.backend, "simulated": simulated, "attempt": "local"}
 
-        def answer(request, q=q, key=key, log=log):
-            if isinstance(request, Similarity):
-                if similarity is None:
-                    raise RuntimeError("this protocol needs a similarity function")
-                return similarity(request.texts)
-            assert isinstance(request, Step)
-            replies = []
-            for call in request.calls:
-                agent = agents[call.agent]
-                if isinstance(call, SummaryCall):
-                    req = agent.summary_request(q, call, request.round, key)
-                    rec = agent.record(q, request.round, call, req, backend.generate([req])[0])
-                else:
-                    req, user = agent.request(q, call, request.round, key)
-                    rec = agent.record(q, request.round, call, req, backend.generate([req])[0], user)
-                replies.append(log.add(request.round, call, rec))
-            return replies
+    async def call(turn: Turn) -> TurnResult:
+        agent = agents[turn.call.agent]
+        req, user = agent.request(turn)
+        return agent.record(turn, req, backend.generate([req])[0], user)
 
-        outcome = drive(protocol(Context(question=q, cfg=cfg, key=key)), answer)
-        for agent in agents:
-            agent.forget(q.qid)
-        out.append((log.question_row(outcome, cfg.n_agents, tie_key(cfg, key)), log))
-    return out
+    async def similar(texts: list[str]) -> Any:
+        if similarity is None:
+            raise RuntimeError(f"--protocol {cfg.protocol} asks for similarities: pass run_local(similarity=...)")
+        return similarity(texts)
+
+    async def every_question() -> list[tuple[dict[str, Any], DebateLog]]:
+        out = []
+        for q in questions:
+            row, log = await debate(q, cfg, call, similar)
+            out.append(({**row, **labels}, log))
+        return out
+
+    return asyncio.run(every_question())

@@ -166,6 +166,22 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
+    """The engine's module loggers (``engine.*``, ``actors.*``, ``topologies.*``) to stderr:
+    warnings by default (retries, restarts, timeouts), ``-v`` their decisions, ``-vv`` debug,
+    ``-q`` errors only. Actors log in their own processes; Ray forwards their warnings."""
+    import logging
+
+    level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("engine", "actors", "topologies"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump): ``debate run: error: ... (see --help)``."""
 
@@ -175,22 +191,28 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log the engine's decisions (replicas, retries, restarts, resume); -vv: debug")
+    common.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", required=True)
-    run_p = sub.add_parser("run", help="run one debate configuration")
+    run_p = sub.add_parser("run", help="run one debate configuration", parents=[common])
     _add_run_flags(run_p)
-    report_p = sub.add_parser("report", help="tables and plots from result directories (one run, many runs or a sweep)")
+    report_p = sub.add_parser("report", help="tables and plots from result directories (one run, many runs or a sweep)",
+                              parents=[common])
     report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
     report_p.add_argument("--baseline", default="mad", choices=PROTOCOLS, help="protocol that savings compare with")
     rescore_p = sub.add_parser("rescore", help="re-grade the stored replies of a run or sweep folder with the current "
-                               "grader (new Parquet parts; model outputs untouched)")
+                               "grader (new Parquet parts; model outputs untouched)", parents=[common])
     rescore_p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")
     rescore_p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
-    sweep_p = sub.add_parser("sweep", help="run a grid of configurations from a YAML file (resumable)")
+    sweep_p = sub.add_parser("sweep", help="run a grid of configurations from a YAML file (resumable)", parents=[common])
     sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
     sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
     sweep_p.add_argument("--list", action="store_true", help="list the cells and their status; run nothing")
     args = parser.parse_args(argv)
+    setup_logging(args.verbose, args.quiet)
     if args.command == "report":
         return report_command(args)
     if args.command == "rescore":
@@ -204,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from topologies import TopologyError
 
     from actors.cluster import PlacementTimeout
-    from actors.driver import ReplicaStartError, RunInterrupted
+    from actors.driver import EngineError, ReplicaStartError, RunInterrupted
 
     user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError,
                    PlacementTimeout)
@@ -223,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except user_errors as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
-    except RunInterrupted as exc:  # not the user's input: exit 1, one line, how to resume
+    except (RunInterrupted, EngineError) as exc:  # not the user's input: exit 1, one line, how to resume
         print(f"debate: error: {exc}", file=sys.stderr)
         return 1
     return 1

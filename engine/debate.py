@@ -1,20 +1,32 @@
-"""The per-question debate state the coordinator keeps while it drives a protocol.
+"""One question's debate: the driver that runs a protocol, and the log that owns its state.
 
-Pure logic. A protocol (:mod:`engine.protocols`) decides what happens; :class:`DebateLog`
-records what did happen — every call and every information edge of every round — and turns it,
-with the protocol's :class:`~engine.protocols.base.Outcome`, into the question's result row.
+Pure logic (no Ray, no model). A protocol (:mod:`engine.protocols`) decides what happens;
+:func:`debate` drives its generator — each :class:`~engine.protocols.base.Step`'s calls go out
+concurrently through a ``call`` hook, each :class:`~engine.protocols.base.Similarity` through a
+``similarity`` hook — and :class:`DebateLog` records what did happen: every call, every
+information edge of every round and every agent's transcript (agents themselves keep no
+memory: each :class:`~engine.records.Turn` carries the agent's history). The coordinator actor
+drives questions with Ray-backed hooks; :func:`actors.local_run.run_local` with in-process ones;
+both get the same question rows.
+
+Errors. A call that fails is an error *record* (its question is marked ``errored``: data). A
+:class:`~engine.records.ServiceLost` (an agent or the embedder gone for good) ends the question
+as an errored row. Any other exception is a bug: it propagates and stops the run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from engine.extract import answers_equal, majority_vote, tied_answers
-from engine.protocols.base import SUMMARIZER, AgentCall, Call, Outcome, Reply, consensus, effective_rounds
-from engine.records import CallRecord
+from engine.protocols.base import (SUMMARIZER, AgentCall, Call, Context, Outcome, Reply, Similarity, Step, consensus,
+                                   effective_rounds, tie_key)
+from engine.records import CallRecord, Message, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 
 
@@ -40,13 +52,31 @@ def call_edges(call: Call) -> list[tuple[int, int, float]]:
 
 @dataclass
 class DebateLog:
+    """Everything one question's debate produced so far: call records, information edges, and
+    each agent's transcript (alternating user/assistant messages) and latest answer."""
+
     question: Question
     records: list[CallRecord] = field(default_factory=list)
     edges: list[tuple[int, int, int, float]] = field(default_factory=list)  # (round, src, dst, weight)
+    histories: dict[int, list[Message]] = field(default_factory=dict)
+    answers: dict[int, str | None] = field(default_factory=dict)
 
-    def add(self, round_: int, call: Call, rec: CallRecord) -> Reply:
+    def turn(self, round_: int, call: Call, key: int) -> Turn:
+        """What the agent needs for ``call``: for an agent call, its transcript and latest answer."""
+        if isinstance(call, AgentCall):
+            return Turn(self.question, call, round_, key, list(self.histories.get(call.agent, ())),
+                        self.answers.get(call.agent))
+        return Turn(self.question, call, round_, key)
+
+    def add(self, round_: int, call: Call, result: TurnResult) -> Reply:
+        """Record a finished call; an agent turn that did not fail joins the agent's transcript."""
+        rec = result.record
         self.records.append(rec)
         self.edges.extend((round_, s, d, w) for s, d, w in call_edges(call))
+        if isinstance(call, AgentCall) and rec.error is None and result.user is not None:
+            self.histories.setdefault(call.agent, []).extend(
+                [result.user, {"role": "assistant", "content": rec.text}])
+            self.answers[call.agent] = rec.answer
         return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 
     def question_row(self, outcome: Outcome, n_agents: int, tie_key: int | None = None) -> dict[str, Any]:
@@ -95,3 +125,51 @@ class DebateLog:
     def graph_rows(self) -> list[dict[str, Any]]:
         return [{"question_id": self.question.qid, "round": r, "src": s, "dst": d, "weight": w}
                 for r, s, d, w in self.edges]
+
+
+CallHook = Callable[[Turn], Awaitable[TurnResult]]
+SimilarityHook = Callable[[list[str]], Awaitable[list[list[float]]]]
+StepHook = Callable[[list[CallRecord], list[dict[str, Any]]], None]
+
+
+async def debate(question: Question, cfg, call: CallHook, similarity: SimilarityHook | None = None,
+                 on_step: StepHook | None = None) -> tuple[dict[str, Any], DebateLog]:
+    """Run ``cfg.protocol`` on one question; returns its question row and log.
+
+    ``call(turn)`` runs one call (the calls of a step run concurrently); ``similarity(texts)``
+    answers a protocol's similarity request; ``on_step(records, graph_rows)`` sees each step's
+    calls and new edges as soon as the step ends (the coordinator streams them to the writer).
+    The row has the protocol's columns plus ``protocol`` and ``wall_s``.
+    """
+    from engine.protocols import get_protocol
+
+    start = time.perf_counter()
+    key = question_key(cfg.seed, question.qid)
+    log = DebateLog(question)
+    gen = get_protocol(cfg.protocol)(Context(question=question, cfg=cfg, key=key))
+    response: Any = None
+    try:
+        while True:
+            try:
+                request = gen.send(response)
+            except StopIteration as stop:
+                outcome = stop.value
+                break
+            if isinstance(request, Similarity):
+                if similarity is None:
+                    raise ServiceLost(f"--protocol {cfg.protocol} needs embeddings but the run has none")
+                response = await similarity(request.texts)
+                continue
+            if not isinstance(request, Step):
+                raise TypeError(f"protocol {cfg.protocol} yielded {type(request).__name__}, not a Step or Similarity")
+            results = await asyncio.gather(*(call(log.turn(request.round, c, key)) for c in request.calls))
+            n_edges = len(log.edges)
+            response = [log.add(request.round, c, r) for c, r in zip(request.calls, results)]
+            if on_step is not None:
+                on_step([r.record for r in results], log.graph_rows()[n_edges:])
+    except ServiceLost as exc:  # the debate cannot go on: an errored question row, not a lost question
+        gen.close()
+        outcome = Outcome(None, [], info={"error": f"{type(exc).__name__}: {exc}"[:2000]})
+    row = log.question_row(outcome, cfg.n_agents, tie_key(cfg, key))
+    row.update(protocol=cfg.protocol, wall_s=time.perf_counter() - start)
+    return row, log

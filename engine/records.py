@@ -80,3 +80,43 @@ class CallRecord:
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Turn:
+    """One call a protocol asked for, as the agent actor receives it: everything the (stateless)
+    agent needs, so a restarted agent needs only its configuration.
+
+    ``call`` is an :class:`~engine.protocols.base.AgentCall` (an agent speaks; ``history`` is its
+    own transcript of this question so far, kept by :class:`~engine.debate.DebateLog`, and
+    ``own_answer`` its latest answer) or a :class:`~engine.protocols.base.SummaryCall` (served by
+    the agent's model; no history).
+    """
+
+    question: Any  # engine.tasks.Question
+    call: Any  # engine.protocols.base.AgentCall | SummaryCall
+    round: int
+    key: int  # the question's key (engine.debate.question_key): seeds every call of the question
+    history: list[Message] = field(default_factory=list)
+    own_answer: str | None = None
+
+    @property
+    def is_summary(self) -> bool:
+        from engine.protocols.base import SummaryCall
+
+        return isinstance(self.call, SummaryCall)
+
+
+@dataclass
+class TurnResult:
+    """What an agent returns for a :class:`Turn`: the call's record and, for an agent turn, the
+    user message it sent (the debate log appends it and the reply to the agent's history)."""
+
+    record: CallRecord
+    user: Message | None = None
+
+
+class ServiceLost(RuntimeError):
+    """A service a debate needs is gone for good (an agent whose restarts are used up, the
+    embedding actor): the question ends as an *errored* row. Any other exception inside a debate
+    is a bug and stops the run."""

@@ -146,6 +146,29 @@ SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "graphs": GRAPH
 STREAMED = ("calls", "questions", "graphs")
 
 
+# Columns a writer may leave out (null): set later by someone else, or only for some rows.
+OPTIONAL = {
+    "questions": {"graded"},  # set by `debate rescore` only
+    "runs": {name for name in RUNS_SCHEMA.names if name not in ("run_id", "status")},
+}
+
+
+class SchemaError(ValueError):
+    """A row does not fit its table: a column the schema does not have, or one it needs missing.
+    A bug in the engine, never bad user input: the run stops."""
+
+
+def check_rows(table: str, rows: list[dict[str, Any]]) -> None:
+    """Raise :class:`SchemaError` for the first row with an unknown key or a missing column."""
+    names = set(SCHEMAS[table].names)
+    needed = names - OPTIONAL.get(table, set())
+    for row in rows:
+        unknown, missing = set(row) - names, needed - set(row)
+        if unknown or missing:
+            raise SchemaError(f"a {table} row does not fit the schema: unknown {sorted(unknown)}, missing "
+                              f"{sorted(missing)} (question {row.get('question_id')!r})")
+
+
 def _atomic_write(table: pa.Table, path: Path) -> None:
     """Write to a hidden temporary name, fsync, rename into place: a reader (or a resumed run)
     sees the whole part or nothing, whenever the writing process is killed. Leftover ``.*.tmp``
@@ -178,6 +201,8 @@ class ParquetSink:
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         if table not in self._buffers:
             raise ValueError(f"unknown table {table!r}")
+        rows = list(rows)
+        check_rows(table, rows)
         self._buffers[table].extend(rows)
         due = time.monotonic() - self._last_flush >= self.flush_seconds
         if due or any(len(b) >= self.flush_rows for b in self._buffers.values()):
@@ -198,6 +223,7 @@ class ParquetSink:
 
     def write_run(self, row: dict[str, Any]) -> None:
         """Write (or rewrite, atomically) the single row of a run."""
+        check_rows("runs", [row])
         data = pa.Table.from_pylist([{k: row.get(k) for k in RUNS_SCHEMA.names}], schema=RUNS_SCHEMA)
         _atomic_write(data, self.out / "runs" / f"{row['run_id']}.parquet")
 

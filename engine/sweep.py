@@ -60,6 +60,8 @@ Everything here but :func:`run_sweep` (which starts Ray through the Engine) is p
 
 from __future__ import annotations
 
+import logging
+
 import dataclasses
 import datetime as dt
 import difflib
@@ -94,6 +96,8 @@ PROTOCOL_OPTIONS: dict[str, frozenset[str]] = {
 SPECIFIC_OPTIONS: frozenset[str] = frozenset().union(*PROTOCOL_OPTIONS.values())
 # Options read only by one backend, by name prefix.
 BACKEND_PREFIXES: dict[str, str] = {"simulated": "sim_", "openai": "api_"}
+
+log = logging.getLogger(__name__)
 
 
 class SweepError(ConfigError):
@@ -434,6 +438,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
             try:
                 res = engine.run(c.config)
             except ValueError as exc:  # bad input found at run time (dataset, model, ...): next cell
+                log.warning("sweep cell %s (%s) failed on its input: %s", c.run_id, c.label, exc)
                 c.status, c.error = "error", str(exc)
                 say(f"[{done}/{len(valid)}] error {c.run_id}  {c.label}: {exc}")
                 save()

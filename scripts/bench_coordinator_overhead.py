@@ -110,7 +110,7 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     on ``repeats`` disjoint sets of ``questions`` questions; the fastest repeat is reported."""
     import ray
 
-    from actors.agent_actor import AgentActor
+    from actors.agent_actor import AgentActor, AgentSetup
     from actors.coordinator_actor import CoordinatorActor
     from actors.driver import prepare
     from actors.writer_actor import WriterActor
@@ -128,7 +128,7 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     agents = [AgentActor.remote() for _ in specs]
     ray.get([a.ready.remote() for a in agents] + [writer.flush.remote()])
     coordinator = CoordinatorActor.remote()
-    setups = [(i, spec, prompts, True, replica, None, "") for i, spec in enumerate(specs)]
+    setups = [AgentSetup(i, spec, prompts, True, replica) for i, spec in enumerate(specs)]
     ray.get(coordinator.setup.remote(cfg, cfg.run_id(), agents, setups, writer, cfg.backend, True, None,
                                      uuid.uuid4().hex[:12]))
     actors_s = time.perf_counter() - t

@@ -8,7 +8,8 @@ import pytest
 
 from engine.config import ConfigError, RunConfig
 from engine.prompts import PromptSet
-from engine.protocols import Context, Reply, Similarity, Step, drive, get_protocol
+from engine.protocols import Context, Reply, Similarity, Step, get_protocol
+from tests.protocol_driver import drive
 from engine.protocols.cortex import model_size, parse_confidence
 from engine.tasks import Question
 from topologies.cortex import (

@@ -22,11 +22,12 @@ from test_sweep_kill import DEBATE, ROOT, _env, _kill_session
 WRITER = """
 import sys, itertools
 from engine.results import ParquetSink
+from tests.rows import complete_rows
 sink = ParquetSink(sys.argv[1], flush_rows=50, flush_seconds=0.0, name=sys.argv[2])
 text = "x" * 2000  # big rows: each part takes a while to write, so kills often land mid-write
 for i in itertools.count():
-    sink.write("calls", [{"run_id": "r", "question_id": f"{sys.argv[2]}-{i}", "round": j, "agent_id": 0,
-                          "text": text, "prompt_tokens": i} for j in range(50)])
+    sink.write("calls", complete_rows("calls", [{"run_id": "r", "question_id": f"{sys.argv[2]}-{i}", "round": j, "agent_id": 0,
+                          "text": text, "prompt_tokens": i} for j in range(50)]))
 """
 
 

@@ -2,8 +2,9 @@
 
 from engine.config import RunConfig
 from engine.debate import DebateLog, call_edges, call_seed, question_key
-from engine.protocols import AgentCall, Context, Reply, Step, consensus, drive, effective_rounds, get_protocol
-from engine.records import CallRecord
+from engine.protocols import AgentCall, Context, Reply, Step, consensus, effective_rounds, get_protocol
+from tests.protocol_driver import drive
+from engine.records import CallRecord, TurnResult
 from engine.tasks import Question
 
 Q = Question(qid="q1", task="numeric", text="What is 1+1?", gold="2")
@@ -67,7 +68,7 @@ def test_log_counts_tokens_and_edges():
     log = DebateLog(Q)
     call = AgentCall(agent=2, stage="debate", peers=[0, 1], weights=[0.5, 2.0])
     rec = CallRecord("q1", 1, 2, "debate", "m", [0, 1], "t \\boxed{2}", "2", 40, 7, 0.1, "stop", None, 0, 0.7)
-    reply = log.add(1, call, rec)
+    reply = log.add(1, call, TurnResult(rec))
     assert reply.answer == "2" and reply.prompt_tokens == 40
     assert call_edges(call) == [(0, 2, 0.5), (1, 2, 2.0)]
     from engine.protocols import Outcome
@@ -85,12 +86,12 @@ def test_errored_question_is_counted_wrong_even_when_its_vote_matches_gold():
     ok = CallRecord("q1", 0, 0, "first", "m", [], "\\boxed{2}", "2", 10, 3, 0.1, "stop", None, 0, 0.7)
     bad = CallRecord("q1", 0, 1, "first", "m", [], "", None, 0, 0, 0.0, "error", "replica unavailable", 0, 0.7)
     log = DebateLog(Q)
-    log.add(0, AgentCall(agent=0, stage="first"), ok)
-    log.add(0, AgentCall(agent=1, stage="first"), bad)
+    log.add(0, AgentCall(agent=0, stage="first"), TurnResult(ok))
+    log.add(0, AgentCall(agent=1, stage="first"), TurnResult(bad))
     row = log.question_row(Outcome("2", [["2", None]]), 2)  # a failed call: errored
     assert row["errored"] and not row["correct"] and row["n_errors"] == 1
     clean = DebateLog(Q)
-    clean.add(0, AgentCall(agent=0, stage="first"), ok)
+    clean.add(0, AgentCall(agent=0, stage="first"), TurnResult(ok))
     assert clean.question_row(Outcome("2", [["2"]]), 1)["correct"]
     # a debate that could not go on (e.g. the embedding actor died): errored with no failed call
     stopped = clean.question_row(Outcome("2", [["2"]], info={"error": "RayActorError: embedder"}), 1)

@@ -1,7 +1,7 @@
 """Fault tolerance through real Ray actors: agents and replicas killed mid-run with ``ray.kill``.
 
 The simulated backend is deterministic per request seed, so a run that loses actors and recovers
-(agent memory replayed from the coordinator's journal, replica calls resubmitted by Ray) must
+(stateless agents configured again and their turns resent, replica calls resubmitted by Ray) must
 produce exactly the calls of an undisturbed run. When restarts are used up, every question still
 ends with a row: answered, or errored with the failed calls recorded as error rows.
 """
@@ -62,8 +62,8 @@ def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_pa
     hurt = engine.run(sim(tmp_path, "hurt"), progress_cb=cb)
     assert len(state["killed"]) == 3, "the run ended before the kill point"
     assert hurt.summary["n_questions"] == 8 and hurt.summary["n_errors"] == 0
-    assert hurt.faults["agent_restores"] >= 2  # both killed agents were configured again and replayed
-    # Memory replay and Ray's resubmission reproduce every call exactly (same prompts => same tokens).
+    assert hurt.faults["agent_restores"] >= 2  # both killed agents were configured again
+    # Turns carry the transcripts, so resent turns reproduce every call exactly (same prompts => same tokens).
     assert calls_of(hurt.out_dir) == calls_of(clean.out_dir)
     assert [r["final_answer"] for r in sorted(hurt.questions, key=lambda r: r["question_id"])] == \
         [r["final_answer"] for r in sorted(clean.questions, key=lambda r: r["question_id"])]

@@ -4,7 +4,8 @@ import pytest
 
 from engine.config import RunConfig
 from engine.prompts import PromptSet
-from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, drive, get_protocol
+from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, get_protocol
+from tests.protocol_driver import drive
 from engine.protocols.group_debate import (
     gd_first_round_tokens,
     gd_inter_round_tokens,

@@ -24,6 +24,7 @@ from engine.report import (
     wilson_interval,
 )
 from engine.results import ParquetSink
+from tests.rows import complete_rows
 
 
 def config(protocol, agents, rounds, **kw):
@@ -52,8 +53,8 @@ def write_run(sink, run_id, cfg, questions, stale=()):
     for qid, attempt, calls in stale:
         c_rows += [{"run_id": run_id, "question_id": qid, "agent_id": a, "prompt_tokens": p, "completion_tokens": c,
                     "simulated": sim, "attempt": attempt} for a, p, c in calls]
-    sink.write("questions", q_rows)
-    sink.write("calls", c_rows)
+    sink.write("questions", complete_rows("questions", q_rows))
+    sink.write("calls", complete_rows("calls", c_rows))
     sink.flush()
     sink.write_run({"run_id": run_id, "protocol": cfg["protocol"], "backend": cfg["backend"], "simulated": sim,
                     "config": json.dumps(cfg), "status": "finished", "n_questions": len(questions)})

@@ -51,10 +51,17 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
         assert silent > 0  # the carry-forward of silent agents was exercised
 
 
+def _full(table: str, row: dict) -> dict:
+    """A row with every column of its table (null where the test does not care)."""
+    from engine.results import OPTIONAL, SCHEMAS
+
+    return {**{k: None for k in SCHEMAS[table].names if k not in OPTIONAL.get(table, ())}, **row}
+
+
 def _write_run(out: Path, config: dict, questions: list[dict], calls: list[dict]) -> None:
     sink = ParquetSink(out, name="run")
-    sink.write("calls", calls)
-    sink.write("questions", questions)
+    sink.write("calls", [_full("calls", c) for c in calls])
+    sink.write("questions", [_full("questions", q) for q in questions])
     sink.flush()
     sink.write_run({"run_id": "r1", "protocol": "mad", "config": json.dumps(config), "status": "finished",
                     "n_questions": len(questions), "accuracy": sum(q["correct"] for q in questions) / len(questions)})

@@ -2,6 +2,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.results import ParquetSink, read_table
+from tests.rows import complete_rows
 
 
 def call_row(i):
@@ -11,13 +12,13 @@ def call_row(i):
 
 def test_rows_stream_to_part_files_as_they_come(tmp_path):
     sink = ParquetSink(tmp_path, flush_rows=3, flush_seconds=3600)
-    sink.write("calls", [call_row(0), call_row(1)])
+    sink.write("calls", complete_rows("calls", [call_row(0), call_row(1)]))
     assert read_table(tmp_path, "calls").num_rows == 0  # buffered
-    sink.write("calls", [call_row(2)])  # reaches flush_rows -> a part file appears now
+    sink.write("calls", complete_rows("calls", [call_row(2)]))  # reaches flush_rows -> a part file appears now
     t = read_table(tmp_path, "calls")
     assert t.num_rows == 3 and t.column("prompt_tokens").to_pylist() == [10, 11, 12]
     assert t.column("answer").to_pylist() == [None, None, None]  # unparseable stays null
-    sink.write("calls", [call_row(3)])
+    sink.write("calls", complete_rows("calls", [call_row(3)]))
     sink.flush()
     assert read_table(tmp_path, "calls").num_rows == 4
     assert len(list((tmp_path / "calls").glob("*.parquet"))) == 2

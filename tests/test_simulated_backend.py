@@ -4,7 +4,7 @@ from engine.config import RunConfig
 from engine.extract import extract_answer
 from engine.prompts import PromptSet
 from engine.protocols import AgentCall
-from engine.records import GenRequest
+from engine.records import GenRequest, Turn
 from engine.tasks import Question
 
 
@@ -41,26 +41,37 @@ def test_only_simulated_agents_see_the_gold():
     spec = RunConfig().agent_specs()[0]
     prompts = PromptSet.for_task("numeric")
     real = AgentCore(0, spec, prompts, simulated=False)
-    r, _ = real.request(q, AgentCall(0, "first"), 0, key=1)
+    r, _ = real.request(Turn(q, AgentCall(0, "first"), 0, key=1))
     assert r.meta == {} and "42" not in str(r.messages)
     sim = AgentCore(0, spec, prompts, simulated=True)
-    r, _ = sim.request(q, AgentCall(0, "first"), 0, key=1)
+    r, _ = sim.request(Turn(q, AgentCall(0, "first"), 0, key=1))
     assert r.meta["gold"] == "42"
 
 
-def test_agent_memory_grows_per_question_and_is_forgotten():
+def test_the_debate_log_keeps_each_agents_transcript_and_the_agent_none():
+    """Agents are stateless: the transcript grows in the question's DebateLog, from the turns'
+    results, and each turn carries it; the same turn gives the same request whatever happened
+    to the agent in between."""
+    from engine.debate import DebateLog
+
     q = Question(qid="q", task="numeric", text="What?", gold="42")
     core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), True)
+    log = DebateLog(q)
     b = SimulatedBackend()
     for rnd, kind, peers in [(0, "first", []), (1, "debate", [(1, "peer says \\boxed{41}", "41")])]:
         call = AgentCall(0, kind, peers=[p[0] for p in peers], peer_texts=[(p[0], p[1]) for p in peers],
                          peer_answers=[p[2] for p in peers])
-        request, user = core.request(q, call, rnd, key=3)
-        rec = core.record(q, rnd, call, request, b.generate([request])[0], user)
+        turn = log.turn(rnd, call, key=3)
+        request, user = core.request(turn)
+        again, _ = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), True).request(turn)
+        assert again == request  # a fresh (restarted) agent builds the same request from the turn
+        result = core.record(turn, request, b.generate([request])[0], user)
+        log.add(rnd, call, result)
+        rec = result.record
         assert rec.round == rnd and rec.answer == extract_answer(rec.text, "numeric")
-    assert len(core.memory["q"]) == 4 and "peer says" in core.memory["q"][2]["content"]
-    core.forget("q")
-    assert "q" not in core.memory
+    assert len(log.histories[0]) == 4 and "peer says" in log.histories[0][2]["content"]
+    assert log.answers[0] == rec.answer and not hasattr(core, "memory")
+    assert log.turn(2, AgentCall(0, "debate"), key=3).history == log.histories[0]
 
 
 def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
@@ -68,11 +79,11 @@ def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
 
     q = Question(qid="q", task="numeric", text="What?", gold="42")
     core = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), False)
-    call = AgentCall(0, "first")
-    request, user = core.request(q, call, 0, key=3)
+    turn = Turn(q, AgentCall(0, "first"), 0, key=3)
+    request, user = core.request(turn)
     cut = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "length")
     done = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "stop")
-    assert core.record(q, 0, call, request, cut, user).answer is None
-    assert core.record(q, 0, call, request, done, user).answer == "3"
+    assert core.record(turn, request, cut, user).record.answer is None
+    assert core.record(turn, request, done, user).record.answer == "3"
     marked = GenResult("The answer is 42. Let me check 42 * 3", 10, 16, 0.1, "length")
-    assert core.record(q, 0, call, request, marked, user).answer == "42"
+    assert core.record(turn, request, marked, user).record.answer == "42"

@@ -20,6 +20,7 @@ from engine.cli import main
 from engine.config import RunConfig
 from engine.records import GenRequest, GenResult
 from engine.results import ParquetSink, read_table
+from tests.rows import complete_rows
 from engine.sweep import (
     MANIFEST,
     SweepError,
@@ -229,7 +230,7 @@ class FakeEngine:
         have = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
         rows = [{"run_id": cfg.run_id(), "question_id": f"q{i}", "correct": i % 2 == 0, "prompt_tokens": 10,
                  "completion_tokens": 5, "n_calls": 2} for i in range(n) if f"q{i}" not in have]
-        sink.write("questions", rows)
+        sink.write("questions", complete_rows("questions", rows))
         sink.flush()
         sink.write_run({"run_id": cfg.run_id(), "status": "finished", "n_questions": n, "accuracy": 0.5,
                         "prompt_tokens": 10 * n, "completion_tokens": 5 * n, "n_calls": 2 * n, "wall_s": 1.0})
@@ -270,7 +271,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
         for f in (cell.out / t).glob("*.parquet"):
             f.unlink()
     sink = ParquetSink(cell.out)
-    sink.write("questions", [{"run_id": cell.run_id, "question_id": "q0"}])
+    sink.write("questions", complete_rows("questions", [{"run_id": cell.run_id, "question_id": "q0"}]))
     sink.flush()
     sink.write_run({"run_id": cell.run_id, "status": "running", "n_questions": 4})
     assert disk_status(cell) == ("partial", {"questions_done": 1})
@@ -296,11 +297,11 @@ def test_disk_status_needs_every_question(tmp_path):
     cell = expand(parse_sweep({**BASE, "protocol": "mad"}), tmp_path)[0]
     assert disk_status(cell) == ("pending", {})
     sink = ParquetSink(cell.out)
-    sink.write("questions", [{"run_id": cell.run_id, "question_id": "a"}, {"run_id": "other", "question_id": "b"}])
+    sink.write("questions", complete_rows("questions", [{"run_id": cell.run_id, "question_id": "a"}, {"run_id": "other", "question_id": "b"}]))
     sink.flush()
     sink.write_run({"run_id": cell.run_id, "status": "finished", "n_questions": 2})
     assert disk_status(cell)[0] == "partial"  # the other run's row does not count
-    sink.write("questions", [{"run_id": cell.run_id, "question_id": "b"}])
+    sink.write("questions", complete_rows("questions", [{"run_id": cell.run_id, "question_id": "b"}]))
     sink.flush()
     assert disk_status(cell)[0] == "finished"
 
@@ -313,7 +314,7 @@ def test_write_manifest_is_atomic_json(tmp_path):
 
 def test_leftover_temp_files_of_a_killed_writer_are_ignored(tmp_path):
     sink = ParquetSink(tmp_path)
-    sink.write("calls", [{"run_id": "r", "question_id": "q", "round": 0, "reused": True}])
+    sink.write("calls", complete_rows("calls", [{"run_id": "r", "question_id": "q", "round": 0, "reused": True}]))
     sink.flush()
     # what a writer killed between pq.write_table and os.replace leaves behind
     (tmp_path / "calls" / ".part-dead-00001.parquet.1234abcd.tmp").write_bytes(b"PAR1 half written")

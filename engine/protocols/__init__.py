@@ -13,7 +13,6 @@ from engine.protocols.base import (
     Step,
     SummaryCall,
     consensus,
-    drive,
     effective_rounds,
 )
 from engine.protocols.mad import build_topology, topology_debate
@@ -55,5 +54,5 @@ def validate_protocol(cfg) -> None:
 
 __all__ = [
     "SUMMARIZER", "AgentCall", "Context", "Outcome", "Reply", "Similarity", "Step", "SummaryCall",
-    "build_topology", "protocol_module", "validate_protocol", "consensus", "drive", "effective_rounds", "get_protocol", "topology_debate",
+    "build_topology", "protocol_module", "validate_protocol", "consensus", "effective_rounds", "get_protocol", "topology_debate",
 ]

@@ -8,8 +8,10 @@ needs something from the outside world it *yields* a request and receives the an
 * :class:`Similarity` — texts whose pairwise cosine similarity is needed (embedding actor);
   the protocol receives an ``n x n`` list of lists of floats.
 
-When it is done it *returns* an :class:`Outcome`. The coordinator actor drives the generator
-(and runs the requests on Ray); tests drive it with fake replies, without Ray or a model.
+When it is done it *returns* an :class:`Outcome`. The engine's one driver,
+:func:`engine.debate.debate`, runs the generator (the coordinator actor with Ray-backed hooks,
+:func:`actors.local_run.run_local` in-process); protocol tests feed it fake replies
+(``tests/protocol_driver.py``).
 The protocol alone decides who reads whom (it gets that from ``topologies/``), what each agent
 is shown, and when to stop; every call and every information edge is recorded.
 """
@@ -162,16 +164,3 @@ def effective_rounds(answers_by_round: list[list[str | None]]) -> int:
         if answers and answers[0] is not None and all(a == answers[0] for a in answers):
             return r + 1
     return len(answers_by_round)
-
-
-def drive(gen: ProtocolGen, answer: Callable[[Request], Any]) -> Outcome:
-    """Run a protocol generator synchronously, answering each request with ``answer``.
-
-    The coordinator does the same asynchronously; this is for tests and planning tools.
-    """
-    try:
-        request = next(gen)
-        while True:
-            request = gen.send(answer(request))
-    except StopIteration as stop:
-        return stop.value
