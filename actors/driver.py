@@ -158,7 +158,9 @@ def init_ray(address: str | None = None) -> None:
 
 def needs_embeddings(cfg: RunConfig) -> bool:
     """Protocols that ask for a similarity matrix (S2-MAD's embedding check, CortexDebate's intimacy)."""
-    return cfg.protocol == "cortex" or (cfg.protocol == "s2mad" and cfg.similarity == "embedding")
+    from engine.protocols import protocol_spec
+
+    return protocol_spec(cfg.protocol).needs_embeddings(cfg)
 
 
 def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None

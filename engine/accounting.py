@@ -8,16 +8,25 @@ its questions. Nothing is estimated here.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
+
+def carried_mean(lists: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:
+    """Round-by-round mean of per-question lists. A question that stopped early keeps its last
+    round's value in later rounds (its debate ended in that state), up to the longest list or
+    ``length`` if larger; empty lists are left out. The engine's one carry-forward rule (runs
+    table, printed summary, sweep status and report)."""
+    values = [[float(v) for v in x] for x in lists if x is not None and len(x)]
+    if not values:
+        return []
+    longest = max(max(len(v) for v in values), length or 0)
+    return [sum(v[t] if t < len(v) else v[-1] for v in values) / len(values) for t in range(longest)]
 
 
 def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
     """Mean of a per-round list column (``consensus``, ``correct_by_round``) over questions, round
-    by round. A question that stopped early keeps its last round's value in later rounds (its
-    debate ended in that state). Rows without the column (older runs) are left out."""
-    lists = [[float(v) for v in r[key]] for r in rows if r.get(key)]
-    longest = max((len(v) for v in lists), default=0)
-    return [sum(v[t] if t < len(v) else v[-1] for v in lists) / len(lists) for t in range(longest)]
+    by round (:func:`carried_mean`). Rows without the column (older runs) are left out."""
+    return carried_mean(r.get(key) for r in rows)
 
 
 def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:

@@ -17,10 +17,11 @@ import dataclasses
 import sys
 from typing import Any, Sequence
 
-from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, TIE_BREAKS, PROTOCOLS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.protocols import SPECS
+from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, TIE_BREAKS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
 
 _HELP = {
-    "protocol": "cot | sc (CoT-SC, k = --agents samples) | mad (fully connected) | sparse | probmad",
+    "protocol": "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
     "agents": "number of agents (samples for sc; cot always uses 1)",
     "rounds": "total rounds including the first answer (cot/sc: 1)",
     "density": "sparse: regular graph density D = 2|E|/(N(N-1)); probmad: probability of reading each peer",
@@ -70,7 +71,7 @@ _HELP = {
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
 
-_CHOICES = {"protocol": PROTOCOLS, "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
+_CHOICES = {"protocol": tuple(SPECS), "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
             "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW, "device": DEVICES,
             "embedding_device": EMBEDDING_DEVICES, "tie_break": TIE_BREAKS}
 _SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
@@ -202,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               parents=[common])
     report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
-    report_p.add_argument("--baseline", default="mad", choices=PROTOCOLS, help="protocol that savings compare with")
+    report_p.add_argument("--baseline", default="mad", choices=tuple(SPECS), help="protocol that savings compare with")
     rescore_p = sub.add_parser("rescore", help="re-grade the stored replies of a run or sweep folder with the current "
                                "grader (new Parquet parts; model outputs untouched)", parents=[common])
     rescore_p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")

@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 
-PROTOCOLS = ("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex")
 BACKENDS = ("auto", "vllm", "transformers", "openai", "simulated")
 DTYPES = ("auto", "bfloat16", "float32")
 # Engine settings of the model-serving backends (flags, YAML keys, and per model under
@@ -161,15 +160,22 @@ class RunConfig:
     sim_latency_s: float = 0.0
 
     # ------------------------------------------------------------------ derived
+    def _shape(self) -> tuple[int, int]:
+        from engine.protocols import SPECS
+
+        spec = SPECS.get(self.protocol)
+        return spec.shape(self) if spec is not None else (self.agents, self.rounds)
+
     @property
     def n_agents(self) -> int:
-        """CoT is one agent whatever ``--agents`` says; CoT-SC(k) uses k = ``--agents`` samples."""
-        return 1 if self.protocol == "cot" else self.agents
+        """The agents the protocol uses (``ProtocolSpec.shape``: CoT is one agent whatever
+        ``--agents`` says; CoT-SC(k) uses k = ``--agents`` samples)."""
+        return self._shape()[0]
 
     @property
     def n_rounds(self) -> int:
-        """CoT and CoT-SC have only the first-answer round."""
-        return 1 if self.protocol in ("cot", "sc") else self.rounds
+        """The rounds the protocol runs (CoT and CoT-SC have only the first-answer round)."""
+        return self._shape()[1]
 
     @property
     def simulated(self) -> bool:
@@ -181,23 +187,21 @@ class RunConfig:
         ``topologies.placement.assign_models`` gives it (``--models`` ranked strongest first,
         placed by ``--placement`` on the run's topology, paper sec. 6); else ``--model``.
 
-        The topology used for placement is ``engine.protocols.build_topology(self)`` for
-        cot/sc/mad/sparse/probmad. GroupDebate, S2-MAD and CortexDebate have no fixed graph
-        there (groups / similarity / learned weights decide who reads whom), so placement uses
-        the fully connected graph, on which every agent ties: "central"/"peripheral" then
-        equal "none" (agent i gets the i-th listed model).
+        The topology used for placement is the protocol's fixed graph (``ProtocolSpec.topology``:
+        cot/sc/mad/sparse/probmad). GroupDebate, S2-MAD and CortexDebate have none (groups /
+        similarity / learned weights decide who reads whom), so placement uses the fully
+        connected graph, on which every agent ties: "central"/"peripheral" then equal "none"
+        (agent i gets the i-th listed model).
         """
         defaults = [self.model] * self.n_agents
         if self.models:
             from topologies import fully_connected  # imported here: avoid import cycles
             from topologies.placement import assign_models, parse_models
 
-            if self.protocol in ("group", "s2mad", "cortex"):
-                topo = fully_connected(self.n_agents)
-            else:
-                from engine.protocols import build_topology
+            from engine.protocols import protocol_spec
 
-                topo = build_topology(self)
+            graph = protocol_spec(self.protocol).topology
+            topo = fully_connected(self.n_agents) if graph is None else graph(self)
             defaults = assign_models(parse_models(self.models, self.n_agents), topo, self.placement)
         specs = []
         for i in range(self.n_agents):
@@ -242,8 +246,10 @@ class RunConfig:
         def bad(flag: str, msg: str) -> ConfigError:
             return ConfigError(f"--{flag.replace('_', '-')} {msg}")
 
-        if self.protocol not in PROTOCOLS:
-            raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        from engine.protocols import SPECS
+
+        if self.protocol not in SPECS:
+            raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(SPECS)}")
         if self.backend not in BACKENDS:
             raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
         self.backend = resolve_backend(self.backend)
@@ -285,14 +291,9 @@ class RunConfig:
             raise bad("offset", f"must be >= 0 (got {self.offset})")
         if self.topology is not None and self.topology not in TOPOLOGY_KINDS:
             raise bad("topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGY_KINDS)}")
-        if self.protocol == "probmad" and self.density is None:
-            raise bad("density", "is required with --protocol probmad (probability of seeing each peer)")
-        if self.protocol == "sparse":
-            kind = self.topology or ("edges" if self.edges else "regular")
-            if kind == "regular" and self.density is None:
-                raise bad("density", "is required with --protocol sparse and a regular topology")
-            if kind == "edges" and not self.edges:
-                raise bad("edges", "is required with --topology edges (e.g. '0-1,1-2,2-0')")
+        check = SPECS[self.protocol].check
+        if check is not None:
+            check(self)
         if self.placement != "none" and not self.models:
             raise ConfigError(
                 f"--placement {self.placement} needs --models (models strongest first, e.g. 'big*1,small*5')"

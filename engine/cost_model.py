@@ -100,9 +100,6 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any, Callable, Mapping, Sequence
 
-# Importing the protocol modules registers their prompt stages (build the PromptSet after this).
-from engine.protocols import cortex as _cortex  # noqa: F401  (registers cortex_* stages)
-from engine.protocols import s2mad as _s2mad  # noqa: F401  (registers s2_* stages)
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
 from engine.prompts import PromptSet
 from topologies.groups import parse_group_sizes, stage_plan
@@ -493,31 +490,12 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
     ``kept_fraction`` of its N-1 peers, for ``rounds_run`` rounds (default all ``rounds``);
     ``memory`` is ``cortex_memory`` (``forgetting`` turns "full" into "last", as the protocol does).
     """
-    n = n_agents
-    if protocol == "cot":
-        return topology_cost(s, 1, 1, question_tokens, reply_tokens, 0)
-    if protocol == "sc":
-        return topology_cost(s, n, 1, question_tokens, reply_tokens, 0)
-    if protocol == "mad":
-        return topology_cost(s, n, rounds, question_tokens, reply_tokens, n - 1, forgetting=forgetting)
-    if protocol == "sparse":
-        if density is None:
-            raise ValueError("sparse needs density")
-        k = density * (n - 1)
-        return topology_cost(s, n, rounds, question_tokens, reply_tokens, k, 1.0 if k == 0 else 0.0, forgetting)
-    if protocol == "probmad":
-        if density is None:
-            raise ValueError("probmad needs density")
-        p_alone = (1 - density) ** (n - 1)
-        return topology_cost(s, n, rounds, question_tokens, reply_tokens, density * (n - 1), p_alone, forgetting)
-    if protocol == "group":
-        return group_cost(s, n, rounds, question_tokens, reply_tokens, groups, stage_rounds)
-    if protocol == "s2mad":
-        return s2mad_bound(s, n, rounds, question_tokens, reply_tokens, groups, stage_rounds, filter)
-    if protocol == "cortex":
-        run = rounds if rounds_run is None else rounds_run
-        if not 1 <= run <= rounds:
-            raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
-        k = kept_fraction * (n - 1)
-        return cortex_cost(s, n, question_tokens, reply_tokens, [k] * (run - 1), cortex_memory(memory, forgetting))
-    raise ValueError(f"no cost model for protocol {protocol!r}")
+    from engine.protocols import protocol_spec
+
+    cost = protocol_spec(protocol).cost
+    if cost is None:
+        raise ValueError(f"no cost model for protocol {protocol!r}")
+    return cost(s, n_agents, rounds, question_tokens, reply_tokens, density=density, forgetting=forgetting,
+                groups=groups, stage_rounds=stage_rounds, filter=filter, kept_fraction=kept_fraction,
+                rounds_run=rounds_run, memory=memory)
+

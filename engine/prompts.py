@@ -11,8 +11,8 @@ following math problem?") and ``$format`` (the answer-format instruction, e.g. "
   peer        how one shown reply is rendered inside $peers     ($text, $agent)
   self_check  a later round in which the agent hears nobody     ($question)
 
-Protocol modules register their own stages (GroupDebate's summary and inter-group prompts,
-S2-MAD's and CortexDebate's prompts) with :func:`register_stages`, quoting their papers.
+Protocols add their own stages in their specs (``ProtocolSpec.stages``: GroupDebate's summary and
+inter-group prompts, S2-MAD's and CortexDebate's prompts, quoting their papers).
 
 A user overrides any stage from config, for one task or for all::
 
@@ -61,30 +61,30 @@ BASE_STAGES = {
     ),
 }
 
-_STAGES: dict[str, str] = dict(BASE_STAGES)
 _ALWAYS = {"intro", "format", "question"}
-_EXTRA_FIELDS: dict[str, set[str]] = {"peer": {"agent", "text"}}  # usable even if the default omits them
+_BASE_FIELDS: dict[str, set[str]] = {"peer": {"agent", "text"}}  # usable even if the default omits them
 
 
 class PromptError(ValueError):
     pass
 
 
-def register_stages(templates: Mapping[str, str], fields: Mapping[str, set[str]] | None = None) -> None:
-    """Add a protocol's stage templates (idempotent; a name cannot be given two texts).
-
-    ``fields`` lists, per stage, placeholders a user override may use besides those of the default.
-    """
-    for name, extra in (fields or {}).items():
-        _EXTRA_FIELDS.setdefault(name, set()).update(extra)
-    for name, text in templates.items():
-        if name in _STAGES and _STAGES[name] != text:
-            raise PromptError(f"prompt stage {name!r} is already registered with another text")
-        _STAGES[name] = text
-
-
 def stages() -> dict[str, str]:
-    return dict(_STAGES)
+    """Every stage: the base ones and those the protocols' specs add (``ProtocolSpec.stages``)."""
+    from engine.protocols import prompt_stages
+
+    out = dict(BASE_STAGES)
+    for name, text in prompt_stages().items():
+        if name in out and out[name] != text:
+            raise PromptError(f"prompt stage {name!r} is defined twice with different texts")
+        out[name] = text
+    return out
+
+
+def _extra_fields(stage: str) -> set[str]:
+    from engine.protocols import prompt_stage_fields
+
+    return _BASE_FIELDS.get(stage, set()) | prompt_stage_fields().get(stage, set())
 
 
 def _identifiers(text: str) -> set[str]:
@@ -103,20 +103,21 @@ class PromptSet:
         if task not in FORMATS:
             raise PromptError(f"--task {task!r} has no prompts; tasks: {', '.join(FORMATS)}")
         templates = stages()
+        defaults = dict(templates)
         overrides = overrides or {}
         for scope in overrides:
             if scope != "all" and scope not in FORMATS:
                 raise PromptError(f"prompts.{scope}: not a task; use one of {', '.join(FORMATS)} or 'all'")
         for scope in ("all", task):
             for key, value in (overrides.get(scope) or {}).items():
-                if key not in _STAGES:
-                    raise PromptError(f"prompts.{scope}.{key}: unknown stage; stages: {', '.join(sorted(_STAGES))}")
+                if key not in defaults:
+                    raise PromptError(f"prompts.{scope}.{key}: unknown stage; stages: {', '.join(sorted(defaults))}")
                 value = str(value)
                 try:
                     idents = _identifiers(value)
                 except ValueError as exc:
                     raise PromptError(f"prompts.{scope}.{key}: bad template: {exc}") from exc
-                allowed = _identifiers(_STAGES[key]) | _ALWAYS | _EXTRA_FIELDS.get(key, set())
+                allowed = _identifiers(defaults[key]) | _ALWAYS | _extra_fields(key)
                 if not idents <= allowed:
                     raise PromptError(
                         f"prompts.{scope}.{key}: bad placeholder(s) {sorted(idents - allowed)}; "

@@ -89,13 +89,11 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
 
 
 def consensus_curve(consensus: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:
-    """Mean consensus per round over questions. A question with fewer rounds than the longest
-    (or than ``length``, if larger) carries its last value forward; empty lists are ignored."""
-    lists = [list(c) for c in consensus if c is not None and len(c)]
-    if not lists:
-        return []
-    longest = max(max(len(c) for c in lists), length or 0)
-    return [sum(c[t] if t < len(c) else c[-1] for c in lists) / len(lists) for t in range(longest)]
+    """Mean consensus per round over questions (:func:`engine.accounting.carried_mean`: a question
+    with fewer rounds than the longest, or than ``length``, carries its last value forward)."""
+    from engine.accounting import carried_mean
+
+    return carried_mean(consensus, length)
 
 
 def savings(total_per_q: float, baseline_total_per_q: float) -> float:
@@ -225,7 +223,7 @@ def load_runs(path: str | Path) -> list[RunData]:
 
 
 # ----------------------------------------------------------------------------- labels
-def _fmt_num(x: Any) -> str:
+def fmt_num(x: Any) -> str:
     """0.4 -> '0.4', 0.6666666667 -> '2/3', 1.0 -> '1'."""
     try:
         f = float(x)
@@ -248,10 +246,12 @@ def _shape(data: RunData) -> tuple[str, int | None, int | None]:
     rounds = cfg.get("rounds")
     if rounds is None and data.questions:
         rounds = max(q["rounds_run"] or 0 for q in data.questions)
-    if protocol == "cot":
-        agents = 1
-    if protocol in ("cot", "sc"):
-        rounds = 1
+    from engine.protocols import SPECS
+
+    if protocol in SPECS and agents is not None and rounds is not None:  # CoT: 1 x 1, CoT-SC: k x 1
+        from types import SimpleNamespace
+
+        agents, rounds = SPECS[protocol].shape(SimpleNamespace(**{**cfg, "agents": agents, "rounds": rounds}))
     return protocol, agents, rounds
 
 
@@ -265,13 +265,10 @@ def base_label(data: RunData) -> str:
     protocol, agents, rounds = _shape(data)
     cfg = data.config
     parts = [protocol, f"{agents if agents is not None else '?'}x{rounds if rounds is not None else '?'}"]
-    topo = cfg.get("topology")
-    if topo and topo not in ("regular",) and protocol in ("sparse", "probmad"):
-        parts.append(topo)
-    if cfg.get("density") is not None and protocol in ("sparse", "probmad"):
-        parts.append(f"D={_fmt_num(cfg['density'])}")
-    if cfg.get("groups") and protocol in ("group", "s2mad"):
-        parts.append(f"G={cfg['groups']}")
+    from engine.protocols import SPECS
+
+    if protocol in SPECS:
+        parts += SPECS[protocol].label_parts(cfg)  # what tells two runs of it apart (density, groups)
     label = " ".join(parts)
     return label + (" (SIMULATED)" if _simulated(data) else "")
 
@@ -296,7 +293,7 @@ def _labels(runs: list[RunData]) -> list[str]:
             for k in differ:
                 v = runs[i].config.get(k)
                 v = Path(v).name if k == "dataset" and isinstance(v, str) else v
-                extra.append(f"{k}={v if not isinstance(v, float) else _fmt_num(v)}")
+                extra.append(f"{k}={v if not isinstance(v, float) else fmt_num(v)}")
             out[i] = lab.replace(" (SIMULATED)", "") + ("" if not extra else " " + " ".join(extra)) + (
                 " (SIMULATED)" if lab.endswith("(SIMULATED)") else "")
         if len({out[i] for i in idx}) < len(idx):  # same config written into several directories
@@ -426,7 +423,9 @@ def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, A
         row["baseline_label"] = base["label"] if base else None
         row["baseline_exact"] = exact if base else None
         row["savings"] = savings(row["total_per_q"], base["total_per_q"]) if base else math.nan
-    order = {p: i for i, p in enumerate(("cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex"))}
+    from engine.protocols import SPECS
+
+    order = {p: i for i, p in enumerate(SPECS)}
     rows.sort(key=lambda r: (order.get(r["protocol"], 99), r["protocol"], r["agents"] or 0, r["rounds"] or 0,
                              r["label"]))
     keys = ["label"] + [k for k in rows[0] if k != "label"] if rows else []

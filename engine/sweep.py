@@ -76,23 +76,14 @@ from typing import Any, Callable
 
 import yaml
 
+from engine.protocols import SPECS
 from engine.config import ConfigError, RunConfig, config_from_mapping
 
 GRID = "grid"
 MANIFEST = "sweep.json"
 
-# Options read only by some protocols (every other RunConfig option is read by all of them).
-PROTOCOL_OPTIONS: dict[str, frozenset[str]] = {
-    "cot": frozenset(),
-    "sc": frozenset(),
-    "mad": frozenset({"forgetting"}),
-    "sparse": frozenset({"density", "topology", "edges", "center", "forgetting"}),
-    "probmad": frozenset({"density", "forgetting"}),
-    "group": frozenset({"groups", "stage_rounds"}),
-    "s2mad": frozenset({"groups", "stage_rounds", "similarity", "tau", "filter", "early_stop", "embedding_model"}),
-    "cortex": frozenset({"forgetting", "early_stop", "embedding_model", "cortex_memory", "cortex_s_offset",
-                         "model_info"}),
-}
+# Options read only by some protocols (``ProtocolSpec.options``; every other RunConfig option is read by all).
+PROTOCOL_OPTIONS: dict[str, frozenset[str]] = {name: spec.options for name, spec in SPECS.items()}
 SPECIFIC_OPTIONS: frozenset[str] = frozenset().union(*PROTOCOL_OPTIONS.values())
 # Options read only by one backend, by name prefix.
 BACKEND_PREFIXES: dict[str, str] = {"simulated": "sim_", "openai": "api_"}
@@ -135,17 +126,9 @@ def unhashed_options() -> frozenset[str]:
 def unused_options(cfg: RunConfig) -> set[str]:
     """Options of ``cfg`` that its protocol and backend do not read (see the module docstring)."""
     unused: set[str] = set()
-    used_here = PROTOCOL_OPTIONS.get(cfg.protocol)
-    if used_here is not None:  # an unknown protocol is reported by validate(), not normalised
-        unused |= SPECIFIC_OPTIONS - used_here
-    if cfg.protocol == "sparse":
-        kind = cfg.topology or ("edges" if cfg.edges else "regular")
-        if kind != "star":
-            unused.add("center")
-    if cfg.protocol == "s2mad" and cfg.similarity != "embedding":
-        unused |= {"tau", "embedding_model"}
-    if cfg.protocol == "cortex" and cfg.cortex_memory != "full":
-        unused.add("forgetting")
+    spec = SPECS.get(cfg.protocol)
+    if spec is not None:  # an unknown protocol is reported by validate(), not normalised
+        unused |= (SPECIFIC_OPTIONS - spec.options) | spec.unused(cfg)
     for backend, prefix in BACKEND_PREFIXES.items():
         if cfg.backend != backend:
             unused |= {name for name in _fields() if name.startswith(prefix)}
@@ -156,10 +139,8 @@ def normalise(cfg: RunConfig) -> RunConfig:
     """A copy of ``cfg`` with the options it does not read at their defaults (CoT: 1 agent and 1
     round; CoT-SC: 1 round), so configs that give the same results get the same run id."""
     changes = {name: _default(name) for name in unused_options(cfg)}
-    if cfg.protocol == "cot":
-        changes.update(agents=1, rounds=1)
-    elif cfg.protocol == "sc":
-        changes.update(rounds=1)
+    if cfg.protocol in SPECS:  # the agents and rounds the protocol really uses (CoT: 1 and 1)
+        changes.update(zip(("agents", "rounds"), SPECS[cfg.protocol].shape(cfg)))
     return dataclasses.replace(cfg, **changes)
 
 

@@ -60,8 +60,8 @@ import math
 import re
 from typing import Any
 
-from engine.prompts import register_stages
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
+from engine.protocols.spec import ProtocolSpec
 from topologies.cortex import MDMState, credibility, pretraining_loss, recalibrate
 
 # --------------------------------------------------------------------------- prompts (Table 7)
@@ -99,7 +99,6 @@ STAGES = {
         + _CONFIDENCE_ASK
     ),
 }
-register_stages(STAGES)
 
 # --------------------------------------------------------------------------- model metadata
 
@@ -340,3 +339,23 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
     # Phase 3: eq. 14
     return Outcome(final_answer=vote(ctx, answers), answers_by_round=history, stopped_early=stopped,
                    skipped_turns=0, info=info)
+
+
+# --------------------------------------------------------------------------- spec
+def _cost(s, n: int, rounds: int, q: float, c: float, *, kept_fraction: float = 0.5, rounds_run: int | None = None,
+          memory: str = "none", forgetting: bool = False, **_: object):
+    """Estimate: every debate round each agent keeps ``kept_fraction`` of its N-1 peers."""
+    from engine.cost_model import cortex_cost, cortex_memory
+
+    run = rounds if rounds_run is None else rounds_run
+    if not 1 <= run <= rounds:
+        raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
+    return cortex_cost(s, n, q, c, [kept_fraction * (n - 1)] * (run - 1), cortex_memory(memory, forgetting))
+
+
+SPEC = ProtocolSpec(
+    "cortex", cortex_debate, "CortexDebate: a sparse graph re-weighted each round by McKinsey trust (CortexDebate paper)",
+    "CortexDebate", options=frozenset({"forgetting", "early_stop", "embedding_model", "cortex_memory",
+                                       "cortex_s_offset", "model_info"}),
+    unused=lambda cfg: set() if cfg.cortex_memory == "full" else {"forgetting"},
+    validate=validate, stages=STAGES, needs_embeddings=lambda cfg: True, cost=_cost)

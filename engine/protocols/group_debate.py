@@ -52,8 +52,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from engine.prompts import register_stages
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
+from engine.protocols.spec import ProtocolSpec
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
 
 MEMORY = "last"  # GD sec. 4.1: only the last round's output / the last stage's summary is kept
@@ -86,7 +86,6 @@ GD_STAGES = {
         "Examine your solution and that all groups step by step. $format"
     ),
 }
-register_stages(GD_STAGES)
 
 NO_OTHER_GROUPS = "(none: there is only one group)"
 
@@ -242,8 +241,24 @@ def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round:
     return total
 
 
+def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, **_: object):
+    from engine.cost_model import group_cost
+
+    return group_cost(s, n, rounds, q, c, groups, stage_rounds)
+
+
+def groups_label(cfg) -> list[str]:
+    return [f"G={cfg['groups']}"] if cfg.get("groups") else []
+
+
+SPEC = ProtocolSpec(
+    "group", group_debate, "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
+    "GroupDebate", options=frozenset({"groups", "stage_rounds"}), validate=validate, stages=GD_STAGES, cost=_cost,
+    label_parts=groups_label)
+
+
 __all__ = [
-    "GD_STAGES", "GD_SYSTEM_PROMPT", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
+    "GD_STAGES", "GD_SYSTEM_PROMPT", "SPEC", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
     "gd_first_round_tokens", "gd_intra_round_tokens", "gd_inter_round_tokens", "gd_summary_tokens",
     "gd_total_tokens",
 ]

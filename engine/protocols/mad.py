@@ -13,6 +13,7 @@ round (k independent samples, then the vote).
 from __future__ import annotations
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, vote
+from engine.protocols.spec import ProtocolSpec
 from topologies import Topology, make_topology
 
 
@@ -59,3 +60,76 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
         answers = [r.answer for r in replies]
         history.append(answers)
     return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)
+
+
+# --------------------------------------------------------------------------- specs
+def _cost(protocol: str):
+    """The closed-form cost of one of the five (engine.cost_model.topology_cost)."""
+
+    def cost(s, n: int, rounds: int, q: float, c: float, *, density: float | None = None, forgetting: bool = False,
+             **_: object):
+        from engine.cost_model import topology_cost
+
+        if protocol == "cot":
+            return topology_cost(s, 1, 1, q, c, 0)
+        if protocol == "sc":
+            return topology_cost(s, n, 1, q, c, 0)
+        if protocol == "mad":
+            return topology_cost(s, n, rounds, q, c, n - 1, forgetting=forgetting)
+        if density is None:
+            raise ValueError(f"{protocol} needs density")
+        k = density * (n - 1)
+        if protocol == "sparse":
+            return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, forgetting)
+        return topology_cost(s, n, rounds, q, c, k, (1 - density) ** (n - 1), forgetting)  # probmad
+
+    return cost
+
+
+def _check_density(cfg) -> None:
+    """--density / --edges given where the protocol needs them (RunConfig.validate)."""
+    from engine.config import ConfigError
+
+    if cfg.protocol == "probmad" and cfg.density is None:
+        raise ConfigError("--density is required with --protocol probmad (probability of seeing each peer)")
+    if cfg.protocol == "sparse":
+        kind = cfg.topology or ("edges" if cfg.edges else "regular")
+        if kind == "regular" and cfg.density is None:
+            raise ConfigError("--density is required with --protocol sparse and a regular topology")
+        if kind == "edges" and not cfg.edges:
+            raise ConfigError("--edges is required with --topology edges (e.g. '0-1,1-2,2-0')")
+
+
+def _sparse_unused(cfg) -> set[str]:
+    kind = cfg.topology or ("edges" if cfg.edges else "regular")
+    return set() if kind == "star" else {"center"}
+
+
+def _graph_label(cfg) -> list[str]:
+    from engine.report import fmt_num
+
+    parts = []
+    if cfg.get("topology") and cfg["topology"] != "regular":
+        parts.append(cfg["topology"])
+    if cfg.get("density") is not None:
+        parts.append(f"D={fmt_num(cfg['density'])}")
+    return parts
+
+
+SPECS = (
+    ProtocolSpec("cot", topology_debate, "CoT: one agent, one round", "CoT", shape=lambda cfg: (1, 1),
+                 validate=validate, topology=build_topology, cost=_cost("cot")),
+    ProtocolSpec("sc", topology_debate, "CoT-SC(k): k = --agents independent samples, one round, vote", "CoT-SC",
+                 shape=lambda cfg: (cfg.agents, 1), validate=validate, topology=build_topology, cost=_cost("sc")),
+    ProtocolSpec("mad", topology_debate, "fully connected MAD (Du et al. 2023)", "MAD",
+                 options=frozenset({"forgetting"}), validate=validate, topology=build_topology, cost=_cost("mad")),
+    ProtocolSpec("sparse", topology_debate, "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
+                 "sparse MAD", options=frozenset({"density", "topology", "edges", "center", "forgetting"}),
+                 unused=_sparse_unused, check=_check_density, validate=validate, topology=build_topology,
+                 cost=_cost("sparse"),
+                 label_parts=_graph_label),
+    ProtocolSpec("probmad", topology_debate, "ProbMAD: each peer read with probability --density, redrawn "
+                 "(Li et al. 2024, app. E)", "ProbMAD", options=frozenset({"density", "forgetting"}),
+                 check=_check_density, validate=validate, topology=build_topology, cost=_cost("probmad"),
+                 label_parts=_graph_label),
+)

@@ -60,10 +60,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from engine.prompts import register_stages
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step, vote
 from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
+from engine.protocols.group_debate import groups_label
 from engine.protocols.group_debate import validate as _validate_groups
+from engine.protocols.spec import ProtocolSpec
 from topologies.groups import (
     Matrix,
     all_similar,
@@ -95,7 +96,6 @@ S2_STAGES = {
         "Examine your solution and that all groups step by step. $format"
     ),
 }
-register_stages(S2_STAGES)
 
 
 def validate(cfg) -> None:
@@ -303,7 +303,23 @@ def s2_summary_tokens(read_by_group: Sequence[Sequence[int]], prev_outputs: Sequ
     return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(read_by_group))
 
 
+def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, filter: bool = True,
+          **_: object):
+    from engine.cost_model import s2mad_bound
+
+    return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter)
+
+
+SPEC = ProtocolSpec(
+    "s2mad", s2mad, "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
+    "S2-MAD", options=frozenset({"groups", "stage_rounds", "similarity", "tau", "filter", "early_stop",
+                                 "embedding_model"}),
+    unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
+    validate=validate, stages=S2_STAGES, needs_embeddings=lambda cfg: cfg.similarity == "embedding", cost=_cost,
+    label_parts=groups_label)
+
+
 __all__ = [
-    "S2_STAGES", "s2mad", "validate", "s2_differing_count", "s2_participation", "s2_intra_round_tokens",
+    "S2_STAGES", "SPEC", "s2mad", "validate", "s2_differing_count", "s2_participation", "s2_intra_round_tokens",
     "s2_inter_round_tokens", "s2_summary_tokens",
 ]

@@ -1,0 +1,78 @@
+"""What the engine knows about a protocol, in one place: :class:`ProtocolSpec`.
+
+Each protocol module declares the spec(s) of its protocol(s); ``engine/protocols/__init__.py``
+lists them (the one registration point). Everything else reads the spec: the config (which
+protocols exist, their checks, how many agents and rounds they use), the CLI (help), prompts
+(the stages a protocol adds), sweeps (the options a protocol reads), the driver (embeddings),
+placement (the protocol's fixed graph), the report (label) and the cost model. Adding a protocol
+is one module with its generator and its spec, one line in the registry, and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from engine.protocols.base import ProtocolFn
+
+
+def _never(cfg) -> bool:
+    return False
+
+
+def _none(cfg) -> set[str]:
+    return set()
+
+
+def _as_configured(cfg) -> tuple[int, int]:
+    return cfg.agents, cfg.rounds
+
+
+def _no_label(cfg: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """One protocol (``--protocol name``).
+
+    run:              the protocol's generator function (:mod:`engine.protocols.base`).
+    help:             one line for ``--help`` (what it is, its paper).
+    options:          RunConfig options that only some protocols read and this one does (the
+                      sweep resets the others to their defaults so equal runs share a run id).
+    unused:           options among ``options`` that this particular config does not read
+                      (e.g. S2-MAD's ``tau`` with answer similarity).
+    shape:            (agents, rounds) the protocol really uses (CoT: one agent, one round).
+    check:            the config's own checks, run by ``RunConfig.validate`` (a ConfigError naming
+                      the flag, e.g. a missing ``--density``).
+    validate:         deeper checks before a run starts (a TopologyError naming ``--density`` and
+                      ``--agents`` when no graph exists; models; groups).
+    stages:           prompt stages the protocol adds (:mod:`engine.prompts`); ``stage_fields``:
+                      placeholders a user override of a stage may use besides the default's.
+    needs_embeddings: whether a run of this config needs the embedding actor.
+    topology:         the graph strong/weak ``--placement`` ranks agents on; None: the protocol has
+                      no fixed graph (groups, similarity or learned weights decide who reads whom).
+    cost:             the closed-form token cost (:func:`engine.cost_model.predict` calls it with
+                      its keyword arguments); None: no cost model.
+    label:            the name reports use; ``label_parts(config dict)`` adds what tells two runs
+                      of it apart (density, groups).
+    """
+
+    name: str
+    run: ProtocolFn
+    help: str
+    label: str
+    options: frozenset[str] = frozenset()
+    unused: Callable[[Any], set[str]] = _none
+    shape: Callable[[Any], tuple[int, int]] = _as_configured
+    check: Callable[[Any], None] | None = None
+    validate: Callable[[Any], None] | None = None
+    stages: Mapping[str, str] = field(default_factory=dict)
+    stage_fields: Mapping[str, set[str]] = field(default_factory=dict)
+    needs_embeddings: Callable[[Any], bool] = _never
+    topology: Callable[[Any], Any] | None = None
+    cost: Callable[..., Any] | None = None
+    label_parts: Callable[[Mapping[str, Any]], list[str]] = _no_label
+
+
+__all__ = ["ProtocolSpec"]
