@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from actors.backend import Backend
 from engine.records import GenRequest, GenResult
 
 BODY_CHARS = 300  # how much of an error body goes into the error message
@@ -74,9 +75,10 @@ class _LoopState:
         )
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """OpenAI-compatible chat-completions client (see module docstring)."""
 
+    mode = "async"
     simulated = False
 
     def __init__(

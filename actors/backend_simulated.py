@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from fractions import Fraction
 
+from actors.backend import Backend
 from engine.records import GenRequest, GenResult
 
 FRAMING_PER_MESSAGE = 4
@@ -50,9 +51,10 @@ def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> s
         return f"{gold}+{offset}"
 
 
-class SimulatedBackend:
+class SimulatedBackend(Backend):
     """Seeded simulated model (see module docstring). Pure Python, no Ray."""
 
+    mode = "batch"
     simulated = True
 
     def __init__(

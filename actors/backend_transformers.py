@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.backend import Backend
 from engine.records import GenRequest, GenResult
 
 
@@ -40,7 +41,8 @@ class _Row:
     tokens: list[int] = field(default_factory=list)
 
 
-class TransformersBackend:
+class TransformersBackend(Backend):
+    mode = "continuous"
     simulated = False
 
     def __init__(self, model: str, threads: int | None = None, device: str | None = None, max_batch: int | None = None,

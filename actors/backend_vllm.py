@@ -46,6 +46,7 @@ import os
 import time
 from typing import Any
 
+from actors.backend import Backend
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,8 @@ def _vllm_version() -> str:
     return "unknown"
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
+    mode = "async"
     simulated = False
 
     def __init__(

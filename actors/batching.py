@@ -1,7 +1,7 @@
 """Micro-batching of actor calls: the calls made to one actor in the same event-loop turn travel
 as one Ray call, and their results come back one by one as each is done.
 
-Every agent turn used to cost two Ray round trips (coordinator -> agent, agent -> replica). With
+Without it every agent turn costs two Ray round trips (coordinator -> agent, agent -> replica). With
 many questions in flight, their calls to the same actor are issued together (a round of every
 question reaches an agent at about the same time), so :class:`MicroBatcher` queues the items
 submitted to one destination and ships them, at the end of the current event-loop turn, as a

@@ -305,6 +305,34 @@ def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]
     return out
 
 
+@dataclass
+class ReplicaSet:
+    """The replicas of a run: each model's specs (``layout``), their ``info()`` in layout order,
+    and their actor handles per model."""
+
+    layout: dict[str, list[ReplicaSpec]]
+    infos: list[dict[str, Any]]
+    handles: dict[str, list[Any]]
+
+    @property
+    def all_handles(self) -> list[Any]:
+        return [h for hs in self.handles.values() for h in hs]
+
+    @property
+    def simulated(self) -> bool:
+        return any(i["simulated"] for i in self.infos)
+
+    @property
+    def engine(self) -> list[dict[str, Any]]:
+        """Each distinct model setting, as the replicas resolved it (the runs row's ``engine``)."""
+        return list({json.dumps(e, sort_keys=True): e for e in (
+            {"model": i["model"], **i.get("settings", {})} for i in self.infos)}.values())
+
+    def for_agents(self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]) -> list[Any]:
+        """The replica handle of each agent (agent j of a model on that model's replica j mod K)."""
+        return [replicas[spec.key(cfg)] for spec in assign_replicas(agent_models, self.layout)]
+
+
 class RunInterrupted(RuntimeError):
     """A run that could not finish because an engine actor without restarts (writer,
     coordinator) died; everything written so far is whole and a re-run resumes it."""
@@ -380,6 +408,22 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     return questions, prompts
 
 
+def _resume_state(out: Path, run_id: str, questions: list[Question]
+                  ) -> tuple[list[dict[str, Any]], list[Question], dict[str, Any] | None]:
+    """What ``out`` already holds of this run: the question rows of the selected questions, the
+    questions still to debate, and the earlier attempt's runs row (or None)."""
+    from engine.results import read_table
+
+    previous = [r for r in read_table(out, "questions").to_pylist() if r["run_id"] == run_id]
+    done = {r["question_id"] for r in previous}
+    previous = [r for r in previous if r["question_id"] in {q.qid for q in questions}]
+    todo = [q for q in questions if q.qid not in done]
+    if previous:
+        log.info("run %s: resuming in %s, %d of %d questions already done", run_id, out, len(previous), len(questions))
+    old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
+    return previous, todo, (old_run[0] if old_run else None)
+
+
 class Engine:
     """Long-lived actors shared by consecutive runs (a sweep's cells).
 
@@ -443,9 +487,9 @@ class Engine:
             raise ReplicaStartError(f"--model {model}: the replica could not load it: {info['error']}")
         return info
 
-    def replicas_for(self, cfg: RunConfig, models: list[str]) -> dict[str, list[Any]]:
-        """Each model's replica handles (started, or kept from an earlier run with the same setup),
-        once every model is loaded; their ``info()`` is left in ``self._infos``."""
+    def replicas_for(self, cfg: RunConfig, models: list[str]) -> ReplicaSet:
+        """Each model's replicas (started, or kept from an earlier run with the same setup), once
+        every model is loaded."""
         import ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -485,9 +529,8 @@ class Engine:
         loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}
         for key, ref in loading.items():
             infos[key] = self._loaded(key, wanted[key].model, ref)
-        self._layout = layout
-        self._infos = [infos[spec.key(cfg)] for specs in layout.values() for spec in specs]
-        return {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()}
+        return ReplicaSet(layout, [infos[spec.key(cfg)] for specs in layout.values() for spec in specs],
+                          {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()})
 
     def embedder_for(self, name: str, cfg: RunConfig | None = None):
         """The engine's embedding actor for ``name``, on the device the driver chose
@@ -513,7 +556,7 @@ class Engine:
             self._embedders[name] = actor
         return self._embedders[name]
 
-    def cache_for(self, cfg: RunConfig, models: list[str]) -> tuple[Any, dict[str, str]]:
+    def cache_for(self, cfg: RunConfig, layout: dict[str, list[ReplicaSpec]]) -> tuple[Any, dict[str, str]]:
         """With ``reuse_first_round``: the engine's one cache actor (kept across runs) and, per
         model, the cache namespace naming its replica setup (backend, model, backend options), so
         runs share a first-round reply only when the same replica setup would have produced it."""
@@ -523,8 +566,8 @@ class Engine:
 
         if self._cache is None:
             self._cache = CacheActor.options(scheduling_strategy=driver_node_strategy()).remote()
-        namespaces = {m: json.dumps([cfg.backend, m, self._layout[m][0].backend_options], sort_keys=True)
-                      for m in models}
+        namespaces = {m: json.dumps([cfg.backend, m, specs[0].backend_options], sort_keys=True)
+                      for m, specs in layout.items()}
         return self._cache, namespaces
 
     def agents_for(self, n: int, cfg: RunConfig) -> list:
@@ -547,110 +590,110 @@ class Engine:
         return self._agents[:n]
 
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
+        """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
+        questions already in ``cfg.out``. Returns totals and where everything ran."""
         import ray
-
-        from actors.agent_actor import AgentSetup
-        from actors.coordinator_actor import CoordinatorActor
-        from actors.writer_actor import WriterActor
-        from engine.results import read_table
 
         questions, prompts = prepare(cfg, questions)
         out = Path(cfg.out) if cfg.out else default_out_dir()
-        run_id = cfg.run_id()
-        attempt = uuid.uuid4().hex[:12]
-        t0 = time.perf_counter()
+        run_id, attempt, t0 = cfg.run_id(), uuid.uuid4().hex[:12], time.perf_counter()
+        previous, todo, old_run = _resume_state(out, run_id, questions)
+        writer = self._writer_for(cfg, out)
+        replicas = self.replicas_for(cfg, list(dict.fromkeys(s.model for s in cfg.agent_specs())))
+        log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
+        run_row = {
+            "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": replicas.simulated,
+            "dtype": engine_dtypes(replicas.engine), "engine": json.dumps(replicas.engine, sort_keys=True),
+            "config": cfg.to_json(), "status": "running", "started": old_run["started"] if old_run else _now(),
+            "n_questions": len(questions),
+        }
+        ray.get(writer.write_run.remote(run_row))
+        rows, progress, coordinator, embedder = [], {}, None, None
+        if todo:
+            coordinator, embedder = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
+            rows, progress = self._debate_all(cfg, run_id, out, coordinator, writer, todo, len(questions),
+                                              len(previous), replicas.simulated, progress_cb)
+        wall = time.perf_counter() - t0
+        summary = summarize(previous + rows)
+        placement = self._placement(cfg, replicas, writer, coordinator, embedder)
+        run_row.update(
+            placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(),
+            wall_s=wall + ((old_run or {}).get("wall_s") or 0.0),
+            **{k: summary[k] for k in ("accuracy", "prompt_tokens", "completion_tokens", "n_calls", "effective_rounds",
+                                       "consensus_by_round", "accuracy_by_round")})
+        ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
+        return RunResult(run_id, out, summary, wall, previous + rows, replicas.simulated,
+                         [_stats(r) for r in replicas.all_handles], resumed=len(previous),
+                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
+                         batching={"agent_calls": progress.get("agent_calls", 0),
+                                   "agent_turns": progress.get("agent_turns_shipped", 0)},
+                         backend=cfg.backend, engine=replicas.engine, placement=placement)
 
-        previous = [r for r in read_table(out, "questions").to_pylist() if r["run_id"] == run_id]
-        done = {r["question_id"] for r in previous}
-        previous = [r for r in previous if r["question_id"] in {q.qid for q in questions}]
-        todo = [q for q in questions if q.qid not in done]
-        if previous:
-            log.info("run %s: resuming in %s, %d of %d questions already done", run_id, out, len(previous), len(questions))
-        old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
-        started = old_run[0]["started"] if old_run else _now()
+    def _writer_for(self, cfg: RunConfig, out: Path):
+        """The writer actor, pointed at ``out`` (started again if the last one died)."""
+        import ray
+
+        from actors.writer_actor import WriterActor
 
         if self._writer is None or not _alive(self._writer, method="where"):
             # on the driver's node, where --out is, unless the user says --out is shared storage
             pin = {} if cfg.out_shared else {"scheduling_strategy": driver_node_strategy()}
-            self._writer = WriterActor.options(**pin).remote()  # (again, if the last one died)
-        writer = self._writer
-        ray.get(writer.open.remote(str(out)))
-        specs = cfg.agent_specs()
-        models = list(dict.fromkeys(s.model for s in specs))
-        replicas = self.replicas_for(cfg, models)
-        handles = [h for hs in replicas.values() for h in hs]
-        infos = self._infos
-        simulated = any(i["simulated"] for i in infos)
-        engine = list({json.dumps(e, sort_keys=True): e for e in (
-            {"model": i["model"], **i.get("settings", {})} for i in infos)}.values())
-        log.info("run %s: backend %s, engine %s", run_id, cfg.backend, engine)
-        run_row = {
-            "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": simulated,
-            "dtype": engine_dtypes(engine), "engine": json.dumps(engine, sort_keys=True),
-            "config": cfg.to_json(), "status": "running", "started": started, "n_questions": len(questions),
-        }
-        ray.get(writer.write_run.remote(run_row))
-        rows: list[dict[str, Any]] = []
-        progress: dict[str, Any] = {}
-        if todo:
-            cache, namespaces = self.cache_for(cfg, models)
-            placed = assign_replicas([s.model for s in specs], self._layout)
-            handle_of = {spec.key(cfg): self._replicas[spec.key(cfg)] for spec in placed}
-            setups = [AgentSetup(i, spec, prompts, simulated, handle_of[placed[i].key(cfg)], cache,
-                                 namespaces.get(spec.model, ""), max(0, int(cfg.call_retries)))
-                      for i, spec in enumerate(specs)]
-            agents = self.agents_for(len(specs), cfg)
-            embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
-            if self._coordinator is None or not _alive(self._coordinator, method="progress"):
-                self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
-            coordinator = self._coordinator
-            # Configures every agent and waits for it, so the first round's requests reach the
-            # replicas together and are batched together, instead of trickling in.
-            ray.get(coordinator.setup.remote(cfg, run_id, agents, setups, writer, cfg.backend, simulated, embedder, attempt))
-            try:
-                rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), len(questions), len(previous),
-                                  simulated, progress_cb)
-                progress = ray.get(coordinator.progress.remote())
-            except ray.exceptions.RayError as exc:
-                # The writer or the coordinator itself died (agents and replicas are restarted and
-                # their calls retried inside the run). What was written is whole (atomic parts);
-                # the same command resumes from it.
-                lost = [name for name, actor in (("writer", writer), ("coordinator", coordinator))
-                        if not _alive(actor, method="where")]
-                cause = getattr(exc, "cause", None)
-                if not lost and isinstance(exc, ray.exceptions.RayTaskError) and \
-                        not isinstance(cause, ray.exceptions.RayActorError):
-                    # raised inside an actor that is still alive: a bug, not a death
-                    log.error("run %s stopped by an unexpected error:\n%s", run_id, exc)
-                    what = f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}" if cause else type(exc).__name__
-                    raise EngineError(f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
-                                      f"above; the results written so far are in {out} and resume with the same "
-                                      f"command") from None
-                raise RunInterrupted(
-                    f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
-                    f"({type(exc).__name__}); the results written so far are in {out} — run the same "
-                    f"command again to resume") from None
-        wall = time.perf_counter() - t0
-        summary = summarize(previous + rows)
-        stats = [_stats(r) for r in handles]
-        placement = self._placement(cfg, writer, self._coordinator if todo else None,
-                                    self._embedders.get(cfg.embedding_model) if todo and needs_embeddings(cfg) else None)
-        run_row.update(
-            placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(), accuracy=summary["accuracy"], prompt_tokens=summary["prompt_tokens"],
-            completion_tokens=summary["completion_tokens"], n_calls=summary["n_calls"],
-            effective_rounds=summary["effective_rounds"], consensus_by_round=summary["consensus_by_round"],
-            accuracy_by_round=summary["accuracy_by_round"],
-            wall_s=wall + sum(r.get("wall_s") or 0.0 for r in old_run[:1]),
-        )
-        ray.get(writer.write_run.remote(run_row))
-        ray.get(writer.flush.remote())
-        return RunResult(run_id, out, summary, wall, previous + rows, simulated, stats, resumed=len(previous),
-                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
-                         batching={"agent_calls": progress.get("agent_calls", 0),
-                                   "agent_turns": progress.get("agent_turns_shipped", 0)},
-                         backend=cfg.backend, engine=engine, placement=placement)
+            self._writer = WriterActor.options(**pin).remote()
+        ray.get(self._writer.open.remote(str(out)))
+        return self._writer
 
-    def _placement(self, cfg: RunConfig, writer, coordinator, embedder) -> list[dict[str, Any]]:
+    def _setup_run(self, cfg: RunConfig, run_id: str, attempt: str, prompts: PromptSet, replicas: ReplicaSet,
+                   writer) -> tuple[Any, Any]:
+        """Agents bound to their replicas, the embedder if the protocol needs one, and the
+        coordinator, configured for this run; returns (coordinator, embedder)."""
+        import ray
+
+        from actors.agent_actor import AgentSetup
+        from actors.coordinator_actor import CoordinatorActor
+
+        specs = cfg.agent_specs()
+        cache, namespaces = self.cache_for(cfg, replicas.layout)
+        bound = replicas.for_agents(cfg, [s.model for s in specs], self._replicas)
+        setups = [AgentSetup(i, spec, prompts, replicas.simulated, bound[i], cache, namespaces.get(spec.model, ""),
+                             max(0, int(cfg.call_retries))) for i, spec in enumerate(specs)]
+        agents = self.agents_for(len(specs), cfg)
+        embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
+        if self._coordinator is None or not _alive(self._coordinator, method="progress"):
+            self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
+        # Configures every agent and waits for it, so the first round's requests reach the
+        # replicas together and are batched together, instead of trickling in.
+        ray.get(self._coordinator.setup.remote(cfg, run_id, agents, setups, writer, cfg.backend, replicas.simulated,
+                                               embedder, attempt))
+        return self._coordinator, embedder
+
+    def _debate_all(self, cfg: RunConfig, run_id: str, out: Path, coordinator, writer, todo: list[Question],
+                    total: int, already: int, simulated: bool, progress_cb) -> tuple[list[dict[str, Any]], dict]:
+        """The coordinator debates ``todo``; returns the question rows and its progress counters.
+        A dead writer or coordinator stops the run (RunInterrupted), an exception raised inside a
+        live actor is a bug (EngineError); either way what was written stays and resumes."""
+        import ray
+
+        try:
+            rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), total, already, simulated, progress_cb)
+            return rows, ray.get(coordinator.progress.remote())
+        except ray.exceptions.RayError as exc:
+            lost = [name for name, actor in (("writer", writer), ("coordinator", coordinator))
+                    if not _alive(actor, method="where")]
+            cause = getattr(exc, "cause", None)
+            if not lost and isinstance(exc, ray.exceptions.RayTaskError) and \
+                    not isinstance(cause, ray.exceptions.RayActorError):
+                # raised inside an actor that is still alive: a bug, not a death
+                log.error("run %s stopped by an unexpected error:\n%s", run_id, exc)
+                what = f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}" if cause else type(exc).__name__
+                raise EngineError(f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
+                                  f"above; the results written so far are in {out} and resume with the same "
+                                  f"command") from None
+            raise RunInterrupted(
+                f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
+                f"({type(exc).__name__}); the results written so far are in {out} — run the same "
+                f"command again to resume") from None
+
+    def _placement(self, cfg: RunConfig, replicas: ReplicaSet, writer, coordinator, embedder) -> list[dict[str, Any]]:
         """Where this run's actors ran (the runs row's ``placement``): each replica (model, index,
         node, GPU ids, the Ray resources it holds and, with a placement group, its bundles and
         their nodes), the embedder, writer and coordinator."""
@@ -660,7 +703,7 @@ class Engine:
 
         out: list[dict[str, Any]] = []
         where = ("node_id", "node_ip", "gpu_ids")
-        for spec, info in zip((s for specs in self._layout.values() for s in specs), self._infos):
+        for spec, info in zip((s for specs in replicas.layout.values() for s in specs), replicas.infos):
             held = {k: spec.actor_options[k] for k in ("num_cpus", "num_gpus", "resources") if spec.actor_options.get(k)}
             entry = {"role": "replica", "model": spec.model, "replica": spec.index,
                      **{k: info.get(k) for k in where}, "resources": held}

@@ -6,8 +6,12 @@ the backend, in a worker thread so the actor keeps accepting requests meanwhile:
 * a *continuous-batching* backend (``add``/``step``, e.g. transformers) gets new requests between
   decode steps; they join the running batch (at most ``max_batch`` rows, the rest wait in the
   backend's queue) and every finished request is answered at once;
-* a *batch* backend (only ``generate(list)``, e.g. the simulated model) gets up to ``max_batch``
-  pending requests at a time.
+* a *batch* backend (``generate(list)``, e.g. the simulated model) gets up to ``max_batch``
+  pending requests at a time;
+* an *async* backend (``agenerate``: vLLM, an OpenAI-compatible server) has each request
+  awaited directly.
+
+The backend declares its mode (:class:`actors.backend.Backend`).
 
 A backend exception neither kills the actor nor hangs callers: every request in flight gets a
 ``GenResult`` with ``error`` set, which the engine records as an error row.
@@ -55,9 +59,9 @@ def make_backend(backend: str, model: str, options: dict[str, Any]):
 class ReplicaCore:
     """The loop logic of a replica, without Ray (tested directly).
 
-    Three modes, chosen from the backend's methods: continuous batching (``add``/``step``),
-    batch (``generate(list)`` only), and *async* (``agenerate``, e.g. an OpenAI-compatible
-    server): each request is awaited directly in the caller's event loop, the backend bounding
+    Three modes, as the backend declares (:attr:`actors.backend.Backend.mode`): continuous
+    batching (``add``/``step``), batch (``generate(list)``), and *async* (``agenerate``, e.g.
+    vLLM or an OpenAI-compatible server): each request is awaited directly in the caller's event loop, the backend bounding
     its own requests in flight; ``busy_s`` is then the time with at least one request in flight
     and ``hops`` stays 0.
     """
@@ -65,8 +69,8 @@ class ReplicaCore:
     def __init__(self, backend, max_batch: int | None = 16):
         self.backend = backend
         self.max_batch = max_batch or 16
-        self.asynchronous = hasattr(backend, "agenerate")
-        self.continuous = hasattr(backend, "step") and not self.asynchronous
+        self.asynchronous = backend.mode == "async"
+        self.continuous = backend.mode == "continuous"
         self._ids = itertools.count()
         self._pending: list[tuple[int, GenRequest]] = []
         self._futures: dict[int, asyncio.Future] = {}
@@ -100,10 +104,8 @@ class ReplicaCore:
             if self._in_flight == 0:
                 self.stats["busy_s"] += time.perf_counter() - self._busy_since
         self._count(res)
-        backend_stats = getattr(self.backend, "stats", None)
-        if isinstance(backend_stats, dict):
-            for k in ("retries", "timeouts"):
-                self.stats[k] = int(backend_stats.get(k, 0))
+        for k in ("retries", "timeouts"):
+            self.stats[k] = int(self.backend.stats.get(k, 0))
         return res
 
     async def generate(self, request: GenRequest) -> GenResult:
@@ -186,15 +188,15 @@ class ReplicaActor:
             return {"backend": self.backend_name, "model": self.model, "error": self.load_error}
         b = self.core.backend
         try:
-            getattr(b, "check_alive", lambda: None)()  # a dead engine is not reported as a live replica
+            b.check_alive()  # a dead engine is not reported as a live replica
         except BackendDead as exc:
             self._exit(str(exc))
         return {
             "backend": self.backend_name,
             "model": self.model,
-            "simulated": bool(getattr(b, "simulated", False)),
+            "simulated": b.simulated,
             "continuous_batching": self.core.continuous,
-            "settings": dict(getattr(b, "settings", None) or {}),  # resolved engine settings (dtype, context, ...)
+            "settings": dict(b.settings),  # resolved engine settings (dtype, context, ...)
             "threads": _torch_threads(),
             "pid": os.getpid(),
             "node": ray.get_runtime_context().get_node_id(),
@@ -214,10 +216,9 @@ class ReplicaActor:
         ``ray.actor.exit_actor()``, which would tell Ray not to restart it). Ray restarts the
         replica with a fresh engine; the agents resend every call it did not answer."""
         log.error("replica of %s: %s; exiting so that Ray restarts it", self.model, reason)
-        kill = getattr(self.core.backend, "kill_engine_processes", None) if self.core is not None else None
-        if kill is not None:
+        if self.core is not None:
             try:
-                kill()
+                self.core.backend.kill_engine_processes()
             except Exception:  # noqa: BLE001 - exiting anyway
                 log.exception("replica of %s: could not kill the engine's processes", self.model)
         logging.shutdown()
@@ -230,10 +231,6 @@ class ReplicaActor:
         self.stream_calls += 1
         async for chunk in serve_stream(requests, self.generate):
             yield chunk
-
-    async def generate_batch(self, requests: list[GenRequest]) -> list[GenResult]:
-        """Run a list of requests as one batch, bypassing the queue (for benchmarks)."""
-        return await asyncio.to_thread(self.core.backend.generate, requests)
 
     async def get_stats(self) -> dict[str, Any]:
         return {**(self.core.stats if self.core is not None else {}), "stream_calls": self.stream_calls}

@@ -41,21 +41,29 @@ def accuracy_by_round(rows: list[dict[str, Any]]) -> list[float]:
 
 
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Run totals from question rows: accuracy counts unparseable finals and errored questions as wrong."""
+    """The engine's one run summary, from question rows: the printed table, the runs row (and so
+    the sweep status) and the report all take their totals from here. Accuracy counts
+    unparseable finals and errored questions as wrong; a column missing from older rows counts 0."""
     rows = list(rows)
     n = len(rows)
+
+    def total(key: str) -> int:
+        return sum(r.get(key) or 0 for r in rows)
+
+    correct = sum(bool(r.get("correct")) for r in rows)
     return {
         "n_questions": n,
-        "accuracy": (sum(bool(r["correct"]) for r in rows) / n) if n else 0.0,
-        "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
-        "completion_tokens": sum(r["completion_tokens"] for r in rows),
-        "n_calls": sum(r["n_calls"] for r in rows),
-        "n_summary_calls": sum(r.get("n_summary_calls") or 0 for r in rows),  # null in rows older than the column
-        "n_skipped": sum(r.get("n_skipped") or 0 for r in rows),
-        "n_invalid": sum(r["n_invalid"] for r in rows),
-        "n_errors": sum(r["n_errors"] for r in rows),
-        "n_errored_questions": sum(bool(r.get("errored") or r["n_errors"]) for r in rows),
-        "effective_rounds": (sum(r.get("effective_rounds") or 0 for r in rows) / n) if n else 0.0,
+        "n_correct": correct,
+        "accuracy": correct / n if n else 0.0,
+        "prompt_tokens": total("prompt_tokens"),
+        "completion_tokens": total("completion_tokens"),
+        "n_calls": total("n_calls"),
+        "n_summary_calls": total("n_summary_calls"),
+        "n_skipped": total("n_skipped"),
+        "n_invalid": total("n_invalid"),
+        "n_errors": total("n_errors"),
+        "n_errored_questions": sum(bool(r.get("errored") or r.get("n_errors")) for r in rows),
+        "effective_rounds": total("effective_rounds") / n if n else 0.0,
         "consensus_by_round": consensus_by_round(rows),
         "accuracy_by_round": accuracy_by_round(rows),
         "n_ties": sum(bool(r.get("tie")) for r in rows),

@@ -102,7 +102,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
 from engine.prompts import PromptSet
-from topologies.groups import parse_group_sizes, stage_plan
+from topologies.groups import Matrix, differing, parse_group_sizes, participates, stage_plan
 
 ContentCounter = Callable[[str], int]
 
@@ -499,3 +499,121 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
                 groups=groups, stage_rounds=stage_rounds, filter=filter, kept_fraction=kept_fraction,
                 rounds_run=rounds_run, memory=memory)
 
+
+# --------------------------------------------------------------------------- the papers' own equations
+# GroupDebate's eqs. 3, 4, 7 / Alg. 3 and S2-MAD's eqs. 1-4 / Alg. 2, as printed (with the
+# corrections their docstrings name), in the papers' own token units: what the tests check the
+# closed forms above against.
+
+def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
+    """Initial thinking, Alg. 3 line 1: ``Token_1^1 = M x Q + sum_i Output_i^1``."""
+    return len(outputs) * q + sum(outputs)
+
+
+def gd_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
+                          prev_outputs: Sequence[float]) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} (Q + Output_i^t + sum_{i' in G_j} Output_{i'}^{t-1})``.
+
+    The inner sum includes i itself: the agent's own previous reply stays in its context next to
+    its group mates' replies."""
+    return sum(q + outputs[i] + sum(prev_outputs[k] for k in g) for g in groups for i in g)
+
+
+def gd_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
+                          summaries: Sequence[float]) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i (Q + Output_i^{t-1} + sum_j Summary_j^{s-1} + Output_i^t)`` — every agent reads all
+    N group summaries."""
+    return sum(q + prev_outputs[i] + sum(summaries) + outputs[i] for i in range(len(outputs)))
+
+
+def gd_summary_tokens(groups: Sequence[Sequence[int]], prev_outputs: Sequence[float],
+                      summaries: Sequence[float]) -> float:
+    """Summary generation at the end of a stage, Alg. 3 line 6:
+    ``sum_j (sum_{i in G_j} Output_i^{(s-1)R} + Summary_j^{s-1})`` (no question prompt)."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(groups))
+
+
+def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round: Sequence[Sequence[float]],
+                    summaries_by_stage: Sequence[Sequence[float]], stage_rounds: int) -> float:
+    """Eq. 7 / Alg. 3 line 12: initial thinking + every stage's summary and inter-group round +
+    every intra-group round. ``outputs_by_round`` has one list per round (T of them);
+    ``summaries_by_stage[s]`` the summary sizes made at the end of 0-based stage ``s`` (S-1 lists)."""
+    t_total = len(outputs_by_round)
+    plan = stage_plan(t_total, stage_rounds)
+    need = sum(p.summarize_after for p in plan)
+    if len(summaries_by_stage) < need:
+        raise ValueError(f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}")
+    total = 0.0
+    for p in plan:
+        out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
+        if p.kind == "first":
+            total += gd_first_round_tokens(q, out)
+        elif p.kind == "intra":
+            total += gd_intra_round_tokens(groups, q, out, prev)
+        else:
+            sums = summaries_by_stage[p.stage - 1]
+            total += gd_summary_tokens(groups, prev, sums) + gd_inter_round_tokens(q, out, prev, sums)
+    return total
+
+
+def s2_differing_count(own: int, candidates: Sequence[int], similar: Matrix) -> int:
+    """Eq. 1: ``D_i^t``, the number of views among ``candidates`` (group mates' round t-1
+    replies in an intra-group round, the stage's group summaries in an inter-group round) whose
+    similarity to agent ``own``'s view is below the threshold, i.e. that are not similar."""
+    return len(differing(own, candidates, similar))
+
+
+def s2_participation(d: int) -> int:
+    """Eq. 2: ``P_i^t = 1`` if ``D_i^t > 0`` else ``0``."""
+    return int(participates(d))
+
+
+def s2_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
+                          prev_outputs: Sequence[float], d: Sequence[int]) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} P_i^t (Q + O_i^t + O_i^{t-1} + (D_i^t / |G_j|) sum_{i' in G_j} O_{i'}^{t-1})``.
+
+    Two corrections to the equation as printed, which reads
+    ``P_i^t (Q + O_i^t + (M D_i^t / N) sum_{i' in G_j} O_{i'}^{t-1})``:
+
+    * the factor ``M D_i / N`` is taken as ``D_i / K`` (``K = M / N`` the group size; we use the
+      actual ``|G_j|``): "``D_i`` views of the group's mean size", the same form as eq. 4's
+      ``(D_i / N) sum_j Sum_j``. As printed, 4 agents in 2 groups with one differing mate would
+      read ``2 x`` the whole group's output, more than the group wrote.
+    * ``O_i^{t-1}``, the agent's own previous reply, is added: Alg. 1 keeps it in the agent's
+      context (``H_i[-2]``), and eq. 4 and GroupDebate's eq. 3 count it.
+
+    ``d[i]`` is the number of views agent i reads — with the redundancy filter the *unique*
+    differing views (appendix B: "the unique responses from other agents within the same group
+    that differ from its own"), which equals eq. 1's ``D_i`` when no two differing views are
+    similar to each other. An agent with ``d[i] = 0`` costs nothing (``P_i^t = 0``)."""
+    total = 0.0
+    for g in groups:
+        mean_prev = sum(prev_outputs[k] for k in g) / len(g)
+        for i in g:
+            total += s2_participation(d[i]) * (q + outputs[i] + prev_outputs[i] + d[i] * mean_prev)
+    return total
+
+
+def s2_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
+                          summaries: Sequence[float], d: Sequence[int]) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i P_i^t (Q + O_i^{t-1} + O_i^t + (D_i^t / N) sum_{j=1..N} Sum_j^{s-1})`` — an agent
+    that speaks reads ``D_i`` summaries of the mean summary size."""
+    n_groups = len(summaries)
+    total_sum = sum(summaries)
+    return sum(
+        s2_participation(d[i]) * (q + prev_outputs[i] + outputs[i] + d[i] / n_groups * total_sum)
+        for i in range(len(outputs))
+    )
+
+
+def s2_summary_tokens(read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float],
+                      summaries: Sequence[float]) -> float:
+    """Summary generation at the end of a stage, Alg. 2 line 7:
+    ``sum_j (sum_{i in G_j} O_i^{(s-1)R} + Sum_j^{s-1})``, where — with the redundancy filter —
+    ``G_j`` is replaced by the group's unique replies the summary reads (appendix B: "the summary
+    generation cost, which comprises the unique responses")."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(read_by_group))

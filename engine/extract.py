@@ -237,31 +237,24 @@ def _parse_number_strict(s: str) -> Fraction | None:
         return None
     if m.group("s1") and m.group("s2"):
         return None
-    f = _to_fraction(m.group("num"))
+    return _value(m.group("num"), m.group("den"), (m.group("s1") or m.group("s2")) == "-")
+
+
+def _value(num: str, den: str | None, negative: bool) -> Fraction | None:
+    """``num`` (over ``den``), negated if asked; None if either part is not a number or den is 0."""
+    f = _to_fraction(num)
     if f is None:
         return None
-    if m.group("den") is not None:
-        d = _to_fraction(m.group("den"))
+    if den is not None:
+        d = _to_fraction(den)
         if d is None or d == 0:
             return None
         f = f / d
-    if (m.group("s1") or m.group("s2")) == "-":
-        f = -f
-    return f
+    return -f if negative else f
 
 
 def _token_value(m: re.Match) -> Fraction | None:
-    f = _to_fraction(m.group("num"))
-    if f is None:
-        return None
-    if m.group("den") is not None:
-        d = _to_fraction(m.group("den"))
-        if d is None or d == 0:
-            return None
-        f = f / d
-    if m.group("sign") == "-":
-        f = -f
-    return f
+    return _value(m.group("num"), m.group("den"), m.group("sign") == "-")
 
 
 # A LaTeX fraction of two plain numbers is ONE number in free text ("$\frac{3}{4}$ cup" is 3/4,

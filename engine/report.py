@@ -310,19 +310,20 @@ def _mean(xs: list[float]) -> float:
 
 def summarize_run(data: RunData) -> dict[str, Any]:
     """One row of the summary table (without label and savings)."""
+    from engine.accounting import summarize
+
     qs = data.questions
     n = len(qs)
     protocol, agents, rounds = _shape(data)
-    k = sum(bool(q["correct"]) for q in qs)
+    run = summarize(qs)  # the engine's one run summary; tokens from the complete calls where there are any
+    k = run["n_correct"]
     lo, hi = wilson_interval(k, n)
     if data.calls is not None:
         prompt, completion = data.calls["prompt_tokens"], data.calls["completion_tokens"]
         calls, summary_calls = data.calls["calls"], data.calls["summary_calls"]
     else:
-        prompt = sum(q["prompt_tokens"] or 0 for q in qs)
-        completion = sum(q["completion_tokens"] or 0 for q in qs)
-        calls = sum(q["n_calls"] or 0 for q in qs)
-        summary_calls = sum(q["n_summary_calls"] or 0 for q in qs)
+        prompt, completion = run["prompt_tokens"], run["completion_tokens"]
+        calls, summary_calls = run["n_calls"], run["n_summary_calls"]
     total = prompt + completion
     per_q = (lambda x: x / n) if n else (lambda x: math.nan)
     length = rounds if (rounds and any(q.get("stopped_early") for q in qs)) else None
@@ -354,16 +355,16 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "calls": calls,
         "calls_per_q": per_q(calls),
         "summary_calls": summary_calls,
-        "skipped_turns": sum(q["n_skipped"] or 0 for q in qs),
-        "error_calls": sum(q.get("n_errors") or 0 for q in qs),
-        "errored_questions": sum(bool(q.get("errored") or q.get("n_errors")) for q in qs),
-        "effective_rounds": _mean([q["effective_rounds"] for q in qs if q["effective_rounds"] is not None]),
+        "skipped_turns": run["n_skipped"],
+        "error_calls": run["n_errors"],
+        "errored_questions": run["n_errored_questions"],
+        "effective_rounds": run["effective_rounds"] if n else math.nan,
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
         # the vote after each round, graded (older runs without the column: empty)
         "accuracy_by_round": consensus_curve(([float(c) for c in q["correct_by_round"]] for q in qs
                                               if q.get("correct_by_round")), length),
         "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
-        "ties": sum(bool(q.get("tie")) for q in qs),
+        "ties": run["n_ties"],
         "placement": placement_text(data.run.get("placement")),
     }
 

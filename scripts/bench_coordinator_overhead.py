@@ -121,7 +121,7 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     qs, prompts = prepare(cfg)
     warm_qs = qs[:warmup_questions]
     sets = [qs[warmup_questions + k * questions: warmup_questions + (k + 1) * questions] for k in range(repeats)]
-    replica = engine.replicas_for(cfg, [cfg.model])[cfg.model][0]
+    replica = engine.replicas_for(cfg, [cfg.model]).handles[cfg.model][0]
     specs = cfg.agent_specs()
     t = time.perf_counter()
     writer = WriterActor.remote(cfg.out)

@@ -55,7 +55,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
     killed: dict = {}
     with Engine() as engine:
         engine.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
-        (info,) = engine._infos
+        info = _fresh_info(engine)
         old_replica = info["pid"]
         old_engine = {p.pid for p in _engine_procs(old_replica)}
         core = [p for p in _engine_procs(old_replica) if "EngineCore" in " ".join(p.cmdline())]

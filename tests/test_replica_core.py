@@ -2,6 +2,7 @@
 
 import asyncio
 
+from actors.backend import Backend
 from actors.backend_simulated import SimulatedBackend
 from actors.replica_actor import ReplicaCore
 from engine.records import GenRequest
@@ -17,7 +18,7 @@ class CountingBackend(SimulatedBackend):
         return super().generate(requests)
 
 
-class Exploding:
+class Exploding(Backend):
     def generate(self, requests):
         raise RuntimeError("CUDA out of memory (pretend)")
 
@@ -48,3 +49,13 @@ def test_backend_exception_becomes_error_results():
     results = asyncio.run(asyncio.wait_for(go(), 10))
     assert all(r.error and "out of memory" in r.error and r.finish_reason == "error" for r in results)
     assert core.stats["errors"] == 3
+
+
+def test_a_backend_declares_its_mode():
+    import pytest
+
+    with pytest.raises(TypeError, match="mode must be one of"):
+        type("Odd", (Backend,), {"mode": "streaming", "generate": lambda self, r: []})
+    with pytest.raises(TypeError):  # generate is required
+        type("Empty", (Backend,), {})()
+    assert [ReplicaCore(b).continuous for b in (Exploding(), SimulatedBackend())] == [False, False]

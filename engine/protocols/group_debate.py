@@ -45,7 +45,7 @@ Choices where the paper leaves room (each said again where it is coded):
 Token-cost equations (sec. 3.2, Alg. 3 of appendix B.2) are implemented as the pure functions
 :func:`gd_first_round_tokens`, :func:`gd_intra_round_tokens` (eq. 3),
 :func:`gd_inter_round_tokens` (eq. 4), :func:`gd_summary_tokens` (Alg. 3 line 6) and
-:func:`gd_total_tokens` (eq. 7 / Alg. 3 line 12).
+:func:`gd_total_tokens` (eq. 7 / Alg. 3 line 12), in :mod:`engine.cost_model`.
 """
 
 from __future__ import annotations
@@ -188,59 +188,6 @@ def group_debate(ctx: Context) -> ProtocolGen:
 # ``outputs[i]`` is agent i's output size in the round, ``prev_outputs[i]`` in the previous one;
 # ``summaries[j]`` the size of group j's summary of the previous stage; ``q`` the question prompt.
 
-def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
-    """Initial thinking, Alg. 3 line 1: ``Token_1^1 = M x Q + sum_i Output_i^1``."""
-    return len(outputs) * q + sum(outputs)
-
-
-def gd_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
-                          prev_outputs: Sequence[float]) -> float:
-    """Eq. 3, one intra-group round:
-    ``sum_j sum_{i in G_j} (Q + Output_i^t + sum_{i' in G_j} Output_{i'}^{t-1})``.
-
-    The inner sum includes i itself: the agent's own previous reply stays in its context next to
-    its group mates' replies."""
-    return sum(q + outputs[i] + sum(prev_outputs[k] for k in g) for g in groups for i in g)
-
-
-def gd_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
-                          summaries: Sequence[float]) -> float:
-    """Eq. 4, one inter-group round:
-    ``sum_i (Q + Output_i^{t-1} + sum_j Summary_j^{s-1} + Output_i^t)`` — every agent reads all
-    N group summaries."""
-    return sum(q + prev_outputs[i] + sum(summaries) + outputs[i] for i in range(len(outputs)))
-
-
-def gd_summary_tokens(groups: Sequence[Sequence[int]], prev_outputs: Sequence[float],
-                      summaries: Sequence[float]) -> float:
-    """Summary generation at the end of a stage, Alg. 3 line 6:
-    ``sum_j (sum_{i in G_j} Output_i^{(s-1)R} + Summary_j^{s-1})`` (no question prompt)."""
-    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(groups))
-
-
-def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round: Sequence[Sequence[float]],
-                    summaries_by_stage: Sequence[Sequence[float]], stage_rounds: int) -> float:
-    """Eq. 7 / Alg. 3 line 12: initial thinking + every stage's summary and inter-group round +
-    every intra-group round. ``outputs_by_round`` has one list per round (T of them);
-    ``summaries_by_stage[s]`` the summary sizes made at the end of 0-based stage ``s`` (S-1 lists)."""
-    t_total = len(outputs_by_round)
-    plan = stage_plan(t_total, stage_rounds)
-    need = sum(p.summarize_after for p in plan)
-    if len(summaries_by_stage) < need:
-        raise ValueError(f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}")
-    total = 0.0
-    for p in plan:
-        out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
-        if p.kind == "first":
-            total += gd_first_round_tokens(q, out)
-        elif p.kind == "intra":
-            total += gd_intra_round_tokens(groups, q, out, prev)
-        else:
-            sums = summaries_by_stage[p.stage - 1]
-            total += gd_summary_tokens(groups, prev, sums) + gd_inter_round_tokens(q, out, prev, sums)
-    return total
-
-
 def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, **_: object):
     from engine.cost_model import group_cost
 
@@ -259,6 +206,4 @@ SPEC = ProtocolSpec(
 
 __all__ = [
     "GD_STAGES", "GD_SYSTEM_PROMPT", "SPEC", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
-    "gd_first_round_tokens", "gd_intra_round_tokens", "gd_inter_round_tokens", "gd_summary_tokens",
-    "gd_total_tokens",
 ]

@@ -52,8 +52,8 @@ Choices where the paper leaves room:
 
 Token-cost equations: :func:`s2_differing_count` (eq. 1), :func:`s2_participation` (eq. 2),
 :func:`s2_intra_round_tokens` (eq. 3), :func:`s2_inter_round_tokens` (eq. 4),
-:func:`s2_summary_tokens` (Alg. 2 line 7). Eq. 3 as printed needs two corrections, explained
-in :func:`s2_intra_round_tokens`.
+:func:`s2_summary_tokens` (Alg. 2 line 7), in :mod:`engine.cost_model`. Eq. 3 as printed needs
+two corrections, explained in :func:`engine.cost_model.s2_intra_round_tokens`.
 """
 
 from __future__ import annotations
@@ -242,67 +242,6 @@ def _sources(pool: list[tuple[str, str | None, list[int]]], read: list[int], age
 # token-cost equations (sec. 3.3 and appendix B, Alg. 2)
 # ---------------------------------------------------------------------------
 
-def s2_differing_count(own: int, candidates: Sequence[int], similar: Matrix) -> int:
-    """Eq. 1: ``D_i^t``, the number of views among ``candidates`` (group mates' round t-1
-    replies in an intra-group round, the stage's group summaries in an inter-group round) whose
-    similarity to agent ``own``'s view is below the threshold, i.e. that are not similar."""
-    return len(differing(own, candidates, similar))
-
-
-def s2_participation(d: int) -> int:
-    """Eq. 2: ``P_i^t = 1`` if ``D_i^t > 0`` else ``0``."""
-    return int(participates(d))
-
-
-def s2_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
-                          prev_outputs: Sequence[float], d: Sequence[int]) -> float:
-    """Eq. 3, one intra-group round:
-    ``sum_j sum_{i in G_j} P_i^t (Q + O_i^t + O_i^{t-1} + (D_i^t / |G_j|) sum_{i' in G_j} O_{i'}^{t-1})``.
-
-    Two corrections to the equation as printed, which reads
-    ``P_i^t (Q + O_i^t + (M D_i^t / N) sum_{i' in G_j} O_{i'}^{t-1})``:
-
-    * the factor ``M D_i / N`` is taken as ``D_i / K`` (``K = M / N`` the group size; we use the
-      actual ``|G_j|``): "``D_i`` views of the group's mean size", the same form as eq. 4's
-      ``(D_i / N) sum_j Sum_j``. As printed, 4 agents in 2 groups with one differing mate would
-      read ``2 x`` the whole group's output, more than the group wrote.
-    * ``O_i^{t-1}``, the agent's own previous reply, is added: Alg. 1 keeps it in the agent's
-      context (``H_i[-2]``), and eq. 4 and GroupDebate's eq. 3 count it.
-
-    ``d[i]`` is the number of views agent i reads — with the redundancy filter the *unique*
-    differing views (appendix B: "the unique responses from other agents within the same group
-    that differ from its own"), which equals eq. 1's ``D_i`` when no two differing views are
-    similar to each other. An agent with ``d[i] = 0`` costs nothing (``P_i^t = 0``)."""
-    total = 0.0
-    for g in groups:
-        mean_prev = sum(prev_outputs[k] for k in g) / len(g)
-        for i in g:
-            total += s2_participation(d[i]) * (q + outputs[i] + prev_outputs[i] + d[i] * mean_prev)
-    return total
-
-
-def s2_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
-                          summaries: Sequence[float], d: Sequence[int]) -> float:
-    """Eq. 4, one inter-group round:
-    ``sum_i P_i^t (Q + O_i^{t-1} + O_i^t + (D_i^t / N) sum_{j=1..N} Sum_j^{s-1})`` — an agent
-    that speaks reads ``D_i`` summaries of the mean summary size."""
-    n_groups = len(summaries)
-    total_sum = sum(summaries)
-    return sum(
-        s2_participation(d[i]) * (q + prev_outputs[i] + outputs[i] + d[i] / n_groups * total_sum)
-        for i in range(len(outputs))
-    )
-
-
-def s2_summary_tokens(read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float],
-                      summaries: Sequence[float]) -> float:
-    """Summary generation at the end of a stage, Alg. 2 line 7:
-    ``sum_j (sum_{i in G_j} O_i^{(s-1)R} + Sum_j^{s-1})``, where — with the redundancy filter —
-    ``G_j`` is replaced by the group's unique replies the summary reads (appendix B: "the summary
-    generation cost, which comprises the unique responses")."""
-    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(read_by_group))
-
-
 def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, filter: bool = True,
           **_: object):
     from engine.cost_model import s2mad_bound
@@ -320,6 +259,5 @@ SPEC = ProtocolSpec(
 
 
 __all__ = [
-    "S2_STAGES", "SPEC", "s2mad", "validate", "s2_differing_count", "s2_participation", "s2_intra_round_tokens",
-    "s2_inter_round_tokens", "s2_summary_tokens",
+    "S2_STAGES", "SPEC", "s2mad", "validate",
 ]
