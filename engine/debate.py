@@ -50,6 +50,28 @@ def call_edges(call: Call) -> list[tuple[int, int, float]]:
     return [(src, SUMMARIZER, 1.0) for src in call.sources]
 
 
+def graded_columns(answers_by_round: list[list[str | None]], final_answer: str | None, gold: str, task: str,
+                   tie_key: int | None, errored: bool) -> dict[str, Any]:
+    """A question row's graded columns, from every agent's answer after each round and the final
+    answer: ``answer_by_round`` (the vote after each round, ties broken with ``tie_key`` as the
+    protocol's own vote; the last entry is ``final_answer``), ``correct_by_round`` (the last equals
+    ``correct``; an errored question is never correct), ``tie`` (the final vote over the agents'
+    last answers had more than one answer on top), ``consensus`` and ``effective_rounds``. The
+    run (:meth:`DebateLog.question_row`) and ``debate rescore`` grade with this one function."""
+    by_round = [majority_vote(a, tie_key) for a in answers_by_round[:-1]] + [final_answer]
+    correct_by_round = [(not errored) and answers_equal(a, gold, task) for a in by_round]
+    last = answers_by_round[-1] if answers_by_round else []
+    return {
+        "final_answer": final_answer,
+        "answer_by_round": by_round,
+        "correct": correct_by_round[-1],
+        "correct_by_round": correct_by_round,
+        "tie": len(tied_answers(last)) > 1,
+        "consensus": [consensus(a) for a in answers_by_round],
+        "effective_rounds": effective_rounds(answers_by_round),
+    }
+
+
 @dataclass
 class DebateLog:
     """Everything one question's debate produced so far: call records, information edges, and
@@ -94,22 +116,14 @@ class DebateLog:
         """
         q, recs = self.question, self.records
         errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
-        by_round = [majority_vote(a, tie_key) for a in outcome.answers_by_round[:-1]] + [outcome.final_answer]
-        correct_by_round = [(not errored) and answers_equal(a, q.gold, q.task) for a in by_round]
-        last = outcome.answers_by_round[-1] if outcome.answers_by_round else []
         return {
             "question_id": q.qid,
             "task": q.task,
             "n_agents": n_agents,
             "rounds_run": outcome.rounds_run,
-            "effective_rounds": effective_rounds(outcome.answers_by_round),
             "stopped_early": outcome.stopped_early,
-            "final_answer": outcome.final_answer,
             "gold": q.gold,
-            "correct": correct_by_round[-1],
-            "answer_by_round": by_round,
-            "correct_by_round": correct_by_round,
-            "tie": len(tied_answers(last)) > 1,
+            **graded_columns(outcome.answers_by_round, outcome.final_answer, q.gold, q.task, tie_key, errored),
             "errored": errored,
             "n_calls": len(recs),
             "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
@@ -118,7 +132,6 @@ class DebateLog:
             "n_errors": sum(r.error is not None for r in recs),
             "prompt_tokens": sum(r.prompt_tokens for r in recs),
             "completion_tokens": sum(r.completion_tokens for r in recs),
-            "consensus": [consensus(a) for a in outcome.answers_by_round],
             "protocol_info": json.dumps(outcome.info, default=str, sort_keys=True) if outcome.info else None,
         }
 

@@ -67,7 +67,7 @@ def _verify(gold: str, pred: str) -> bool:
 def math_equivalent(pred: str | None, gold: str | None, timeout_s: float = TIMEOUT_S) -> bool:
     """Whether ``pred`` is mathematically equal to ``gold`` (both LaTeX or plain answers), by
     math-verify. ``None`` or an empty answer is never equivalent; a comparison that fails to
-    parse, raises or runs past ``timeout_s`` is not equivalent (logged at debug / warning)."""
+    parse, raises or runs past ``timeout_s`` is not equivalent (the last two logged as warnings)."""
     if not pred or not gold or not str(pred).strip() or not str(gold).strip():
         return False
     pred, gold = str(pred), str(gold)
@@ -78,8 +78,9 @@ def math_equivalent(pred: str | None, gold: str | None, timeout_s: float = TIMEO
     def work() -> None:
         try:
             result.append(_verify(gold, pred))
-        except Exception as exc:  # a library failure on one answer is a "no", not a crash
-            log.debug("math-verify failed on %r vs %r: %s", pred, gold, exc)
+        except Exception as exc:  # math-verify returns False on its own errors: anything that gets here is logged
+            log.warning("math-verify raised on %r vs gold %r (counted not equal): %s: %s", pred, gold,
+                        type(exc).__name__, exc)
             result.append(False)
 
     worker = threading.Thread(target=work, name="math-verify", daemon=True)

@@ -589,10 +589,9 @@ def _math_numeric(s: str) -> str | None:
     f = _parse_number_strict(s)
     if f is None:
         m = re.fullmatch(r"([-+]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}", s)  # a mixed number: 2\frac{1}{2} is 5/2
-        if m and int(m.group(4)) != 0:
-            f = int(m.group(2)) + Fraction(int(m.group(3)), int(m.group(4)))
-            if m.group(1) == "-":
-                f = -f
+        whole, part = (_to_fraction(m.group(2)), _value(m.group(3), m.group(4), False)) if m else (None, None)
+        if whole is not None and part is not None:
+            f = -(whole + part) if m.group(1) == "-" else whole + part
     if f is None:
         m = re.fullmatch(r"([-+]?)\\frac\{([^{}]+)\}\{([^{}]+)\}", s)
         if m:
@@ -607,14 +606,6 @@ def _math_numeric(s: str) -> str | None:
     return _format_fraction(f)
 
 
-def _to_fraction_canon(x: str) -> Fraction | None:
-    """The value of a numeric canonical string ("-9/4"), or None for anything else."""
-    try:
-        return Fraction(x) if re.fullmatch(r"-?\d+(?:/\d+)?", x) else None
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
 def _math_canon(raw: str) -> str | None:
     s = _math_normalize(raw)
     if not s:
@@ -625,7 +616,7 @@ def _math_canon(raw: str) -> str | None:
     parts = _split_top(s)
     if len(parts) > 1:  # a bare list: the solutions of an equation, in any order
         items = [_math_numeric(p) or p for p in parts]
-        values = [_to_fraction_canon(x) for x in items]
+        values = [_parse_number_strict(x) for x in items]
         if all(v is not None for v in values):
             items = [x for _, x in sorted(zip(values, items))]
         else:

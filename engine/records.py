@@ -117,6 +117,7 @@ class TurnResult:
 
 
 class ServiceLost(RuntimeError):
-    """A service a debate needs is gone for good (an agent whose restarts are used up, the
-    embedding actor): the question ends as an *errored* row. Any other exception inside a debate
-    is a bug and stops the run."""
+    """A service a debate needs is gone for good (the embedding actor with its restarts used up,
+    or a run without one): the question ends as an *errored* row. A lost agent is not this: its
+    turns become error records (data). Any other exception inside a debate is a bug and stops
+    the run."""

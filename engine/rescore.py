@@ -38,13 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from engine.accounting import summarize
-from engine.debate import question_key
-from engine.extract import answers_equal, extract_answer, majority_vote, tied_answers
-from engine.protocols.base import SUMMARIZER, consensus, effective_rounds
-from engine.results import ANSWERS_SCHEMA, QUESTIONS_SCHEMA, RUNS_SCHEMA, _atomic_write, read_table
+from engine.debate import graded_columns, question_key
+from engine.extract import extract_answer, majority_vote
+from engine.protocols.base import SUMMARIZER
+from engine.results import check_rows, read_table, write_part
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +62,7 @@ class RunRescore:
     verdicts_changed: int = 0  # questions whose correctness changed
     accuracy_before: float | None = None
     accuracy_after: float | None = None
+    changed: bool = False  # anything graded reads differently now (a dry run writes nothing all the same)
     written: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -114,21 +113,10 @@ def regrade_question(row: dict[str, Any], calls: list[dict[str, Any]], config: d
             i += 1
         answers_by_round.append(list(latest))
     key = _tie_key(config, qid)
-    by_round = [majority_vote(a, key) for a in answers_by_round]
-    errored = bool(row.get("errored"))
-    correct_by_round = [(not errored) and answers_equal(a, row["gold"], task) for a in by_round]
-    last = answers_by_round[-1] if answers_by_round else []
+    final = majority_vote(answers_by_round[-1], key) if answers_by_round else None  # every protocol's final rule
     new = dict(row)
-    new.update(
-        final_answer=by_round[-1] if by_round else None,
-        answer_by_round=by_round,
-        correct=correct_by_round[-1] if correct_by_round else False,
-        correct_by_round=correct_by_round,
-        tie=len(tied_answers(last)) > 1,
-        n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)),
-        consensus=[consensus(a) for a in answers_by_round],
-        effective_rounds=effective_rounds(answers_by_round),
-    )
+    new.update(graded_columns(answers_by_round, final, row["gold"], task, key, bool(row.get("errored"))),
+               n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)))
     return new, read
 
 
@@ -145,7 +133,8 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
     out = RunRescore(run_dir, run_id)
     try:
         config = json.loads(run_row.get("config") or "{}")
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        out.notes.append(f"the runs row's config is not JSON ({exc}): ties re-broken by the first-seen rule")
         config = {}
     letters: dict[str, int] = {}
     if any(q["task"] == "choice" for q in questions):
@@ -156,7 +145,6 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
     graded = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     new_rows: list[dict[str, Any]] = []
     answer_rows: list[dict[str, Any]] = []
-    any_change = False
     for q in questions:
         new, read = regrade_question(q, by_attempt.get((q["question_id"], q["attempt"]), []), config,
                                      letters.get(q["question_id"], 4))
@@ -164,26 +152,26 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
         out.answers_changed += sum(x["answer"] != x["previous_answer"] for x in read)
         out.finals_changed += new["final_answer"] != q["final_answer"]
         out.verdicts_changed += bool(new["correct"]) != bool(q["correct"])
-        any_change = any_change or _changed(q, new) or any(x["answer"] != x["previous_answer"] for x in read)
+        out.changed = out.changed or _changed(q, new) or any(x["answer"] != x["previous_answer"] for x in read)
         new_rows.append({**new, "graded": graded})
         answer_rows += [{"run_id": run_id, "question_id": q["question_id"], "attempt": q["attempt"], **x,
                          "graded": graded} for x in read]
     n = len(questions)
     out.accuracy_before = sum(bool(q["correct"]) for q in questions) / n if n else None
     out.accuracy_after = sum(bool(q["correct"]) for q in new_rows) / n if n else None
-    if not (write and any_change):
+    if not (write and out.changed):
         return out
     part = f"part-rescore-{graded:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}.parquet"
-    for table, schema, rows in (("questions", QUESTIONS_SCHEMA, new_rows), ("answers", ANSWERS_SCHEMA, answer_rows)):
+    for table, rows in (("questions", new_rows), ("answers", answer_rows)):
+        check_rows(table, rows)
         (run_dir / table).mkdir(parents=True, exist_ok=True)
-        _atomic_write(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema),
-                      run_dir / table / part)
+        write_part(run_dir / table / part, table, rows)
     if run_row.get("status") is not None:  # a run with a runs row: its totals follow the new grades
         s = summarize(new_rows)
         run = dict(run_row, accuracy=s["accuracy"], accuracy_by_round=s["accuracy_by_round"],
                    consensus_by_round=s["consensus_by_round"], effective_rounds=s["effective_rounds"])
-        _atomic_write(pa.Table.from_pylist([{k: run.get(k) for k in RUNS_SCHEMA.names}], schema=RUNS_SCHEMA),
-                      run_dir / "runs" / f"{run_id}.parquet")
+        check_rows("runs", [run])
+        write_part(run_dir / "runs" / f"{run_id}.parquet", "runs", [run])
     out.written = True
     log.info("rescored %s/%s: %d answers, %d final answers, %d verdicts changed", run_dir, run_id,
              out.answers_changed, out.finals_changed, out.verdicts_changed)
@@ -191,17 +179,13 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
 
 
 def _with_latest_answers(calls: list[dict[str, Any]], answers: list[dict[str, Any]]) -> None:
-    """Set each call's ``answer`` to its latest re-graded reading (``answers`` table), if any:
-    what the last rescore read is what the next one compares with."""
-    latest: dict[tuple, tuple[Any, str | None]] = {}
-    for a in answers:
-        key = (a["run_id"], a["question_id"], a["attempt"], a["round"], a["agent_id"])
-        if key not in latest or a["graded"] >= latest[key][0]:
-            latest[key] = (a["graded"], a["answer"])
+    """Set each call's ``answer`` to its latest re-graded reading (``answers``, the rows in force),
+    if any: what the last rescore read is what the next one compares with."""
+    latest = {(a["run_id"], a["question_id"], a["attempt"], a["round"], a["agent_id"]): a["answer"] for a in answers}
     for c in calls:
-        hit = latest.get((c["run_id"], c["question_id"], c["attempt"], c["round"], c["agent_id"]))
-        if hit is not None:
-            c["answer"] = hit[1]
+        key = (c["run_id"], c["question_id"], c["attempt"], c["round"], c["agent_id"])
+        if key in latest:
+            c["answer"] = latest[key]
 
 
 def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
@@ -240,8 +224,7 @@ def rescore_command(path: str, dry_run: bool = False) -> int:
     for r in results:
         acc = (f"accuracy {r.accuracy_before:.3f} -> {r.accuracy_after:.3f}"
                if r.accuracy_before is not None else "no questions")
-        what = "re-graded" if r.written else ("would re-grade" if dry_run and r.verdicts_changed + r.answers_changed
-                                              else "unchanged")
+        what = "re-graded" if r.written else "would re-grade" if r.changed else "unchanged"
         print(f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
               f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})")
         for note in r.notes:

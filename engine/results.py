@@ -183,6 +183,13 @@ def _atomic_write(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def write_part(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
+    """``rows`` of ``table`` as one Parquet file at ``path``, in the table's schema, atomically
+    (:func:`_atomic_write`). Rows are checked by the caller (:func:`check_rows`)."""
+    schema = SCHEMAS[table]
+    _atomic_write(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema), path)
+
+
 class ParquetSink:
     """Buffers rows per table and writes them as atomically renamed Parquet part files."""
 
@@ -212,10 +219,7 @@ class ParquetSink:
         for table, rows in self._buffers.items():
             if not rows:
                 continue
-            schema = SCHEMAS[table]
-            data = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-            path = self.out / table / f"part-{self.name}-{self._parts[table]:05d}.parquet"
-            _atomic_write(data, path)
+            write_part(self.out / table / f"part-{self.name}-{self._parts[table]:05d}.parquet", table, rows)
             self._parts[table] += 1
             self.rows_written[table] += len(rows)
             rows.clear()
@@ -224,15 +228,14 @@ class ParquetSink:
     def write_run(self, row: dict[str, Any]) -> None:
         """Write (or rewrite, atomically) the single row of a run."""
         check_rows("runs", [row])
-        data = pa.Table.from_pylist([{k: row.get(k) for k in RUNS_SCHEMA.names}], schema=RUNS_SCHEMA)
-        _atomic_write(data, self.out / "runs" / f"{row['run_id']}.parquet")
+        write_part(self.out / "runs" / f"{row['run_id']}.parquet", "runs", [row])
 
 
 def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, ...] | None = None) -> pa.Table:
     """Read one table of a run directory (empty table with the schema if nothing was written),
     projected to ``columns`` (those the schema knows; default all). Part files written before a
-    column existed read it as null. Question rows superseded by a later ``debate rescore`` are
-    left out (:func:`latest_grades`)."""
+    column existed read it as null. Question (and re-read answer) rows superseded by a later
+    ``debate rescore`` are left out (:func:`latest_grades`)."""
     import pyarrow.dataset as ds
 
     schema = SCHEMAS[table]
@@ -242,24 +245,28 @@ def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, 
     if not files:
         return pa.schema([schema.field(c) for c in cols]).empty_table()
     data = ds.dataset(files, schema=schema, format="parquet")
-    if table != "questions":
+    if table not in GRADED_KEYS:
         return data.to_table(columns=cols)
-    extra = [c for c in ("run_id", "question_id", "graded") if c not in cols]
-    return latest_grades(data.to_table(columns=cols + extra)).drop_columns(extra)
+    extra = [c for c in (*GRADED_KEYS[table], "graded") if c not in cols]
+    return latest_grades(data.to_table(columns=cols + extra), GRADED_KEYS[table]).drop_columns(extra)
 
 
-def latest_grades(questions: pa.Table) -> pa.Table:
-    """The question rows in force: per (run_id, question_id), the row graded last by ``debate
-    rescore`` (``graded``), else the row the run wrote (``graded`` null). Row order is kept."""
-    import pyarrow.compute as pc
+# Tables that `debate rescore` adds rows to, and what identifies a row: readers keep the newest.
+GRADED_KEYS = {"questions": ("run_id", "question_id"),
+               "answers": ("run_id", "question_id", "attempt", "round", "agent_id")}
 
-    if "graded" not in questions.column_names or questions.column("graded").null_count == questions.num_rows:
-        return questions
-    best: dict[tuple[Any, Any], tuple[int, int]] = {}
-    keys = zip(questions.column("run_id").to_pylist(), questions.column("question_id").to_pylist())
-    for i, (key, graded) in enumerate(zip(keys, questions.column("graded").cast(pa.int64()).to_pylist())):
+
+def latest_grades(table: pa.Table, keys: tuple[str, ...] = GRADED_KEYS["questions"]) -> pa.Table:
+    """The rows in force: per ``keys`` (a question, or an agent call for ``answers``), the row
+    graded last by ``debate rescore`` (``graded``), else the row the run wrote (``graded`` null).
+    Row order is kept."""
+    if "graded" not in table.column_names or table.column("graded").null_count == table.num_rows:
+        return table
+    best: dict[tuple[Any, ...], tuple[int, int]] = {}
+    ids = zip(*(table.column(k).to_pylist() for k in keys))
+    for i, (key, graded) in enumerate(zip(ids, table.column("graded").cast(pa.int64()).to_pylist())):
         rank = -1 if graded is None else graded
         if key not in best or rank >= best[key][0]:
             best[key] = (rank, i)
     keep = sorted(i for _, i in best.values())
-    return questions.take(pa.array(keep, pa.int64())) if len(keep) < questions.num_rows else questions
+    return table.take(pa.array(keep, pa.int64())) if len(keep) < table.num_rows else table

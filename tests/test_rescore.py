@@ -167,3 +167,17 @@ def test_rescore_of_an_engine_run_changes_nothing(ray_local, tmp_path):
     [r] = rescore(res.out_dir)
     assert r.replies == 8 * 3 * 2 and (r.answers_changed, r.finals_changed, r.verdicts_changed) == (0, 0, 0)
     assert not r.written and _files(res.out_dir) == before
+
+
+def test_rescore_leaves_a_question_whose_debate_could_not_go_on_as_it_was():
+    """A question that ended before its first round (the embedder gone: ServiceLost) has no calls
+    to re-read; its re-graded columns are those the run wrote, so rescore reports no change."""
+    from engine.debate import DebateLog
+    from engine.protocols.base import Outcome
+    from engine.rescore import _changed
+    from engine.tasks import Question
+
+    row = DebateLog(Question("q", "numeric", "1+1?", "2")).question_row(
+        Outcome(None, [], info={"error": "ServiceLost: the embedding actor is gone"}), 3, tie_key=5)
+    new, read = regrade_question({**row, "attempt": "a"}, [], {"tie_break": "random"})
+    assert read == [] and new["answer_by_round"] == [None] and not _changed(row, new)
