@@ -6,7 +6,9 @@
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
-file takes the same keys, and flags given on the command line win over it. Bad input exits with
+file takes the same keys, and flags given on the command line win over it. The help of a
+protocol's own options comes from its spec (:data:`engine.config.PROTOCOL_OPTIONS`), prefixed
+with the protocols that read them. Bad input exits with
 status 2 and a one-line message naming the flag, file or row.
 """
 
@@ -18,15 +20,13 @@ import sys
 from typing import Any, Sequence
 
 from engine.protocols import SPECS
-from engine.config import BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, TIE_BREAKS, SIMILARITY, TOPOLOGY_KINDS, ConfigError, RunConfig, config_from_mapping, load_config_file
+from engine.config import (BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, PROTOCOL_OPTIONS,
+                           TIE_BREAKS, ConfigError, RunConfig, config_from_mapping, load_config_file, option_readers)
 
 _HELP = {
     "protocol": "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
     "agents": "number of agents (samples for sc; cot always uses 1)",
     "rounds": "total rounds including the first answer (cot/sc: 1)",
-    "density": "sparse: regular graph density D = 2|E|/(N(N-1)); probmad: probability of reading each peer",
-    "topology": "sparse topology: regular (needs --density), ring, star, edges, full",
-    "edges": "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)",
     "dataset": "'arithmetic' (generated) or a JSONL/JSON/CSV/Parquet path",
     "task": "numeric | math | choice | pair (guessed from the file when omitted)",
     "limit": "number of questions (arithmetic default 100)",
@@ -45,14 +45,7 @@ _HELP = {
     "cpu_reserved_cores": "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
                           "(default 0 on machines with up to 4 cores, else vLLM's 1)",
     "out": "output directory (default runs/<timestamp>)",
-    "forgetting": "agents keep only the previous round in context",
     "config": "YAML file with the same keys as the flags",
-    "groups": "group/s2mad: group sizes '2+2+4' or a number of equal groups",
-    "stage_rounds": "group/s2mad: intra-group rounds per stage R (stages S = ceil(rounds / R))",
-    "similarity": "s2mad: 'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
-    "tau": "s2mad: cosine similarity threshold",
-    "filter": "s2mad: redundancy filter (--no-filter: ablation)",
-    "early_stop": "s2mad/cortex: stop when views agree (--no-early-stop: ablation)",
     "models": "per-agent models, strongest first: 'modelA*1,modelB*5'",
     "placement": "none | central (strongest models on the most central agents) | peripheral",
     "context_overflow": "prompt longer than the model context: 'error' (error row, default) or 'truncate' "
@@ -71,18 +64,29 @@ _HELP = {
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
 
-_CHOICES = {"protocol": tuple(SPECS), "backend": BACKENDS, "dtype": DTYPES, "topology": TOPOLOGY_KINDS, "similarity": SIMILARITY,
-            "placement": PLACEMENTS, "context_overflow": CONTEXT_OVERFLOW, "device": DEVICES,
-            "embedding_device": EMBEDDING_DEVICES, "tie_break": TIE_BREAKS}
-_SKIP = {"agent_settings", "prompts", "model_info", "placement_resources"}  # YAML only
+_HELP.update({name: f"{', '.join(option_readers(name))}: {opt.help}" for name, opt in PROTOCOL_OPTIONS.items()})
+
+_CHOICES = {"protocol": tuple(SPECS), "backend": BACKENDS, "dtype": DTYPES, "placement": PLACEMENTS,
+            "context_overflow": CONTEXT_OVERFLOW, "device": DEVICES, "embedding_device": EMBEDDING_DEVICES,
+            "tie_break": TIE_BREAKS, **{name: opt.choices for name, opt in PROTOCOL_OPTIONS.items() if opt.choices}}
+_SKIP = {"agent_settings", "prompts", "placement_resources",  # YAML only
+         *(name for name, opt in PROTOCOL_OPTIONS.items() if not opt.cli)}
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help=_HELP["config"])
+    protocol_group = p.add_argument_group("protocol options (each read only by the protocols named)")
     for f in dataclasses.fields(RunConfig):
         if f.name in _SKIP:
             continue
         flag = "--" + f.name.replace("_", "-")
+        opt = PROTOCOL_OPTIONS.get(f.name)
+        if opt is not None:
+            help_text = _HELP[f.name].replace("%", "%%") + ("" if opt.default is None else f" (default {opt.default})")
+            kind: Any = argparse.BooleanOptionalAction if opt.type is bool else None
+            protocol_group.add_argument(flag, dest=f.name, default=None, help=help_text, choices=opt.choices,
+                                        **({"action": kind} if kind else {"type": opt.type}))
+            continue
         if str(f.type).startswith("bool"):
             p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=_HELP.get(f.name))
             continue

@@ -4,6 +4,12 @@ A YAML file given with ``--config`` uses the same keys (``max_tokens`` or ``max-
 given on the command line override it. Per-agent settings (model, system prompt, temperature,
 top_p, max_tokens, seed) default to the run-level values and can be overridden agent by agent
 with the ``agent_settings`` list in YAML.
+
+:class:`RunConfig` is the engine's own options (:class:`EngineOptions`, written out below) plus
+every protocol's options, declared in its :class:`~engine.protocols.spec.ProtocolSpec`
+(``settings``) and added as fields when this module is imported (:data:`PROTOCOL_OPTIONS`). A
+protocol option is read as ``cfg.tau`` like any other field; its checks, flag and help come
+from its :class:`~engine.options.Option`.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from engine.options import ConfigError, Option, merge_options
 
 BACKENDS = ("auto", "vllm", "transformers", "openai", "simulated")
 DTYPES = ("auto", "bfloat16", "float32")
@@ -53,15 +61,9 @@ def resolve_backend(backend: str) -> str:
 DEVICES = ("auto", "cpu", "gpu")
 TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
-SIMILARITY = ("answer", "embedding")
 PLACEMENTS = ("none", "central", "peripheral")
 CONTEXT_OVERFLOW = ("error", "truncate")
-TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
 DEFAULT_MODEL = "smollm2-135m-instruct"
-
-
-class ConfigError(ValueError):
-    """A bad flag or config key. The message names the flag (``--density``) or file key."""
 
 
 @dataclass
@@ -78,15 +80,12 @@ class AgentSpec:
 
 
 @dataclass
-class RunConfig:
+class EngineOptions:
+    """The options every run has (the protocols' own options are added in :data:`RunConfig`)."""
+
     protocol: str = "mad"
     agents: int = 3
     rounds: int = 2
-    density: float | None = None
-    topology: str | None = None
-    edges: str | None = None
-    center: int = 0
-    forgetting: bool = False
     dataset: str = "arithmetic"
     task: str | None = None
     limit: int | None = None
@@ -104,25 +103,13 @@ class RunConfig:
     agent_settings: list[dict[str, Any]] = field(default_factory=list)
     prompts: dict[str, dict[str, str]] = field(default_factory=dict)
     out: str | None = None
-    # GroupDebate / S2-MAD
-    groups: str | None = None  # "2+2+4" (group sizes) or "3" (number of equal groups)
-    stage_rounds: int = 2  # R: intra-group rounds per stage (GroupDebate's default)
-    similarity: str = "answer"  # S2-MAD similarity: extracted-answer match or embedding cosine
-    tau: float = 0.4  # S2-MAD cosine threshold (the paper's best on MATH; ~0.1 on GSM8K)
-    filter: bool = True  # S2-MAD redundancy filter (False = the paper's "w/o filter" ablation)
-    early_stop: bool = True  # S2-MAD / CortexDebate early stop (False = ablation)
     tie_break: str = "random"  # a tied vote: draw seeded by run seed + question | "first": agent order (Du et al.)
-    embedding_model: str = "all-minilm-l6-v2"  # alias, local folder or hub name (offline cache)
     # strong/weak placement
     models: str | None = None  # per-agent models, strongest first: "big*1,small*5"
     placement: str = "none"  # none | central (strongest on most central nodes) | peripheral
-    model_info: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {params_b, tokens_t}
     # where each model's replicas run (YAML only): model -> {num_gpus, num_cpus, resources, replicas}
     #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types
     placement_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # --- CortexDebate options (cortex_* fields) go here ---
-    cortex_memory: str = "none"  # eq. 13: the prompt is [Ins, Q, peers' answers] only; "full"/"last" keep the transcript
-    cortex_s_offset: float = 1.0  # added to S_d (eq. 8); our choice, the paper's literal S_1 = 0 divides by zero (0 = literal, W = inf)
     # engine knobs
     reuse_first_round: bool = False  # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
     api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
@@ -225,13 +212,26 @@ class RunConfig:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, default=str)
 
+    def options_read(self) -> frozenset[str]:
+        """The protocol options this run reads: its protocol's ``settings`` but the ones this
+        config leaves unused (``ProtocolSpec.unused``: S2-MAD's ``tau`` with answer similarity)."""
+        from engine.protocols import SPECS
+
+        spec = SPECS.get(self.protocol)
+        if spec is None:
+            return frozenset(PROTOCOL_OPTIONS)
+        return spec.options - spec.unused(self)
+
     def run_id(self) -> str:
-        """Deterministic id from everything that changes results (not ``out`` or engine knobs)."""
+        """Deterministic id from everything that changes results: the engine's options but the
+        ones in :data:`UNHASHED` (``out``, engine knobs), and the protocol options the run reads
+        (:meth:`options_read`), at their values even when they are the defaults, so a changed
+        default never gives an old id new results. Other protocols' options are left out: ``--tau``
+        does not make a MAD run a new run, and a protocol that gains an option changes only its
+        own run ids."""
         d = self.to_dict()
-        for k in ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus",
-                  "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel",
-                  "max_restarts", "call_retries", "device", "embedding_device", "placement_timeout",
-                  "out_shared", *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS)):
+        read = self.options_read()
+        for k in (*UNHASHED, *(name for name in PROTOCOL_OPTIONS if name not in read)):
             d.pop(k, None)
         per_model = {m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
                      for m, o in sorted(self.placement_resources.items())}
@@ -275,8 +275,7 @@ class RunConfig:
         if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
             raise bad("tensor_parallel", f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})")
         for name, allowed in (("tie_break", TIE_BREAKS), ("device", DEVICES), ("embedding_device", EMBEDDING_DEVICES),
-                              ("context_overflow", CONTEXT_OVERFLOW), ("similarity", SIMILARITY),
-                              ("placement", PLACEMENTS)):
+                              ("context_overflow", CONTEXT_OVERFLOW), ("placement", PLACEMENTS)):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
         if not self.placement_timeout > 0:
@@ -289,8 +288,8 @@ class RunConfig:
             raise bad("limit", f"must be positive (got {self.limit})")
         if self.offset < 0:
             raise bad("offset", f"must be >= 0 (got {self.offset})")
-        if self.topology is not None and self.topology not in TOPOLOGY_KINDS:
-            raise bad("topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGY_KINDS)}")
+        for opt in PROTOCOL_OPTIONS.values():  # type, allowed values, bounds (engine.options.Option)
+            opt.check(getattr(self, opt.name))
         check = SPECS[self.protocol].check
         if check is not None:
             check(self)
@@ -306,12 +305,6 @@ class RunConfig:
                 parse_models(self.models, self.n_agents)
             except TopologyError as exc:
                 raise ConfigError(str(exc)) from None
-        if self.stage_rounds < 1:
-            raise bad("stage_rounds", f"must be at least 1 (got {self.stage_rounds})")
-        if not -1.0 <= self.tau <= 1.0:
-            raise bad("tau", f"is a cosine threshold in [-1, 1] (got {self.tau})")
-        if self.density is not None and not 0.0 <= self.density <= 1.0:
-            raise bad("density", f"must be within [0, 1] (got {self.density})")
         for name in ("temperature",):
             if getattr(self, name) < 0:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
@@ -332,11 +325,39 @@ class RunConfig:
             unknown = set(over) - allowed
             if unknown:
                 raise ConfigError(f"agent_settings[{i}]: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-        if self.cortex_memory not in ("none", "last", "full"):
-            raise bad("cortex_memory", f"{self.cortex_memory!r} is not one of none, last, full")
-        if not (self.cortex_s_offset >= 0 and self.cortex_s_offset < float("inf")):
-            raise bad("cortex_s_offset", f"must be a finite number >= 0 (got {self.cortex_s_offset})")
         return self
+
+
+# Engine options that do not change results, left out of the run id (and so no sweep axis).
+UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus", "api_concurrency",
+            "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
+            "call_retries", "device", "embedding_device", "placement_timeout", "out_shared",
+            *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS))
+
+
+def _protocol_options() -> dict[str, Option]:
+    from engine.protocols import SPECS
+
+    engine_names = {f.name for f in dataclasses.fields(EngineOptions)}
+    return merge_options({name: list(spec.settings) for name, spec in SPECS.items()}, engine_names)
+
+
+# name -> Option: every protocol's own options (ProtocolSpec.settings), in registry order
+PROTOCOL_OPTIONS: dict[str, Option] = _protocol_options()
+
+# The run configuration: the engine's options and every protocol's options, one field each.
+RunConfig = dataclasses.make_dataclass(
+    "RunConfig", [opt.field() for opt in PROTOCOL_OPTIONS.values()], bases=(EngineOptions,))
+RunConfig.__module__ = __name__  # pickled by reference (Ray ships configs to actors)
+RunConfig.__doc__ = """One run's configuration: :class:`EngineOptions` plus the protocols' options
+(:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run`` flags and the YAML keys."""
+
+
+def option_readers(name: str) -> list[str]:
+    """The protocols that read protocol option ``name`` (registry order)."""
+    from engine.protocols import SPECS
+
+    return [p for p, spec in SPECS.items() if name in spec.options]
 
 
 def _field_types() -> dict[str, Any]:

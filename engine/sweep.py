@@ -19,23 +19,15 @@ maps options to lists of values, and the sweep runs their cross product::
 Cells. A grid point becomes a :class:`~engine.config.RunConfig`; options its protocol (or
 backend) does not read are reset to their defaults (:func:`normalise`) *before* cells are
 de-duplicated by run id, so ``density: [0.4, 0.8]`` x ``protocol: [mad, sparse]`` is three cells
-(mad once, sparse twice), not four. What each protocol reads (:data:`PROTOCOL_OPTIONS`; every
-option not listed there is read by all protocols):
+(mad once, sparse twice), not four. What each protocol reads is its spec's ``settings``
+(:class:`~engine.protocols.spec.ProtocolSpec`; ``debate run --help`` lists each protocol option
+with the protocols that read it) minus the ones its config leaves unused (sparse reads ``center``
+only with ``topology: star``; S2-MAD reads ``tau`` and ``embedding_model`` only with
+``similarity: embedding``; CortexDebate reads ``forgetting`` only with ``cortex_memory: full``);
+CoT runs one agent and one round, CoT-SC one round (``ProtocolSpec.shape``). A grid axis that no
+cell reads is an error naming the protocols that read it.
 
-=========  =====================================================================================
-cot        none of the listed; also ``agents`` and ``rounds`` are set to 1 (one agent, one round)
-sc         none of the listed; ``rounds`` set to 1 (k = ``agents`` samples, one round)
-mad        forgetting
-sparse     density, topology, edges, forgetting; ``center`` only with ``topology: star``
-probmad    density, forgetting
-group      groups, stage_rounds
-s2mad      groups, stage_rounds, similarity, filter, early_stop; ``tau`` and ``embedding_model``
-           only with ``similarity: embedding``
-cortex     early_stop, embedding_model, cortex_memory, cortex_s_offset, model_info;
-           ``forgetting`` only with ``cortex_memory: full``
-=========  =====================================================================================
-
-and per backend: ``sim_*`` options only with ``backend: simulated``, ``api_*`` only with
+Per backend: ``sim_*`` options only with ``backend: simulated``, ``api_*`` only with
 ``backend: openai``. A cell that is invalid (e.g. sparse with a density that has no regular graph
 for its agent count, probmad without a density) is reported, listed in the manifest with its
 error and skipped; the sweep fails only if no cell is valid. Options that do not change results
@@ -70,21 +62,17 @@ import json
 import os
 import uuid
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
 from engine.protocols import SPECS
-from engine.config import ConfigError, RunConfig, config_from_mapping
+from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
 
 GRID = "grid"
 MANIFEST = "sweep.json"
 
-# Options read only by some protocols (``ProtocolSpec.options``; every other RunConfig option is read by all).
-PROTOCOL_OPTIONS: dict[str, frozenset[str]] = {name: spec.options for name, spec in SPECS.items()}
-SPECIFIC_OPTIONS: frozenset[str] = frozenset().union(*PROTOCOL_OPTIONS.values())
 # Options read only by one backend, by name prefix.
 BACKEND_PREFIXES: dict[str, str] = {"simulated": "sim_", "openai": "api_"}
 
@@ -107,20 +95,11 @@ def _default(name: str) -> Any:
     return f.default_factory()  # type: ignore[misc]
 
 
-@lru_cache(maxsize=1)
 def unhashed_options() -> frozenset[str]:
-    """RunConfig options that :meth:`RunConfig.run_id` does not hash (found by probing each one),
-    i.e. the ones that do not change results; they cannot be grid axes."""
-    base = RunConfig().run_id()
-    out = set()
-    for name in _fields():
-        probe = dataclasses.replace(RunConfig(), **{name: "\x00probe"})
-        try:
-            if probe.run_id() == base:
-                out.add(name)
-        except Exception:  # pragma: no cover - a field run_id cannot serialise is hashed, so not unhashed
-            pass
-    return frozenset(out)
+    """RunConfig options that :meth:`RunConfig.run_id` never hashes (``config.UNHASHED``), i.e.
+    the ones that do not change results; they cannot be grid axes. (A protocol option is hashed
+    in the runs that read it.)"""
+    return frozenset(UNHASHED)
 
 
 def unused_options(cfg: RunConfig) -> set[str]:
@@ -128,7 +107,7 @@ def unused_options(cfg: RunConfig) -> set[str]:
     unused: set[str] = set()
     spec = SPECS.get(cfg.protocol)
     if spec is not None:  # an unknown protocol is reported by validate(), not normalised
-        unused |= (SPECIFIC_OPTIONS - spec.options) | spec.unused(cfg)
+        unused |= set(PROTOCOL_OPTIONS) - cfg.options_read()
     for backend, prefix in BACKEND_PREFIXES.items():
         if cfg.backend != backend:
             unused |= {name for name in _fields() if name.startswith(prefix)}
@@ -289,6 +268,10 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
                     error=error, status="invalid" if error else "pending")
         cells.append(cell)
         by_id[run_id] = cell
+    for axis in spec.grid:
+        if axis in PROTOCOL_OPTIONS and not any(axis in cell.params for cell in cells):
+            raise SweepError(f"{spec.path}: grid key {axis!r} changes no cell: only {', '.join(option_readers(axis))} "
+                             f"read it, and no cell of this sweep does with its settings (see debate run --help)")
     return cells
 
 

@@ -38,3 +38,53 @@ def test_run_id_is_deterministic_and_ignores_output_dir():
     a, b = RunConfig(out="x"), RunConfig(out="y")
     assert a.run_id() == b.run_id()
     assert RunConfig(seed=1).run_id() != a.run_id()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"tau": "abc"}, "--tau must be a number (got 'abc')"),
+        ({"filter": "no"}, "--filter must be true or false (got 'no')"),
+        ({"stage_rounds": 1.5}, "--stage-rounds must be an integer (got 1.5)"),
+        ({"stage_rounds": 0}, "--stage-rounds must be within [1, inf) (got 0)"),
+        ({"similarity": "cosine"}, "--similarity 'cosine' is not one of answer, embedding"),
+        ({"cortex_s_offset": float("inf")}, "--cortex-s-offset must be a finite number (got inf)"),
+        ({"groups": 2.5}, "--groups must be a string or an integer or a list (got 2.5)"),
+        ({"model_info": [1]}, "--model-info must be a mapping (got [1])"),
+    ],
+)
+def test_protocol_options_are_checked_by_their_declaration(data, message):
+    """A protocol option's type, allowed values and bounds come from its Option (engine.options)."""
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(data).validate()
+    assert str(err.value) == message
+
+
+def test_protocol_options_accept_what_the_protocols_read():
+    for groups in ("2+1", "2", 2, [2, 1]):
+        assert config_from_mapping({"protocol": "group", "groups": groups}).validate().groups == groups
+    assert config_from_mapping({"tau": 0, "density": 1}).validate().tau == 0  # YAML ints for floats
+
+
+def test_run_id_hashes_the_protocol_options_a_run_reads():
+    mad = RunConfig().run_id()
+    assert RunConfig(tau=0.1, groups="3", cortex_memory="full").run_id() == mad  # other protocols' options
+    s2 = RunConfig(protocol="s2mad")
+    assert RunConfig(protocol="s2mad", groups="3").run_id() != s2.run_id()
+    assert RunConfig(protocol="s2mad", tau=0.1).run_id() == s2.run_id()  # tau unused with answer similarity
+    emb = RunConfig(protocol="s2mad", similarity="embedding")
+    assert RunConfig(protocol="s2mad", similarity="embedding", tau=0.1).run_id() != emb.run_id()
+    assert RunConfig(protocol="sparse", density=0.5, center=1).run_id() == RunConfig(protocol="sparse", density=0.5).run_id()
+    assert RunConfig(protocol="sparse", topology="star", center=1).run_id() != RunConfig(protocol="sparse",
+                                                                                       topology="star").run_id()
+
+
+def test_two_protocols_sharing_an_option_declare_it_once():
+    from engine.options import Option, merge_options
+
+    a = Option("memory", str, "full", "x")
+    assert merge_options({"p": [a], "q": [a]}, set()) == {"memory": a}
+    with pytest.raises(TypeError, match="option 'memory' differs from protocol p's"):
+        merge_options({"p": [a], "q": [Option("memory", str, "last", "x")]}, set())
+    with pytest.raises(TypeError, match="option 'seed' is already a run option"):
+        merge_options({"p": [Option("seed", int, 0, "x")]}, {"seed"})

@@ -19,11 +19,13 @@ is shown, and when to stop; every call and every information edge is recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, Union
 
-from engine.config import RunConfig
 from engine.extract import majority_vote
 from engine.tasks import Question
+
+if TYPE_CHECKING:  # engine.config builds RunConfig from the protocols' specs
+    from engine.config import RunConfig
 
 SUMMARIZER = -1  # agent_id recorded for summary calls (they belong to no agent)
 

@@ -61,6 +61,8 @@ import re
 from typing import Any
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
+from engine.options import Option
+from engine.protocols.shared import EARLY_STOP, EMBEDDING_MODEL, FORGETTING
 from engine.protocols.spec import ProtocolSpec
 from topologies.cortex import MDMState, credibility, pretraining_loss, recalibrate
 
@@ -353,9 +355,16 @@ def _cost(s, n: int, rounds: int, q: float, c: float, *, kept_fraction: float = 
     return cortex_cost(s, n, q, c, [kept_fraction * (n - 1)] * (run - 1), cortex_memory(memory, forgetting))
 
 
+CORTEX_MEMORY = Option("cortex_memory", str, "none", "the prompt is [Ins, Q, peers' answers] only (eq. 13: none) or "
+                       "keeps the agent's own transcript (full, or last with --forgetting)",
+                       choices=("none", "last", "full"))
+CORTEX_S_OFFSET = Option("cortex_s_offset", float, 1.0, "added to S_d (eq. 8); our choice: the paper's literal S_1 = 0 "
+                         "divides by zero (0 = literal, W = inf)", low=0.0, finite=True)
+MODEL_INFO = Option("model_info", dict, None, "model -> {params_b, tokens_t}: N and M of eqs. 3-4 for models "
+                    "CortexDebate does not know (YAML only)", cli=False)
+
 SPEC = ProtocolSpec(
     "cortex", cortex_debate, "CortexDebate: a sparse graph re-weighted each round by McKinsey trust (CortexDebate paper)",
-    "CortexDebate", options=frozenset({"forgetting", "early_stop", "embedding_model", "cortex_memory",
-                                       "cortex_s_offset", "model_info"}),
+    "CortexDebate", settings=(FORGETTING, EARLY_STOP, EMBEDDING_MODEL, CORTEX_MEMORY, CORTEX_S_OFFSET, MODEL_INFO),
     unused=lambda cfg: set() if cfg.cortex_memory == "full" else {"forgetting"},
     validate=validate, stages=STAGES, needs_embeddings=lambda cfg: True, cost=_cost)

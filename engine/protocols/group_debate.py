@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from engine.options import Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
@@ -194,16 +195,21 @@ def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_roun
     return group_cost(s, n, rounds, q, c, groups, stage_rounds)
 
 
+GROUPS = Option("groups", str, None, "group sizes '2+2+4' or a number of equal groups (default: the paper's "
+                "layout for the agent count)", also=(int, list))
+STAGE_ROUNDS = Option("stage_rounds", int, 2, "intra-group rounds per stage R (stages S = ceil(rounds / R))", low=1)
+
+
 def groups_label(cfg) -> list[str]:
     return [f"G={cfg['groups']}"] if cfg.get("groups") else []
 
 
 SPEC = ProtocolSpec(
     "group", group_debate, "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
-    "GroupDebate", options=frozenset({"groups", "stage_rounds"}), validate=validate, stages=GD_STAGES, cost=_cost,
+    "GroupDebate", settings=(GROUPS, STAGE_ROUNDS), validate=validate, stages=GD_STAGES, cost=_cost,
     label_parts=groups_label)
 
 
 __all__ = [
-    "GD_STAGES", "GD_SYSTEM_PROMPT", "SPEC", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
+    "GD_STAGES", "GD_SYSTEM_PROMPT", "GROUPS", "SPEC", "STAGE_ROUNDS", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
 ]

@@ -12,7 +12,9 @@ round (k independent samples, then the vote).
 
 from __future__ import annotations
 
+from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, vote
+from engine.protocols.shared import FORGETTING
 from engine.protocols.spec import ProtocolSpec
 from topologies import Topology, make_topology
 
@@ -86,10 +88,17 @@ def _cost(protocol: str):
     return cost
 
 
+TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
+DENSITY = Option("density", float, None, "density D = 2|E|/(N(N-1)) of the regular graph (sparse) or the "
+                 "probability of reading each peer (probmad)", low=0.0, high=1.0)
+TOPOLOGY = Option("topology", str, None, "regular (needs --density), ring, star, edges (needs --edges), full",
+                  choices=TOPOLOGY_KINDS)
+EDGES = Option("edges", str, None, "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)")
+CENTER = Option("center", int, 0, "the hub of --topology star", low=0)
+
+
 def _check_density(cfg) -> None:
     """--density / --edges given where the protocol needs them (RunConfig.validate)."""
-    from engine.config import ConfigError
-
     if cfg.protocol == "probmad" and cfg.density is None:
         raise ConfigError("--density is required with --protocol probmad (probability of seeing each peer)")
     if cfg.protocol == "sparse":
@@ -122,14 +131,14 @@ SPECS = (
     ProtocolSpec("sc", topology_debate, "CoT-SC(k): k = --agents independent samples, one round, vote", "CoT-SC",
                  shape=lambda cfg: (cfg.agents, 1), validate=validate, topology=build_topology, cost=_cost("sc")),
     ProtocolSpec("mad", topology_debate, "fully connected MAD (Du et al. 2023)", "MAD",
-                 options=frozenset({"forgetting"}), validate=validate, topology=build_topology, cost=_cost("mad")),
+                 settings=(FORGETTING,), validate=validate, topology=build_topology, cost=_cost("mad")),
     ProtocolSpec("sparse", topology_debate, "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
-                 "sparse MAD", options=frozenset({"density", "topology", "edges", "center", "forgetting"}),
+                 "sparse MAD", settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING),
                  unused=_sparse_unused, check=_check_density, validate=validate, topology=build_topology,
                  cost=_cost("sparse"),
                  label_parts=_graph_label),
     ProtocolSpec("probmad", topology_debate, "ProbMAD: each peer read with probability --density, redrawn "
-                 "(Li et al. 2024, app. E)", "ProbMAD", options=frozenset({"density", "forgetting"}),
+                 "(Li et al. 2024, app. E)", "ProbMAD", settings=(DENSITY, FORGETTING),
                  check=_check_density, validate=validate, topology=build_topology, cost=_cost("probmad"),
                  label_parts=_graph_label),
 )

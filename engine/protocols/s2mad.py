@@ -62,8 +62,10 @@ from typing import Sequence
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step, vote
 from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
-from engine.protocols.group_debate import groups_label
+from engine.protocols.group_debate import GROUPS, STAGE_ROUNDS, groups_label
 from engine.protocols.group_debate import validate as _validate_groups
+from engine.options import Option
+from engine.protocols.shared import EARLY_STOP, EMBEDDING_MODEL
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import (
     Matrix,
@@ -249,15 +251,20 @@ def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_roun
     return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter)
 
 
+SIMILARITY = Option("similarity", str, "answer", "'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
+                    choices=("answer", "embedding"))
+TAU = Option("tau", float, 0.4, "cosine similarity threshold (the paper's best on MATH; ~0.1 on GSM8K)", low=-1.0,
+             high=1.0)
+FILTER = Option("filter", bool, True, "redundancy filter (--no-filter: the paper's ablation)")
+
 SPEC = ProtocolSpec(
     "s2mad", s2mad, "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
-    "S2-MAD", options=frozenset({"groups", "stage_rounds", "similarity", "tau", "filter", "early_stop",
-                                 "embedding_model"}),
+    "S2-MAD", settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, EARLY_STOP, EMBEDDING_MODEL),
     unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
     validate=validate, stages=S2_STAGES, needs_embeddings=lambda cfg: cfg.similarity == "embedding", cost=_cost,
     label_parts=groups_label)
 
 
 __all__ = [
-    "S2_STAGES", "SPEC", "s2mad", "validate",
+    "FILTER", "S2_STAGES", "SIMILARITY", "SPEC", "TAU", "s2mad", "validate",
 ]

@@ -3,9 +3,12 @@
 Each protocol module declares the spec(s) of its protocol(s); ``engine/protocols/__init__.py``
 lists them (the one registration point). Everything else reads the spec: the config (which
 protocols exist, their checks, how many agents and rounds they use), the CLI (help), prompts
-(the stages a protocol adds), sweeps (the options a protocol reads), the driver (embeddings),
+(the stages a protocol adds), the run options (``settings``: RunConfig fields, flags, help, YAML
+keys, value checks, run id; :mod:`engine.options`), sweeps (the options a protocol reads), the
+driver (embeddings),
 placement (the protocol's fixed graph), the report (label) and the cost model. Adding a protocol
-is one module with its generator and its spec, one line in the registry, and its tests.
+is one module with its generator, its spec and its options, one line in the registry, and its
+tests.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from engine.options import Option
 from engine.protocols.base import ProtocolFn
 
 
@@ -38,9 +42,13 @@ class ProtocolSpec:
 
     run:              the protocol's generator function (:mod:`engine.protocols.base`).
     help:             one line for ``--help`` (what it is, its paper).
-    options:          RunConfig options that only some protocols read and this one does (the
-                      sweep resets the others to their defaults so equal runs share a run id).
-    unused:           options among ``options`` that this particular config does not read
+    settings:         the run options this protocol reads beyond the engine's own (an
+                      :class:`~engine.options.Option` each: type, default, help, allowed values).
+                      They become RunConfig fields and ``debate run`` flags; an option several
+                      protocols read is one Option object (:mod:`engine.protocols.shared`). The
+                      run id hashes the ones a run reads; a sweep resets the others to their
+                      defaults, so equal runs share a run id.
+    unused:           names among ``settings`` that this particular config does not read
                       (e.g. S2-MAD's ``tau`` with answer similarity).
     shape:            (agents, rounds) the protocol really uses (CoT: one agent, one round).
     check:            the config's own checks, run by ``RunConfig.validate`` (a ConfigError naming
@@ -62,7 +70,7 @@ class ProtocolSpec:
     run: ProtocolFn
     help: str
     label: str
-    options: frozenset[str] = frozenset()
+    settings: tuple[Option, ...] = ()
     unused: Callable[[Any], set[str]] = _none
     shape: Callable[[Any], tuple[int, int]] = _as_configured
     check: Callable[[Any], None] | None = None
@@ -73,6 +81,11 @@ class ProtocolSpec:
     topology: Callable[[Any], Any] | None = None
     cost: Callable[..., Any] | None = None
     label_parts: Callable[[Mapping[str, Any]], list[str]] = _no_label
+
+    @property
+    def options(self) -> frozenset[str]:
+        """The names of the options this protocol reads (its ``settings``)."""
+        return frozenset(o.name for o in self.settings)
 
 
 __all__ = ["ProtocolSpec"]

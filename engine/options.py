@@ -1,0 +1,126 @@
+"""A run option a protocol declares (:class:`Option`), and the error a bad option value raises.
+
+A protocol's own options (S2-MAD's ``tau``, GroupDebate's ``groups``, ...) are declared next to
+its generator, in its :class:`~engine.protocols.spec.ProtocolSpec` (``settings``). From them the
+engine makes the :class:`~engine.config.RunConfig` fields, the ``debate run`` flags and their
+help, the YAML keys, the checks of their values, what the run id hashes and which sweep axes a
+protocol reads. This module imports nothing from the engine, so protocol modules and the config
+can both use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
+               list: "a list"}
+
+
+class ConfigError(ValueError):
+    """A bad flag or config key. The message names the flag (``--density``) or file key."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``debate run`` option that only some protocols read.
+
+    name:     the RunConfig field; the flag is ``--name-with-dashes``, the YAML key either spelling.
+    type:     bool (a ``--x/--no-x`` flag), int, float, str or dict (YAML only).
+    default:  its value when not given; None makes the option optional (``type | None``).
+    help:     one line for ``--help``; the protocols that read the option are put in front of it.
+    choices:  the allowed values (a str option), or None.
+    low/high: bounds of a number (inclusive); ``finite``: no infinity or NaN.
+    also:     other types a YAML file or sweep grid may give (``groups: 3``, ``groups: [2, 2, 4]``);
+              the protocol reads them.
+    cli:      False for options given in YAML only (mappings such as ``model_info``).
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    finite: bool = False
+    also: tuple[type, ...] = ()
+    cli: bool = True
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPE_NAMES:
+            raise TypeError(f"option {self.name}: type must be one of bool, int, float, str, dict")
+        if isinstance(self.default, (dict, list)):
+            raise TypeError(f"option {self.name}: a mutable default is shared by every config; use None "
+                            f"(type dict options default to an empty mapping)")
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def annotation(self) -> str:
+        base = self.type.__name__
+        return f"{base} | None" if self.default is None and self.type is not dict else base
+
+    def field(self) -> tuple[str, str, dataclasses.Field]:
+        """The (name, annotation, field) triple :func:`dataclasses.make_dataclass` takes."""
+        if self.type is dict:
+            return self.name, "dict[str, Any]", dataclasses.field(default_factory=dict)
+        return self.name, self.annotation, dataclasses.field(default=self.default)
+
+    def check(self, value: Any) -> None:
+        """Raise a ConfigError naming the flag when ``value`` is not a valid value of this option."""
+        if value is None and self.default is None:
+            return
+        if not any(_is_type(value, t) for t in (self.type, *self.also)):
+            kinds = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in (self.type, *self.also))
+            raise ConfigError(f"{self.flag} must be {kinds} (got {value!r})")
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{self.flag} {value!r} is not one of {', '.join(map(str, self.choices))}")
+        if self.type in (int, float):
+            if self.finite and not math.isfinite(value):
+                raise ConfigError(f"{self.flag} must be a finite number (got {value})")
+            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                raise ConfigError(f"{self.flag} must be within {_bounds(self.low, self.high)} (got {value})")
+
+
+def _is_type(value: Any, typ: type) -> bool:
+    if typ is bool:
+        return isinstance(value, bool)
+    if typ is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if typ is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, typ)
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    if high is None:
+        return f"[{low:g}, inf)"
+    if low is None:
+        return f"(-inf, {high:g}]"
+    return f"[{low:g}, {high:g}]"
+
+
+def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict[str, Option]:
+    """name -> Option over every protocol's ``settings`` (``declared``: protocol -> its options).
+    Two protocols reading one option must declare the same Option (import it from the module that
+    owns it); an option may not reuse a name the engine itself has (``reserved``)."""
+    out: dict[str, Option] = {}
+    owner: dict[str, str] = {}
+    for protocol, options in declared.items():
+        for opt in options:
+            if opt.name in reserved:
+                raise TypeError(f"protocol {protocol}: option {opt.name!r} is already a run option of the engine")
+            if opt.name in out and out[opt.name] != opt:
+                raise TypeError(f"protocol {protocol}: option {opt.name!r} differs from protocol "
+                                f"{owner[opt.name]}'s; declare it once and import it")
+            out.setdefault(opt.name, opt)
+            owner.setdefault(opt.name, protocol)
+    return out
+
+
+__all__ = ["ConfigError", "Option", "merge_options"]
