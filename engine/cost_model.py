@@ -478,10 +478,9 @@ def cortex_memory(cortex_memory: str = "none", forgetting: bool = False) -> str:
 # ---------------------------------------------------------------------------
 
 def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-            density: float | None = None, forgetting: bool = False, *, groups: Any = None, stage_rounds: int = 2,
-            filter: bool = True, kept_fraction: float = 0.5, rounds_run: int | None = None,
-            memory: str = "none") -> Cost:
-    """Predicted tokens of one question.
+            density: float | None = None, forgetting: bool = False, **options: Any) -> Cost:
+    """Predicted tokens of one question: the protocol spec's ``cost`` with the protocol's options
+    as keywords (each cost function takes the ones it uses and ignores the rest).
 
     MAD family (``cot``, ``sc``, ``mad``, ``sparse``, ``probmad``): ``density``, ``forgetting``.
     ``group`` (exact) and ``s2mad`` (upper bound: no skips, no dedup, no early stop): ``groups``
@@ -495,9 +494,7 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
     cost = protocol_spec(protocol).cost
     if cost is None:
         raise ValueError(f"no cost model for protocol {protocol!r}")
-    return cost(s, n_agents, rounds, question_tokens, reply_tokens, density=density, forgetting=forgetting,
-                groups=groups, stage_rounds=stage_rounds, filter=filter, kept_fraction=kept_fraction,
-                rounds_run=rounds_run, memory=memory)
+    return cost(s, n_agents, rounds, question_tokens, reply_tokens, density=density, forgetting=forgetting, **options)
 
 
 # --------------------------------------------------------------------------- the papers' own equations
