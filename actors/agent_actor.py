@@ -20,7 +20,7 @@ import ray
 
 from actors.batching import MicroBatcher, serve_stream
 from engine.config import AgentSpec
-from engine.debate import call_seed
+from engine.debate import call_seed, question_key
 from engine.extract import extract_answer
 from engine.prompts import PromptSet, build_messages
 from engine.protocols.base import SUMMARIZER
@@ -70,6 +70,14 @@ class AgentCore:
             "kind": kind,
         }
 
+    def _seed(self, turn: Turn) -> int:
+        """An agent turn's sampling seed: per agent, question and round; round 0 under
+        ``--first-round-seed`` when it is set (the same first answers whatever ``--seed`` is)."""
+        spec = self.spec
+        if turn.round == 0 and spec.first_seed is not None:
+            return call_seed(spec.first_seed, question_key(spec.first_key_seed, turn.question.qid), 0)
+        return call_seed(spec.seed, turn.key, turn.round)
+
     def request(self, turn: Turn) -> tuple[GenRequest, Message | None]:
         """The generation request of a turn, and (for an agent turn) the new user message."""
         call = turn.call
@@ -87,7 +95,7 @@ class AgentCore:
         )
         return GenRequest(
             messages=msgs, temperature=self.spec.temperature, top_p=self.spec.top_p,
-            max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, turn.key, turn.round),
+            max_tokens=self.spec.max_tokens, seed=self._seed(turn),
             meta=self._oracle(turn, call.peer_answers, call.stage), context_overflow=self.spec.context_overflow,
         ), user
 

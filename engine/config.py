@@ -68,7 +68,9 @@ DEFAULT_MODEL = "smollm2-135m-instruct"
 
 @dataclass
 class AgentSpec:
-    """Settings of one agent. ``seed`` is the agent's own base seed for sampling."""
+    """Settings of one agent. ``seed`` is the agent's own base seed for sampling; with
+    ``--first-round-seed F`` its round-0 calls are seeded by ``first_seed`` (F's agent seed) and
+    the question's key under F instead (``first_key_seed`` = F), so they do not change with ``--seed``."""
 
     model: str
     system_prompt: str | None
@@ -77,6 +79,8 @@ class AgentSpec:
     max_tokens: int
     seed: int
     context_overflow: str = "error"
+    first_seed: int | None = None
+    first_key_seed: int | None = None
 
 
 @dataclass
@@ -91,6 +95,9 @@ class EngineOptions:
     limit: int | None = None
     offset: int = 0
     seed: int = 0
+    # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
+    # rounds are resampled across seeds (the sparse paper's protocol for its +/- columns)
+    first_round_seed: int | None = None
     backend: str = "auto"  # vllm where installed, else transformers (resolved by validate())
     model: str = DEFAULT_MODEL
     system_prompt: str | None = None
@@ -202,6 +209,9 @@ class EngineOptions:
                     max_tokens=int(over.get("max_tokens", self.max_tokens)),
                     seed=int(over.get("seed", self.seed * 1000 + i)),
                     context_overflow=self.context_overflow,
+                    first_seed=None if self.first_round_seed is None else int(
+                        over.get("seed", self.first_round_seed * 1000 + i)),
+                    first_key_seed=self.first_round_seed,
                 )
             )
         return specs
@@ -286,6 +296,9 @@ class EngineOptions:
             raise bad("rounds", f"must be at least 1 (got {self.rounds}); rounds count the first answer")
         if self.limit is not None and self.limit < 1:
             raise bad("limit", f"must be positive (got {self.limit})")
+        if self.first_round_seed is not None and (isinstance(self.first_round_seed, bool)
+                                                  or not isinstance(self.first_round_seed, int)):
+            raise bad("first_round_seed", f"must be an integer (got {self.first_round_seed!r})")
         if self.offset < 0:
             raise bad("offset", f"must be >= 0 (got {self.offset})")
         for opt in PROTOCOL_OPTIONS.values():  # type, allowed values, bounds (engine.options.Option)
@@ -318,7 +331,7 @@ class EngineOptions:
             raise ConfigError(
                 f"agent_settings has {len(self.agent_settings)} entries but the run has {self.n_agents} agents"
             )
-        allowed = {f.name for f in dataclasses.fields(AgentSpec)}
+        allowed = {f.name for f in dataclasses.fields(AgentSpec)} - {"first_seed", "first_key_seed"}
         for i, over in enumerate(self.agent_settings):
             if not isinstance(over, dict):
                 raise ConfigError(f"agent_settings[{i}] must be a mapping, got {type(over).__name__}")

@@ -142,6 +142,8 @@ class Sizes:
     cortex_first: Stage | None = None
     cortex_debate: Stage | None = None
     cortex_self_check: Stage | None = None
+    mad_summary: Stage | None = None
+    mad_summary_debate: Stage | None = None
     block: int = 0  # group_block framing around one summary
     no_other: int = 0  # NO_OTHER_GROUPS text (one group only)
 
@@ -229,6 +231,8 @@ def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Cal
         cortex_first=ms("cortex_first", None, ""),
         cortex_debate=ms("cortex_debate", "peers", peers_x),
         cortex_self_check=ms("cortex_self_check", None, "", "previous"),
+        mad_summary=ms("mad_summary", "peers", peers_x),
+        mad_summary_debate=ms("mad_summary_debate", None, "", "summary"),
         block=content_tokens(block_x) - qx,
         no_other=content_tokens(NO_OTHER_GROUPS),
     )
@@ -250,18 +254,35 @@ def _agent_prompts(s: Sizes, q: float, c: float, rounds: int, debate_msg: Callab
 
 
 def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                  peers_per_round: float, self_check_prob: float = 0.0, forgetting: bool = False) -> Cost:
+                  peers_per_round: float, self_check_prob: float = 0.0, forgetting: bool = False,
+                  memory: str | None = None) -> Cost:
     """MAD / sparse / ProbMAD / CoT / CoT-SC: each debate round every agent reads ``peers_per_round``
-    replies on average (0 -> self-check); a fraction ``self_check_prob`` of debate turns self-check."""
+    replies on average (0 -> self-check); a fraction ``self_check_prob`` of debate turns self-check.
+
+    ``memory`` (``--memory``; default "last" with ``forgetting``, else "full"): with "summary" /
+    "summary-last" every debate turn that reads peers is preceded by one summary call of what it
+    reads (``g + f + mad_summary(Q) + k (a3 + C)``, C completion tokens, no system prompt, no
+    memory) and its message shows the summary (``f + mad_summary_debate(Q) + C``) instead of
+    ``f + a2 + Q + k (a3 + C)``."""
     q, c = question_tokens, reply_tokens
-    debate = s.f + s.a2 + q
+    mode = memory if memory is not None else ("last" if forgetting else "full")
+    debate = s.f + s.a2 + q + peers_per_round * (s.a3 + c) / max(1e-12, 1 - self_check_prob)
+    summary_calls = 0.0
+    summary_prompt = 0.0
+    if mode.startswith("summary") and rounds > 1:
+        summ, sdebate = s.need("mad_summary", "mad_summary_debate")
+        debate = s.f + sdebate.tokens(q) + sdebate.extra * c
+        reading = n_agents * (rounds - 1) * (1 - self_check_prob)  # debate turns that read someone
+        summary_calls = reading
+        summary_prompt = reading * (s.g + s.f + summ.tokens(q)) + n_agents * (rounds - 1) * peers_per_round * (
+            summ.views * (s.a3 + c))
     check = s.f + s.a4 + q
 
     def msg(_t: int) -> float:
-        return (1 - self_check_prob) * debate + self_check_prob * check + peers_per_round * (s.a3 + c)
+        return (1 - self_check_prob) * debate + self_check_prob * check
 
-    prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, forgetting)
-    calls = n_agents * rounds
+    prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, mode in ("last", "summary-last")) + summary_prompt
+    calls = n_agents * rounds + summary_calls
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
@@ -290,25 +311,32 @@ def _group_sizes(groups: Any, n_agents: int) -> list[int]:
 
 
 def group_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-               groups: Any = None, stage_rounds: int = 2) -> Cost:
-    """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`."""
+               groups: Any = None, stage_rounds: int = 2, memory: str = "last") -> Cost:
+    """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`.
+
+    ``memory="full"`` (the "MAD+Group" ablation): a round-t call's context is the first prompt,
+    the t replies and every earlier message of the agent instead of ``H``; the messages summed
+    over agents are the same per round kind, so the context of round t over all agents is
+    ``N (B + t (f + C)) + (sum of the earlier rounds' messages)``."""
     intra, summ, inter = s.need("gd_intra", "gd_summary", "gd_inter")
     sizes = _group_sizes(groups, n_agents)
     n, n_groups, q, c = n_agents, len(sizes), question_tokens, reply_tokens
-    h = _last_memory_call(s, q, c)
     alone = sum(1 for m in sizes if m == 1)
     peer = s.a3 + c
     pairs = sum(m * m for m in sizes) - n  # replies read per intra round, sum_j n_j (n_j - 1)
-    intra_round = n * h + (n - alone) * (s.f + intra.tokens(q)) + alone * (s.f + s.a4 + q) + intra.views * pairs * peer
+    intra_msgs = (n - alone) * (s.f + intra.tokens(q)) + alone * (s.f + s.a4 + q) + intra.views * pairs * peer
     others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
-    inter_round = n * (h + s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
+    inter_msgs = n * (s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
     summary_step = n_groups * (s.g + s.f + summ.tokens(q)) + summ.views * n * peer
-    prompt, calls = n * _first_call(s, q), n
+    prompt, calls, earlier = n * _first_call(s, q), n, 0.0
     for rp in stage_plan(rounds, stage_rounds):
-        if rp.kind == "intra":
-            prompt += intra_round
-        elif rp.kind == "inter":
-            prompt += inter_round
+        if rp.kind != "first":
+            msgs = intra_msgs if rp.kind == "intra" else inter_msgs
+            if memory == "full":
+                prompt += n * (_first_call(s, q) + rp.round * (s.f + c)) + earlier + msgs
+            else:
+                prompt += n * _last_memory_call(s, q, c) + msgs
+            earlier += msgs
         calls += n if rp.kind != "first" else 0
         if rp.summarize_after:
             prompt += summary_step
@@ -487,7 +515,8 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
     (a ``--groups`` spec: "2+3", "2", [2, 3] or None for the default) and ``stage_rounds`` R;
     S2-MAD also ``filter``. ``cortex`` (estimate): every debate round each agent keeps
     ``kept_fraction`` of its N-1 peers, for ``rounds_run`` rounds (default all ``rounds``);
-    ``memory`` is ``cortex_memory`` (``forgetting`` turns "full" into "last", as the protocol does).
+    ``cortex_memory`` (``forgetting`` turns "full" into "last", as the protocol does). ``memory``
+    (``--memory``) for the MAD family and GroupDebate.
     """
     from engine.protocols import protocol_spec
 

@@ -44,6 +44,11 @@ def measured(cfg, n_q=6):
         dict(protocol="sparse", agents=6, rounds=4, density=0.8),
         dict(protocol="cot", agents=3, rounds=3),
         dict(protocol="sc", agents=5, rounds=2),
+        dict(protocol="mad", agents=4, rounds=3, memory="summary"),  # Du et al.'s summarisation
+        dict(protocol="mad", agents=4, rounds=4, memory="summary-last"),  # GD's "MAD+Forget"
+        dict(protocol="sparse", agents=6, rounds=3, density=0.4, memory="summary"),
+        dict(protocol="sparse", agents=6, rounds=3, density=0.0, memory="summary"),  # nobody read: no summaries
+        dict(protocol="mad", agents=3, rounds=3, memory="last"),
     ],
 )
 def test_exact_for_deterministic_topologies(sizes, kw):
@@ -52,7 +57,7 @@ def test_exact_for_deterministic_topologies(sizes, kw):
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)  # arithmetic questions have a fixed length
     pred = cost_model.predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, cfg.density,
-                              cfg.forgetting)
+                              cfg.forgetting, memory=cfg.memory)
     assert pred.prompt_tokens * len(qs) == prompt
     assert pred.completion_tokens * len(qs) == completion
     assert pred.calls * len(qs) == calls
@@ -108,6 +113,8 @@ def totals(rows):
         (3, "1", 4, 2, {}),  # one group: the inter prompt shows NO_OTHER_GROUPS
         (6, "2+2+2", 6, 3, {"system_prompt": GD_SYSTEM_PROMPT}),  # agents get it, summaries do not
         (4, "2+2", 5, 2, {"prompts": {"all": {"gd_intra": "Q: $question\nPeers:$peers\nAgain: $question $format"}}}),
+        (4, "2+2", 5, 2, {"memory": "full"}),  # the paper's "MAD+Group" ablation: the transcript grows
+        (5, "1+4", 6, 3, {"memory": "full", "system_prompt": GD_SYSTEM_PROMPT}),
     ],
 )
 def test_group_debate_exact(n, groups, rounds, r, extra):
@@ -121,7 +128,8 @@ def test_group_debate_exact(n, groups, rounds, r, extra):
     s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
     q_tokens, rows = run_sim(cfg)
     prompt, completion, calls = totals(rows)
-    pred = cost_model.predict("group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r)
+    pred = cost_model.predict("group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r,
+                              memory=cfg.memory)
     assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == (
         prompt, completion, calls)
     if extra.get("prompts"):

@@ -479,3 +479,29 @@ def test_s2_summary_listing_divergent_answers_does_not_stop_the_debate():
     # when both groups' replies agree, their summaries do stop it (Alg. 1 lines 46-47)
     _, agreed = run(s2mad, cfg, lambda r, x: "20", summary_answer=lambda s, j: "20")
     assert agreed.stopped_early
+
+
+def test_tau_left_at_the_papers_value_with_another_embedder_warns_once():
+    """S2-MAD's tau was calibrated on bert-base-uncased vectors: one warning line when it is left
+    at 0.4 with the default MiniLM embedder; none with BERT-base, another tau, or answer matching."""
+    import logging
+
+    from engine.config import RunConfig
+    from engine.protocols import s2mad as s2
+
+    s2._TAU_WARNED.clear()
+    cfg = RunConfig(protocol="s2mad", agents=4, similarity="embedding")
+    assert "--tau 0.4" in s2.tau_warning(cfg) and "all-minilm-l6-v2" in s2.tau_warning(cfg)
+    assert s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", tau=0.1)) is None
+    assert s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased")) is None
+    assert s2.tau_warning(RunConfig(protocol="s2mad")) is None  # answer matching reads no tau
+    seen: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    s2.log.addHandler(handler)  # the CLI may have stopped propagation to the root logger
+    try:
+        s2.validate(cfg)
+        s2.validate(cfg)  # a sweep validates every cell: still one line
+    finally:
+        s2.log.removeHandler(handler)
+    assert seen == [s2.tau_warning(cfg)]

@@ -345,14 +345,15 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
 
 # --------------------------------------------------------------------------- spec
 def _cost(s, n: int, rounds: int, q: float, c: float, *, kept_fraction: float = 0.5, rounds_run: int | None = None,
-          memory: str = "none", forgetting: bool = False, **_: object):
+          cortex_memory: str = "none", forgetting: bool = False, **_: object):
     """Estimate: every debate round each agent keeps ``kept_fraction`` of its N-1 peers."""
-    from engine.cost_model import cortex_cost, cortex_memory
+    from engine.cost_model import cortex_cost
+    from engine.cost_model import cortex_memory as memory_used
 
     run = rounds if rounds_run is None else rounds_run
     if not 1 <= run <= rounds:
         raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
-    return cortex_cost(s, n, q, c, [kept_fraction * (n - 1)] * (run - 1), cortex_memory(memory, forgetting))
+    return cortex_cost(s, n, q, c, [kept_fraction * (n - 1)] * (run - 1), memory_used(cortex_memory, forgetting))
 
 
 CORTEX_MEMORY = Option("cortex_memory", str, "none", "the prompt is [Ins, Q, peers' answers] only (eq. 13: none) or "

@@ -19,9 +19,9 @@ final answer. GD has no early stop.
 
 Memory: the paper keeps "only output from the last round or summary generated from the last
 stage" (sec. 4.1; Alg. 1 keeps ``H_i = [Q, own last reply, what it reads now]``), so every GD
-agent call uses ``memory="last"``: the first prompt, the agent's previous reply and the new
-message. This is part of the method, so ``--forgetting`` is not consulted (its default, off,
-would turn GD into the paper's "MAD+Group" ablation).
+agent call uses ``memory="last"`` by default: the first prompt, the agent's previous reply and
+the new message. ``--memory full`` keeps every agent's whole transcript instead: the paper's
+"MAD+Group" ablation (sec. 4.4, Fig. 9). The summary modes are the MAD family's, not GD's.
 
 Choices where the paper leaves room (each said again where it is coded):
 
@@ -53,6 +53,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from engine.options import Option
+from engine.protocols.shared import MEMORY as MEMORY_OPTION
+from engine.protocols.shared import check_memory, memory_mode
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
@@ -127,6 +129,7 @@ def _text(reply: Reply) -> str:
 def group_debate(ctx: Context) -> ProtocolGen:
     """GroupDebate, Alg. 1 of the paper's appendix A (see the module docstring)."""
     cfg, n = ctx.cfg, ctx.n_agents
+    memory = memory_mode(cfg, MEMORY)
     groups = run_groups(ctx)
     plan = stage_plan(ctx.n_rounds, cfg.stage_rounds)
     texts: list[str] = [""] * n
@@ -139,13 +142,13 @@ def group_debate(ctx: Context) -> ProtocolGen:
         calls: list[AgentCall] = []
         for i in range(n):
             if rp.kind == "first":  # (1) initial thinking, Alg. 1 lines 12-15
-                calls.append(AgentCall(agent=i, stage="first", memory=MEMORY))
+                calls.append(AgentCall(agent=i, stage="first", memory=memory))
             elif rp.kind == "intra":  # (2) intra-group debate, Alg. 1 lines 19-26
                 mates = groups.mates(i)
                 calls.append(AgentCall(
                     agent=i, stage="gd_intra" if mates else "self_check", peers=mates,
                     peer_texts=[(j, texts[j]) for j in mates], peer_answers=[answers[j] for j in mates],
-                    memory=MEMORY,
+                    memory=memory,
                 ))
             else:  # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
                 own = groups.group_of(i)
@@ -158,7 +161,7 @@ def group_debate(ctx: Context) -> ProtocolGen:
                         "other_summaries": group_block([summaries[j][0] for j in others]) if others else NO_OTHER_GROUPS,
                     },
                     peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
-                    memory=MEMORY,
+                    memory=memory,
                 ))
         replies = yield Step(rp.round, calls)
         texts = [_text(r) for r in replies]
@@ -189,10 +192,19 @@ def group_debate(ctx: Context) -> ProtocolGen:
 # ``outputs[i]`` is agent i's output size in the round, ``prev_outputs[i]`` in the previous one;
 # ``summaries[j]`` the size of group j's summary of the previous stage; ``q`` the question prompt.
 
-def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, **_: object):
+def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2,
+          memory: str | None = None, **_: object):
     from engine.cost_model import group_cost
 
-    return group_cost(s, n, rounds, q, c, groups, stage_rounds)
+    return group_cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
+
+
+def _check(cfg) -> None:
+    check_memory(cfg, ("full", "last"))
+
+
+def _label(cfg) -> list[str]:
+    return groups_label(cfg) + ([f"mem={cfg['memory']}"] if cfg.get("memory") not in (None, MEMORY) else [])
 
 
 GROUPS = Option("groups", str, None, "group sizes '2+2+4' or a number of equal groups (default: the paper's "
@@ -206,8 +218,8 @@ def groups_label(cfg) -> list[str]:
 
 SPEC = ProtocolSpec(
     "group", group_debate, "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
-    "GroupDebate", settings=(GROUPS, STAGE_ROUNDS), validate=validate, stages=GD_STAGES, cost=_cost,
-    label_parts=groups_label)
+    "GroupDebate", settings=(GROUPS, STAGE_ROUNDS, MEMORY_OPTION), check=_check, validate=validate, stages=GD_STAGES, cost=_cost,
+    label_parts=_label)
 
 
 __all__ = [

@@ -7,14 +7,26 @@ revises. An agent that reads nobody in a round gets the self-check prompt. The a
 majority vote of the last round. CoT is one agent and one round; CoT-SC(k) is k agents and one
 round (k independent samples, then the vote).
 
-``--forgetting`` keeps only the first prompt and the agent's previous reply in its context.
+``--memory`` (:mod:`engine.protocols.shared`): ``full`` (default) keeps the agent's whole
+transcript; ``last`` (``--forgetting``) only the first prompt and its previous reply;
+``summary`` and ``summary-last`` are Du et al.'s summarisation, as the GroupDebate paper
+implements its MAD baseline (sec. 3.3, appendix B.1, Alg. 2): after round t-1, for every agent
+that reads peers, one LLM call summarises the replies of the peers it reads (without its own:
+Alg. 2's ``Summary_i`` is "the summary of the output without A_i"), and in round t the agent sees
+that summary instead of the replies. Our choices where the papers are vague: the summary prompt
+is GroupDebate's (Table 3, "Summary"; its MAD baseline is the one these numbers compare with),
+served by the agent's own model, with no system prompt and no memory, like GroupDebate's group
+summaries; the debate prompt is our ``debate`` prompt with the summary in place of the replies.
+``summary-last`` keeps, like ``last``, only the first prompt and the previous reply
+(GroupDebate's "MAD+Forget").
 """
 
 from __future__ import annotations
 
 from engine.options import ConfigError, Option
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, vote
-from engine.protocols.shared import FORGETTING
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
+from engine.protocols.group_debate import GD_STAGES
+from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode
 from engine.protocols.spec import ProtocolSpec
 from topologies import Topology, make_topology
 
@@ -35,32 +47,73 @@ def validate(cfg) -> None:
     build_topology(cfg)
 
 
+SUMMARY_STAGES = {
+    "mad_summary": GD_STAGES["gd_summary"],
+    "mad_summary_debate": (
+        "This is a summary of the solutions to the problem from other agents:\n```$summary```\n"
+        "Using the reasoning from other agents as additional information, can you provide an updated answer? "
+        "The original problem is: $question\nExplain your reasoning. $format"
+    ),
+}
+
+
+def _summary_text(reply: Reply) -> str:
+    return reply.text if reply.error is None else ""
+
+
+def _turn(i: int, peers: list[int], texts: list[str], answers: list[str | None], summary: Reply | None,
+          memory: str) -> AgentCall:
+    """Agent i's call in a debate round: the replies of ``peers`` (or their summary), else a
+    self-check when it reads nobody."""
+    if summary is not None:
+        return AgentCall(agent=i, stage="mad_summary_debate", peers=peers, values={"summary": _summary_text(summary)},
+                         peer_answers=[summary.answer], memory=memory)
+    return AgentCall(agent=i, stage="debate" if peers else "self_check", peers=peers,
+                     peer_texts=[(j, texts[j]) for j in peers], peer_answers=[answers[j] for j in peers],
+                     memory=memory)
+
+
+def _summaries(t: int, readers: list[int], peers: list[list[int]], texts: list[str], answers: list[str | None]):
+    """One summary call per reader of the replies it reads (Alg. 2 line 3); yields them as one step."""
+    if not readers:
+        return {}
+    sreplies = yield Step(t, [SummaryCall(group=i, texts=[texts[j] for j in peers[i]], agent=i,
+                                          answers=[answers[j] for j in peers[i]], sources=peers[i],
+                                          stage="mad_summary") for i in readers])
+    return dict(zip(readers, sreplies))
+
+
 def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolGen:
+    """Round 0: every agent answers. Round t: every agent reads the latest replies of the peers the
+    topology gives it (or their summary, ``--memory summary``) and revises; ``--talk one-by-one``
+    has the agents speak in id order within the round, each reading what its peers said last,
+    this round's replies for the peers that already spoke."""
     topo = topology or build_topology(ctx.cfg)
-    n, memory = ctx.n_agents, ("last" if ctx.cfg.forgetting else "full")
+    n, mode = ctx.n_agents, memory_mode(ctx.cfg, "full") if ctx.n_rounds > 1 else "full"
+    memory = "last" if mode in ("last", "summary-last") else "full"
+    summarise = mode.startswith("summary")
+    one_by_one = ctx.n_rounds > 1 and ctx.cfg.talk == "one-by-one"
     replies = yield Step(0, [AgentCall(agent=i, stage="first", memory=memory) for i in range(n)])
     texts = [r.text for r in replies]
     answers = [r.answer for r in replies]
     history = [answers]
     for t in range(1, ctx.n_rounds):
         reads = topo.peers(t, ctx.key)
-        calls = []
-        for i in range(n):
-            p = [j for j in reads.get(i, []) if j != i]
-            calls.append(
-                AgentCall(
-                    agent=i,
-                    stage="debate" if p else "self_check",
-                    peers=p,
-                    peer_texts=[(j, texts[j]) for j in p],
-                    peer_answers=[answers[j] for j in p],
-                    memory=memory,
-                )
-            )
-        replies = yield Step(t, calls)
-        texts = [r.text for r in replies]
-        answers = [r.answer for r in replies]
-        history.append(answers)
+        peers = [[j for j in reads.get(i, []) if j != i] for i in range(n)]
+        if not one_by_one:  # simultaneous talk: everyone reads round t-1
+            readers = [i for i in range(n) if peers[i]] if summarise else []
+            summaries = yield from _summaries(t - 1, readers, peers, texts, answers)
+            replies = yield Step(t, [_turn(i, peers[i], texts, answers, summaries.get(i), memory) for i in range(n)])
+            texts = [r.text for r in replies]
+            answers = [r.answer for r in replies]
+        else:  # one by one: agent i reads the replies given so far (round t for j < i, else t-1)
+            texts, answers = list(texts), list(answers)
+            for i in range(n):
+                readers = [i] if summarise and peers[i] else []
+                summaries = yield from _summaries(t, readers, peers, texts, answers)
+                (reply,) = yield Step(t, [_turn(i, peers[i], texts, answers, summaries.get(i), memory)])
+                texts[i], answers[i] = reply.text, reply.answer
+        history.append(list(answers))
     return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)
 
 
@@ -69,21 +122,23 @@ def _cost(protocol: str):
     """The closed-form cost of one of the five (engine.cost_model.topology_cost)."""
 
     def cost(s, n: int, rounds: int, q: float, c: float, *, density: float | None = None, forgetting: bool = False,
-             **_: object):
+             memory: str | None = None, **_: object):
         from engine.cost_model import topology_cost
+
+        mode = memory if memory is not None else ("last" if forgetting else "full")
 
         if protocol == "cot":
             return topology_cost(s, 1, 1, q, c, 0)
         if protocol == "sc":
             return topology_cost(s, n, 1, q, c, 0)
         if protocol == "mad":
-            return topology_cost(s, n, rounds, q, c, n - 1, forgetting=forgetting)
+            return topology_cost(s, n, rounds, q, c, n - 1, memory=mode)
         if density is None:
             raise ValueError(f"{protocol} needs density")
         k = density * (n - 1)
         if protocol == "sparse":
-            return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, forgetting)
-        return topology_cost(s, n, rounds, q, c, k, (1 - density) ** (n - 1), forgetting)  # probmad
+            return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, memory=mode)
+        return topology_cost(s, n, rounds, q, c, k, (1 - density) ** (n - 1), memory=mode)  # probmad
 
     return cost
 
@@ -109,15 +164,26 @@ def _check_density(cfg) -> None:
             raise ConfigError("--edges is required with --topology edges (e.g. '0-1,1-2,2-0')")
 
 
+def _check_sparse(cfg) -> None:
+    _check_density(cfg)
+    check_memory(cfg)
+
+
 def _sparse_unused(cfg) -> set[str]:
     kind = cfg.topology or ("edges" if cfg.edges else "regular")
     return set() if kind == "star" else {"center"}
 
 
+def _memory_label(cfg) -> list[str]:
+    mode = cfg.get("memory") or ("last" if cfg.get("forgetting") else None)
+    talk = ["one-by-one"] if cfg.get("talk") == "one-by-one" else []
+    return ([f"mem={mode}"] if mode else []) + talk
+
+
 def _graph_label(cfg) -> list[str]:
     from engine.report import fmt_num
 
-    parts = []
+    parts = _memory_label(cfg)
     if cfg.get("topology") and cfg["topology"] != "regular":
         parts.append(cfg["topology"])
     if cfg.get("density") is not None:
@@ -131,14 +197,15 @@ SPECS = (
     ProtocolSpec("sc", topology_debate, "CoT-SC(k): k = --agents independent samples, one round, vote", "CoT-SC",
                  shape=lambda cfg: (cfg.agents, 1), validate=validate, topology=build_topology, cost=_cost("sc")),
     ProtocolSpec("mad", topology_debate, "fully connected MAD (Du et al. 2023)", "MAD",
-                 settings=(FORGETTING,), validate=validate, topology=build_topology, cost=_cost("mad")),
+                 settings=(FORGETTING, MEMORY, TALK), check=check_memory, validate=validate, topology=build_topology,
+                 stages=SUMMARY_STAGES, cost=_cost("mad"), label_parts=_memory_label),
     ProtocolSpec("sparse", topology_debate, "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
-                 "sparse MAD", settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING),
-                 unused=_sparse_unused, check=_check_density, validate=validate, topology=build_topology,
+                 "sparse MAD", settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING, MEMORY, TALK),
+                 unused=_sparse_unused, check=_check_sparse, stages=SUMMARY_STAGES, validate=validate, topology=build_topology,
                  cost=_cost("sparse"),
                  label_parts=_graph_label),
     ProtocolSpec("probmad", topology_debate, "ProbMAD: each peer read with probability --density, redrawn "
-                 "(Li et al. 2024, app. E)", "ProbMAD", settings=(DENSITY, FORGETTING),
-                 check=_check_density, validate=validate, topology=build_topology, cost=_cost("probmad"),
+                 "(Li et al. 2024, app. E)", "ProbMAD", settings=(DENSITY, FORGETTING, MEMORY, TALK),
+                 check=_check_sparse, stages=SUMMARY_STAGES, validate=validate, topology=build_topology, cost=_cost("probmad"),
                  label_parts=_graph_label),
 )

@@ -58,6 +58,7 @@ two corrections, explained in :func:`engine.cost_model.s2_intra_round_tokens`.
 
 from __future__ import annotations
 
+import logging
 from typing import Sequence
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step, vote
@@ -100,11 +101,33 @@ S2_STAGES = {
 }
 
 
+log = logging.getLogger(__name__)
+_TAU_WARNED: set[str] = set()  # embedders already warned about (one line per process, not per sweep cell)
+
+
+def tau_warning(cfg) -> str | None:
+    """The one-line warning for ``--tau`` left at the paper's value with another embedder, or None.
+
+    The paper's thresholds (0.4 on MATH, ~0.1 on GSM8K) were found with bert-base-uncased
+    vectors (sec. 4.1); cosine scales differ between embedders (all-MiniLM-L6-v2, the default
+    here, spreads unrelated texts lower), so the same tau keeps a different share of views."""
+    if cfg.similarity != "embedding" or cfg.tau != TAU.default or "bert-base" in cfg.embedding_model.lower():
+        return None
+    return (f"S2-MAD: --tau {cfg.tau} is the paper's threshold for bert-base-uncased embeddings (MATH; ~0.1 on "
+            f"GSM8K); --embedding-model {cfg.embedding_model} has another cosine scale: calibrate --tau for it "
+            f"(e.g. a sweep grid over tau)")
+
+
 def validate(cfg) -> None:
-    """Checks before a run starts: groups and schedule as GroupDebate, and ``--similarity``."""
+    """Checks before a run starts: groups and schedule as GroupDebate, and ``--similarity``;
+    warns about ``--tau`` left at the paper's value with another embedder (:func:`tau_warning`)."""
     _validate_groups(cfg)
     if cfg.similarity not in ("answer", "embedding"):
         raise ValueError(f"--similarity {cfg.similarity!r} is not one of answer, embedding")
+    warning = tau_warning(cfg)
+    if warning and cfg.embedding_model not in _TAU_WARNED:
+        _TAU_WARNED.add(cfg.embedding_model)
+        log.warning(warning)
 
 
 def _text(reply: Reply) -> str:
@@ -253,8 +276,10 @@ def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_roun
 
 SIMILARITY = Option("similarity", str, "answer", "'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
                     choices=("answer", "embedding"))
-TAU = Option("tau", float, 0.4, "cosine similarity threshold (the paper's best on MATH; ~0.1 on GSM8K)", low=-1.0,
-             high=1.0)
+TAU = Option("tau", float, 0.4, "cosine similarity threshold: the paper's best, 0.4 on MATH and ~0.1 on GSM8K, "
+             "were found with bert-base-uncased vectors; the default --embedding-model (all-MiniLM-L6-v2) has "
+             "another cosine scale, so calibrate tau for it (a warning says so when tau is left at 0.4)",
+             low=-1.0, high=1.0)
 FILTER = Option("filter", bool, True, "redundancy filter (--no-filter: the paper's ablation)")
 
 SPEC = ProtocolSpec(

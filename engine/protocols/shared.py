@@ -3,11 +3,43 @@ each, listed in the ``settings`` of every protocol that reads it."""
 
 from __future__ import annotations
 
-from engine.options import Option
+from engine.options import ConfigError, Option
 
-FORGETTING = Option("forgetting", bool, False, "agents keep only the previous round in context")
+MEMORY_MODES = ("full", "last", "summary", "summary-last")
+
+FORGETTING = Option("forgetting", bool, False, "agents keep only the previous round in context (= --memory last)")
+MEMORY = Option(
+    "memory", str, None,
+    "what an agent keeps between rounds and how peers reach it: full (its whole transcript), last (its first "
+    "prompt and previous reply; --forgetting), summary (whole transcript; the peers' replies arrive as one LLM "
+    "summary per agent and round: Du et al.'s summarisation, GroupDebate's MAD baseline), summary-last (both: "
+    "GroupDebate's 'MAD+Forget'). Default: full for mad/sparse/probmad, last for group (its paper; "
+    "full = its 'MAD+Group' ablation)", choices=MEMORY_MODES)
+TALK = Option("talk", str, "simultaneous",
+              "talk order in a debate round: simultaneous (everyone reads the previous round) or one-by-one "
+              "(agents speak in id order; each reads the replies already given this round, the previous round's "
+              "for the rest)", choices=("simultaneous", "one-by-one"))
 EARLY_STOP = Option("early_stop", bool, True, "stop a question when the agents' views agree (--no-early-stop: ablation)")
 EMBEDDING_MODEL = Option("embedding_model", str, "all-minilm-l6-v2",
                          "sentence-embedding model: alias, local folder or hub name (from the offline cache)")
 
-__all__ = ["EARLY_STOP", "EMBEDDING_MODEL", "FORGETTING"]
+
+def memory_mode(cfg, default: str) -> str:
+    """The memory a run uses: ``--memory``, else ``last`` with ``--forgetting``, else the
+    protocol's ``default``."""
+    if cfg.memory is not None:
+        return cfg.memory
+    return "last" if cfg.forgetting else default
+
+
+def check_memory(cfg, allowed: tuple[str, ...] = MEMORY_MODES) -> None:
+    """``--forgetting`` is ``--memory last``: any other ``--memory`` beside it is a contradiction;
+    ``allowed``: the modes this protocol has."""
+    if cfg.forgetting and cfg.memory not in (None, "last"):
+        raise ConfigError(f"--forgetting means --memory last; it contradicts --memory {cfg.memory}")
+    if cfg.memory is not None and cfg.memory not in allowed:
+        raise ConfigError(f"--memory {cfg.memory} is not a memory of --protocol {cfg.protocol} "
+                          f"(it has {', '.join(allowed)})")
+
+
+__all__ = ["EARLY_STOP", "EMBEDDING_MODEL", "FORGETTING", "MEMORY", "MEMORY_MODES", "TALK", "check_memory", "memory_mode"]
