@@ -372,11 +372,13 @@ def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
                   decisions: S2Decisions, stage_rounds: int = 2, filter: bool = True) -> Cost:
     """S2-MAD's exact cost given the run's decisions (see the module docstring).
 
-    ``filter=False`` (the "w/o Filter" ablation) uses GroupDebate's prompts; its inter-group calls
+    A speaking call that reads no view (``--no-jump``, nothing new) is a self-check:
+    ``H + f + a4 + Q``. ``filter=False`` (the "w/o Filter" ablation) uses GroupDebate's prompts; its inter-group calls
     show all G summaries (own + others), so they take ``len(decisions.summaries[-1])`` as G.
     """
     q, c = question_tokens, reply_tokens
     names = ("s2_intra", "s2_summary", "s2_inter") if filter else ("gd_intra", "gd_summary", "gd_inter")
+    check = s.f + s.a4 + question_tokens
     intra, summ, inter = s.need(*names)
     h = _last_memory_call(s, q, c)
     plan = stage_plan(rounds, stage_rounds)
@@ -387,10 +389,10 @@ def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
         calls += len(views)
         if rp.kind == "first":
             prompt += len(views) * _first_call(s, q)
-        elif rp.kind == "intra":
-            prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) for v in views)
+        elif rp.kind == "intra":  # v = 0: a --no-jump agent with nothing to read self-checks
+            prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) if v else h + check for v in views)
         elif filter:
-            prompt += sum(h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) for v in views)
+            prompt += sum(h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) if v else h + check for v in views)
         else:  # GD's inter prompt: own summary + the G-1 others
             n_groups = len(decisions.summaries[made - 1])
             others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
@@ -409,12 +411,18 @@ def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
 
 
 def s2mad_bound(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                groups: Any = None, stage_rounds: int = 2, filter: bool = True) -> Cost:
-    """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0),
-    nothing is deduplicated, no early stop — every group's summary reads the whole group and every
-    inter-group call reads all G summaries."""
+                groups: Any = None, stage_rounds: int = 2, filter: bool = True, jump: bool = True,
+                group_density: float = 1.0) -> Cost:
+    """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0;
+    with ``jump=False`` they self-check), nothing is deduplicated, no early stop — every group's
+    summary reads the whole group and every inter-group call reads all G summaries; an intra call
+    reads k_j mates (``group_density``, :func:`engine.protocols.s2mad.intra_mates`)."""
     sizes = _group_sizes(groups, n_agents)
-    member_views = [m - 1 for m in sizes for _ in range(m) if m > 1]  # speakers of an intra round
+
+    def k(m: int) -> int:
+        return 0 if m <= 1 else (m - 1 if group_density >= 1 else max(1, round(group_density * (m - 1))))
+
+    member_views = [k(m) for m in sizes for _ in range(m) if m > 1 or not jump]  # speakers of an intra round
     views, summaries = [], []
     for rp in stage_plan(rounds, stage_rounds):
         if rp.kind == "first":

@@ -308,3 +308,29 @@ def test_mad_gd_s2mad_ordering(sizes):
     assert measured["mad"] == [pred["mad"]] * 10 and measured["group"] == [pred["group"]] * 10
     assert max(measured["s2mad"]) <= pred["s2mad"]
     assert sum(measured["s2mad"]) / 10 < pred["group"]
+
+
+@pytest.mark.parametrize("extra", [{"jump": False}, {"group_density": 0.5}, {"jump": False, "group_density": 0.5},
+                                   {"jump": False, "filter": False}])
+def test_s2mad_ablations_bound_and_exact(sizes, extra):
+    """S2-MAD's "w/o Jump" and "w/ Sparse Commu." ablations: the bound is tight when nothing agrees,
+    and exact given the run's decisions (a --no-jump agent with nothing new self-checks)."""
+    n, groups, rounds, r = 6, "1+5", 5, 2
+    cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r,
+                    **extra)
+    q_tokens, rows = run_sim(cfg, n_q=2, backend=DistinctBackend(REPLY))
+    bound = cost_model.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, **extra)
+    for row, _ in rows:
+        assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
+            bound.prompt_tokens, bound.completion_tokens, bound.calls)
+    q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
+    for row, log in rows:
+        dec = cost_model.s2_decisions_from_records(log.records, n, row["rounds_run"])
+        pred = cost_model.predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r,
+                                        filter=extra.get("filter", True))
+        assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
+            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+        if extra.get("jump") is False:
+            assert row["n_skipped"] == 0 and row["n_calls"] == n * row["rounds_run"] + row["n_summary_calls"]
+    if extra.get("jump") is False:
+        assert any(rec.kind == "self_check" for _, log in rows for rec in log.records if rec.round > 0)

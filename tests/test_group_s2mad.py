@@ -505,3 +505,14 @@ def test_tau_left_at_the_papers_value_with_another_embedder_warns_once():
     finally:
         s2.log.removeHandler(handler)
     assert seen == [s2.tau_warning(cfg)]
+
+
+def test_intra_group_sparse_communication_reads_the_next_mates():
+    from engine.protocols.s2mad import intra_mates
+    from topologies.groups import make_groups
+
+    g = make_groups("1+5", 6, shuffle=False)  # [0], [1..5]
+    assert intra_mates(g, 0, 0.5) == []
+    assert intra_mates(g, 1, 1.0) == [2, 3, 4, 5]
+    assert intra_mates(g, 1, 0.5) == [2, 3] and intra_mates(g, 5, 0.5) == [1, 2]  # cyclic, shown in id order
+    assert intra_mates(g, 3, 0.1) == [4]  # at least one mate

@@ -45,6 +45,16 @@ Choices where the paper leaves room:
   ("w/o Jump"), and its "w/o Filter" run costs less than GD (13.4k vs 15.5k tokens), which
   only fits agents still skipping. Since the views are then no longer "unique", that ablation
   uses GroupDebate's prompts ("gd_intra", "gd_summary", "gd_inter") instead of Table 5's.
+* ``--no-jump`` (the paper's "w/o Jump" ablation, Table 4): conditional participation off —
+  every agent speaks in every round. An agent that the filter leaves with no view to read (all
+  its mates / summaries agree with it) gets the self-check prompt: the paper's "redundant
+  checks" it blames for that row's lower accuracy.
+* ``--group-density D`` (the paper's "w/ Sparse Commu." row, whose topology the paper does not
+  give): inside a group of n_j agents each agent reads k_j = max(1, round(D (n_j - 1))) mates,
+  the next ones after it in the group's (sorted) order, cyclically (shown in id order) — a directed circulant graph,
+  the densest-first analogue of the sparse paper's regular graphs. D = 1 (default) is every
+  mate. D_i (eq. 1) counts differing views among the mates it reads. Summaries still read the
+  whole group.
 * If every agent is silent in a round, no :class:`Step` is yielded; the round still counts
   (its answers are the carried ones), because the schedule went through it.
 * Everything else (groups from ``--seed`` once per run, default groups, summary model, round
@@ -144,6 +154,19 @@ def summary_answer(extracted: str | None, sources: Sequence[int], answers: Seque
     return extracted if len(found) == 1 and None not in found else None
 
 
+def intra_mates(groups, agent: int, density: float) -> list[int]:
+    """The mates ``agent`` reads in an intra-group round under ``--group-density`` (see the module
+    docstring): the next k_j members after it in its group, cyclically; all mates at 1."""
+    if density >= 1:
+        return groups.mates(agent)
+    members = groups.members[groups.group_of(agent)]
+    if len(members) <= 1:
+        return []
+    k = max(1, round(density * (len(members) - 1)))
+    at = members.index(agent)
+    return sorted(members[(at + step) % len(members)] for step in range(1, k + 1))
+
+
 def _similar(cfg, texts: list[str], answers: list[str | None]):
     """Similarity Calculation Module: a boolean matrix over the given views."""
     if cfg.similarity == "embedding":
@@ -179,12 +202,15 @@ def s2mad(ctx: Context) -> ProtocolGen:
         elif rp.kind == "intra":  # Alg. 1 lines 24-29, then 31-34
             sim = yield from _similar(cfg, texts, answers)
             for i in range(n):
-                mates = groups.mates(i)
+                mates = intra_mates(groups, i, cfg.group_density)
                 d = len(differing(i, mates, sim))  # eq. 1
-                if not participates(d):  # eq. 2: nothing new -> stay silent
+                if not participates(d) and cfg.jump:  # eq. 2: nothing new -> stay silent
                     silent.append(i)
                     continue
                 read = redundancy_filter(i, mates, sim) if use_filter else mates
+                if not read:  # --no-jump with nothing new to read: a redundant check
+                    calls.append(AgentCall(agent=i, stage="self_check", memory=MEMORY))
+                    continue
                 calls.append(AgentCall(
                     agent=i, stage="s2_intra" if use_filter else "gd_intra", peers=read,
                     peer_texts=[(j, texts[j]) for j in read], peer_answers=[answers[j] for j in read],
@@ -195,10 +221,12 @@ def s2mad(ctx: Context) -> ProtocolGen:
             visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids  # Sum <- F(Sum)
             for i in range(n):
                 diff = differing(i, visible, pool_sim)  # eq. 1 (over the pool the agent is given)
-                if not participates(len(diff)):
+                if not participates(len(diff)) and cfg.jump:
                     silent.append(i)
                     continue
-                if use_filter:
+                if use_filter and not diff:  # --no-jump with nothing new to read
+                    calls.append(AgentCall(agent=i, stage="self_check", memory=MEMORY))
+                elif use_filter:
                     read = [k - n for k in diff]
                     calls.append(AgentCall(
                         agent=i, stage="s2_inter", peers=_sources(pool, read, i),
@@ -254,6 +282,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
             "summary_answers": summary_answers,
             "similarity": cfg.similarity,
             "filter": use_filter,
+            "jump": bool(cfg.jump),
         },
     )
 
@@ -268,10 +297,10 @@ def _sources(pool: list[tuple[str, str | None, list[int]]], read: list[int], age
 # ---------------------------------------------------------------------------
 
 def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, filter: bool = True,
-          **_: object):
+          jump: bool = True, group_density: float = 1.0, **_: object):
     from engine.cost_model import s2mad_bound
 
-    return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter)
+    return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density)
 
 
 SIMILARITY = Option("similarity", str, "answer", "'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
@@ -281,10 +310,16 @@ TAU = Option("tau", float, 0.4, "cosine similarity threshold: the paper's best, 
              "another cosine scale, so calibrate tau for it (a warning says so when tau is left at 0.4)",
              low=-1.0, high=1.0)
 FILTER = Option("filter", bool, True, "redundancy filter (--no-filter: the paper's ablation)")
+JUMP = Option("jump", bool, True, "conditional participation, eqs. 1-2: an agent with no differing view stays "
+              "silent (--no-jump: everyone speaks every round, the paper's 'w/o Jump' ablation)")
+GROUP_DENSITY = Option("group_density", float, 1.0, "share of its group mates an agent reads in an intra-group "
+                       "round (the next ones in group order; the paper's 'w/ Sparse Commu.' row, e.g. 0.5)",
+                       low=0.0, high=1.0)
 
 SPEC = ProtocolSpec(
     "s2mad", s2mad, "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
-    "S2-MAD", settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, EARLY_STOP, EMBEDDING_MODEL),
+    "S2-MAD", settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, JUMP, GROUP_DENSITY, EARLY_STOP,
+              EMBEDDING_MODEL),
     unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
     validate=validate, stages=S2_STAGES, needs_embeddings=lambda cfg: cfg.similarity == "embedding", cost=_cost,
     label_parts=groups_label)
