@@ -360,3 +360,44 @@ def test_mixed_models_without_sizes_are_refused_before_the_run():
     validate_protocol(RunConfig(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3",
                                 model_info={"big-model": {"params_b": 7, "tokens_t": 18}}))  # sized: fine
     validate_protocol(RunConfig(protocol="cortex", agents=3, model="some-unknown-model"))  # one model: fine
+
+
+def test_table2_ablation_weights():
+    """mdm-individual = C_i R_i (no intimacy, no self-orientation); self = the head's confidence
+    with the whole graph's mean as every reader's threshold; none = all ones."""
+    import numpy as np
+
+    from topologies.cortex import ablation_weights
+
+    c, r, h = [1.0, 2.0, 3.0], [0.5, 0.5, 1.0], [0.2, 0.9, 0.4]
+    i_mat = np.array([[0, 0.1, 0.9], [0.5, 0, 0.5], [0.3, 0.3, 0]])
+    s = [2.0, 1.0, 4.0]
+    w, mean = ablation_weights("mdm-individual", c, r, i_mat, s, h)
+    assert w[0, 1] == w[0, 2] == pytest.approx(0.5) and w[2, 0] == pytest.approx(3.0) and np.isnan(w[1, 1])
+    assert mean[0] == pytest.approx((1.0 + 3.0) / 2)  # eq. 10 over the incoming edges of reader 0
+    w, mean = ablation_weights("self", c, r, i_mat, s, h)
+    assert w[1, 0] == w[1, 2] == pytest.approx(0.9) and list(mean) == pytest.approx([0.5] * 3)
+    w, mean = ablation_weights("mdm", c, r, i_mat, s, h)
+    assert w[0, 2] == pytest.approx(1.0 * 0.5 * 0.9 / 2.0)  # eq. 9 unchanged
+    w, _ = ablation_weights("none", c, r, i_mat, s, h)
+    assert np.nansum(w) == 6
+    with pytest.raises(ValueError, match="--cortex-weights 'x'"):
+        ablation_weights("x", c, r, i_mat, s, h)
+
+
+def test_full_graph_reads_everyone_by_descending_weight_and_self_weights_skip_embeddings():
+    from engine.config import ConfigError, RunConfig
+    from topologies.cortex import MDMState
+
+    mdm = MDMState(credibility=[1.0, 1.0, 1.0], weights_mode="self", graph="full")
+    rnd = mdm.step([0.2, 0.9, 0.4], [[1.0] * 3] * 3)
+    assert rnd.peers == [[1, 2], [2, 0], [1, 0]]
+    sparse = MDMState(credibility=[1.0, 1.0, 1.0], weights_mode="self").step([0.2, 0.9, 0.4], [[1.0] * 3] * 3)
+    assert sparse.peers == [[1], [], [1]]  # above the graph's mean confidence 0.5: agent 1 only
+    cfg = RunConfig(protocol="cortex", agents=3, rounds=3, cortex_weights="self").validate()
+    steps, sim_reqs, out = play(cfg, [["5", "4", "6"], ["5", "4", "4"], ["4", "5", "4"]], CONF, [])
+    assert sim_reqs == [] and len(steps) == 3  # no embedding call: self weights read no intimacy
+    assert out.info["rounds"][0]["peers"] == [[1], [0], [0, 1]]  # confidences 0.8, 0.6, 0.3: mean 0.57 keeps 0 and 1
+    assert not RunConfig(protocol="cortex", cortex_weights="self").validate().options_read() & {"embedding_model"}
+    with pytest.raises(ConfigError, match="--cortex-weights none needs --cortex-graph full"):
+        RunConfig(protocol="cortex", cortex_weights="none").validate()

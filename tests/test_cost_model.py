@@ -334,3 +334,18 @@ def test_s2mad_ablations_bound_and_exact(sizes, extra):
             assert row["n_skipped"] == 0 and row["n_calls"] == n * row["rounds_run"] + row["n_summary_calls"]
     if extra.get("jump") is False:
         assert any(rec.kind == "self_check" for _, log in rows for rec in log.records if rec.round > 0)
+
+
+@pytest.mark.parametrize("weights", ["mdm", "none", "self"])
+def test_cortex_full_graph_ablation_is_exact(sizes, weights):
+    """--cortex-graph full (Table 2's fully connected rows): every agent reads all N-1 peers, so
+    the closed form is exact (no early stop)."""
+    n, rounds = 4, 3
+    cfg = RunConfig(backend="simulated", protocol="cortex", agents=n, rounds=rounds, early_stop=False,
+                    cortex_graph="full", cortex_weights=weights)
+    q_tokens, rows = run_sim(cfg, similarity=answer_similarity)
+    pred = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, cortex_graph="full")
+    for row, log in rows:
+        assert in_degrees(log, n, rounds) == [n - 1] * (rounds - 1)
+        assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
+            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])

@@ -68,11 +68,15 @@ __all__ = [
     "CHINCHILLA_ALPHA",
     "CHINCHILLA_BETA",
     "CHINCHILLA_E",
+    "GRAPHS",
+    "WEIGHTS",
     "CortexRound",
     "MDMState",
+    "ablation_weights",
     "credibility",
     "debate_peers",
     "edge_graph",
+    "full_keep",
     "intimacy",
     "mean_incoming",
     "mean_similarity",
@@ -248,6 +252,45 @@ def debate_peers(keep: np.ndarray) -> list[list[int]]:
     return [[i for i in range(n) if i != j and keep[i, j]] for j in range(n)]
 
 
+WEIGHTS = ("mdm", "mdm-individual", "self", "none")
+GRAPHS = ("sparse", "full")
+
+
+def ablation_weights(mode: str, c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float],
+                     h: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Edge weights ``W[i, j]`` and each reader's threshold for the CortexDebate ablations
+    (paper's Table 2 and appendix D):
+
+    * ``mdm``: eq. 9 (``C_i R_i I_ij / S_i``), threshold eq. 10 (mean incoming weight);
+    * ``mdm-individual``: "MDM w/o I_d and S_d": ``C_i R_i`` (credibility and reliability, the
+      individual abilities), threshold eq. 10;
+    * ``self``: self-evaluation (RECONCILE): ``W[i, j] = H_i``, the head's own recalibrated
+      confidence; appendix D: "only debate with the agents whose confidence scores are above
+      the average of the entire graph", so the threshold is the mean over all n agents;
+    * ``none``: every weight 1 (only with the fully connected graph).
+    """
+    n = len(c)
+    if mode == "mdm":
+        w = weight_matrix(c, r, i_mat, s)
+        return w, mean_incoming(w)
+    if mode == "mdm-individual":
+        w = weight_matrix(c, r, np.ones((n, n)), np.ones(n))
+        return w, mean_incoming(w)
+    if mode == "self":
+        h = np.asarray(h, dtype=float)
+        w = np.array([[np.nan if a == b else h[a] for b in range(n)] for a in range(n)], dtype=float)
+        return w, np.full(n, math.fsum(h) / n if n else np.nan)
+    if mode == "none":
+        w = np.array([[np.nan if a == b else 1.0 for b in range(n)] for a in range(n)], dtype=float)
+        return w, np.ones(n)
+    raise ValueError(f"--cortex-weights {mode!r} is not one of {', '.join(WEIGHTS)}")
+
+
+def full_keep(n: int) -> np.ndarray:
+    """The fully connected graph's ``keep``: every edge but the self-loops."""
+    return ~np.eye(n, dtype=bool)
+
+
 def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
     """The round's sparse debating graph: edge ``i -> j`` (``j`` reads ``i``) with ``weight = W[i, j]``."""
     n = np.asarray(w).shape[0]
@@ -295,6 +338,8 @@ class MDMState:
 
     credibility: list[float]
     s_offset: float = 1.0
+    weights_mode: str = "mdm"  # --cortex-weights (ablation_weights)
+    graph: str = "sparse"  # --cortex-graph: "full" keeps every edge (peers listed by descending weight)
     d: int = 0
     r: np.ndarray = field(init=False)
     sim: np.ndarray = field(init=False)
@@ -321,10 +366,13 @@ class MDMState:
         self.sim = mean_similarity(self.sim, d, cos)  # eq. 6
         i_mat = intimacy(self.sim)  # eq. 7
         s = self_orientation(d, n, self.p, self.s_offset)  # eq. 8
-        w = weight_matrix(self.credibility, self.r, i_mat, s)  # eq. 9
-        mean = mean_incoming(w)  # eq. 10
-        keep = prune(w, mean)  # eq. 11
-        peers = debate_peers(keep)  # eq. 12
+        w, mean = ablation_weights(self.weights_mode, self.credibility, self.r, i_mat, s, h)  # eqs. 9-10
+        if self.graph == "full":  # ablation: no pruning; heads listed by descending weight, then id
+            keep = full_keep(n)
+            peers = [sorted((i for i in range(n) if i != j), key=lambda i, j=j: (-w[i, j], i)) for j in range(n)]
+        else:
+            keep = prune(w, mean)  # eq. 11
+            peers = debate_peers(keep)  # eq. 12
         self.p = self.p + np.array([len(pj) for pj in peers], dtype=float)  # P_{d+1}
         self.d = d
         return CortexRound(

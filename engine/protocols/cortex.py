@@ -38,7 +38,8 @@ Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 
 * **Unreadable confidence.** A reply with no readable confidence (or an error) counts as the
   lowest band of eq. 2 (0.3) and is listed in ``info["unparsed_confidence"]`` as ``[round, agent]``.
 * **No incoming edge.** With ``n >= 2`` eq. 11 always keeps the largest incoming weight (it is
-  never below the mean), so this only happens with a single agent: that agent gets the
+  never below the mean), so with MDM weights this only happens with a single agent (with
+  ``--cortex-weights self`` also to the one agent above the whole graph's mean): that agent gets the
   ``cortex_self_check`` prompt, which shows its own previous output (needed because the default
   memory is empty) and asks for an answer and a confidence again.
 * **Consensus (step 4).** "All agents agree" means every extracted answer is the same *valid*
@@ -47,6 +48,16 @@ Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 
 * **Ties in eq. 14** are broken as every protocol's vote is (:func:`~engine.protocols.base.vote`:
   a draw seeded by the run seed and question, or agent order with ``--tie-break first``);
   unreadable answers do not vote.
+* **Ablations (Table 2, appendix D).** ``--cortex-graph full`` keeps every edge ("fully
+  connected graph"): the weights then only order the peers an agent reads (descending weight,
+  then id) — our choice, since the paper does not say how MDM acts on a full graph, and order
+  is the only thing it could change without changing the cost; ``--cortex-weights none`` (full
+  graph only) lists them by id, the plain fully connected row. ``--cortex-weights``
+  ``mdm-individual`` is "MDM w/o I_d and S_d" (``W = C_i R_i``), ``self`` is the
+  self-evaluation row (each agent keeps the heads whose recalibrated confidence is at least the
+  mean over the whole graph, appendix D; we read "above" as ">=", as eq. 11 does). Neither reads
+  the outputs' similarity, so they make no embedding call. Not built yet: the peer-evaluation
+  row (PRD-style scores of every answer by every other agent: n(n-1) scoring calls a round).
 * **Unknown models.** ``cfg.model_info[model] = {"params_b", "tokens_t"}`` gives N and M. A model
   without an entry uses :data:`KNOWN_MODELS` (matched on the lower-cased name). When the agents'
   models differ, a model of unknown size is an error before the run (:func:`validate`); with one
@@ -61,10 +72,10 @@ import re
 from typing import Any
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
-from engine.options import Option
+from engine.options import ConfigError, Option
 from engine.protocols.shared import EARLY_STOP, EMBEDDING_MODEL, FORGETTING
 from engine.protocols.spec import ProtocolSpec
-from topologies.cortex import MDMState, credibility, pretraining_loss, recalibrate
+from topologies.cortex import GRAPHS, WEIGHTS, MDMState, credibility, pretraining_loss, recalibrate
 
 # --------------------------------------------------------------------------- prompts (Table 7)
 
@@ -157,6 +168,25 @@ def validate(cfg) -> None:
             f"(credibility, eqs. 3-4), but the size of {', '.join(unknown)} is unknown: add "
             f"model_info: {{{unknown[0]}: {{params_b: <billions of parameters>, tokens_t: <trillions of training "
             f"tokens>}}}} to the run's YAML")
+
+
+def _needs_similarity(cfg) -> bool:
+    """Only eq. 9's intimacy term reads the outputs' cosine similarity."""
+    return cfg.cortex_weights == "mdm"
+
+
+def _check(cfg) -> None:
+    if cfg.cortex_weights == "none" and cfg.cortex_graph != "full":
+        raise ConfigError("--cortex-weights none needs --cortex-graph full (the sparse graph is made from the weights)")
+
+
+def _label(cfg) -> list[str]:
+    parts = []
+    if cfg.get("cortex_graph", "sparse") != "sparse":
+        parts.append(f"graph={cfg['cortex_graph']}")
+    if cfg.get("cortex_weights", "mdm") != "mdm":
+        parts.append(f"W={cfg['cortex_weights']}")
+    return parts
 
 
 # --------------------------------------------------------------------------- confidence parsing
@@ -274,6 +304,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         "defaults_used": sorted({m for m, (_, _, s) in zip(models, sizes) if s != "model_info"}),
         "memory": memory,
         "s_offset": s_offset,
+        "graph": cfg.cortex_graph,
+        "weights": cfg.cortex_weights,
         "confidence_raw": [],  # per round, per agent: parsed value or None
         "confidence": [],  # per round, per agent: recalibrated (eq. 2)
         "unparsed_confidence": [],  # [round, agent]
@@ -298,13 +330,16 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
     answers = [r.answer for r in replies]
     h = confidences(0, replies)
     history = [answers]
-    mdm = MDMState(credibility=cred, s_offset=s_offset)
+    mdm = MDMState(credibility=cred, s_offset=s_offset, weights_mode=cfg.cortex_weights, graph=cfg.cortex_graph)
     stopped = False
 
     # Phase 2: debate rounds d = 1..D
     for d in range(1, n_rounds):
-        cos, bad = _clean_cos((yield Similarity(list(texts))), n)  # eq. 6 input: cos(O_i^{d-1}, O_j^{d-1})
-        info["nonfinite_similarity"] += bad
+        if _needs_similarity(cfg):
+            cos, bad = _clean_cos((yield Similarity(list(texts))), n)  # eq. 6 input: cos(O_i^{d-1}, O_j^{d-1})
+            info["nonfinite_similarity"] += bad
+        else:  # the ablation's weights read no intimacy (eq. 7): no embedding call
+            cos = [[0.0] * n for _ in range(n)]
         rnd = mdm.step(h, cos)  # steps 1-2: eqs. 5-12
         info["rounds"].append({
             "round": d,
@@ -345,12 +380,15 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
 
 # --------------------------------------------------------------------------- spec
 def _cost(s, n: int, rounds: int, q: float, c: float, *, kept_fraction: float = 0.5, rounds_run: int | None = None,
-          cortex_memory: str = "none", forgetting: bool = False, **_: object):
-    """Estimate: every debate round each agent keeps ``kept_fraction`` of its N-1 peers."""
+          cortex_memory: str = "none", forgetting: bool = False, cortex_graph: str = "sparse", **_: object):
+    """Estimate: every debate round each agent keeps ``kept_fraction`` of its N-1 peers (exact for
+    ``cortex_graph="full"``, where every agent reads all N-1, when no question stops early)."""
     from engine.cost_model import cortex_cost
     from engine.cost_model import cortex_memory as memory_used
 
     run = rounds if rounds_run is None else rounds_run
+    if cortex_graph == "full":
+        kept_fraction = 1.0
     if not 1 <= run <= rounds:
         raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
     return cortex_cost(s, n, q, c, [kept_fraction * (n - 1)] * (run - 1), memory_used(cortex_memory, forgetting))
@@ -361,11 +399,20 @@ CORTEX_MEMORY = Option("cortex_memory", str, "none", "the prompt is [Ins, Q, pee
                        choices=("none", "last", "full"))
 CORTEX_S_OFFSET = Option("cortex_s_offset", float, 1.0, "added to S_d (eq. 8); our choice: the paper's literal S_1 = 0 "
                          "divides by zero (0 = literal, W = inf)", low=0.0, finite=True)
+CORTEX_GRAPH = Option("cortex_graph", str, "sparse", "sparse (eq. 11 prunes each reader's edges below its mean "
+                      "weight) or full (Table 2 ablation: every agent reads all others, listed by descending "
+                      "weight)", choices=GRAPHS)
+CORTEX_WEIGHTS = Option("cortex_weights", str, "mdm", "edge weights (Table 2, appendix D): mdm (eq. 9, McKinsey "
+                        "trust), mdm-individual (credibility x reliability only), self (each head's own recalibrated "
+                        "confidence, kept above the whole graph's mean: RECONCILE-style self-evaluation), none "
+                        "(with --cortex-graph full only)", choices=WEIGHTS)
 MODEL_INFO = Option("model_info", dict, None, "model -> {params_b, tokens_t}: N and M of eqs. 3-4 for models "
                     "CortexDebate does not know (YAML only)", cli=False)
 
 SPEC = ProtocolSpec(
     "cortex", cortex_debate, "CortexDebate: a sparse graph re-weighted each round by McKinsey trust (CortexDebate paper)",
-    "CortexDebate", settings=(FORGETTING, EARLY_STOP, EMBEDDING_MODEL, CORTEX_MEMORY, CORTEX_S_OFFSET, MODEL_INFO),
-    unused=lambda cfg: set() if cfg.cortex_memory == "full" else {"forgetting"},
-    validate=validate, stages=STAGES, needs_embeddings=lambda cfg: True, cost=_cost)
+    "CortexDebate", settings=(FORGETTING, EARLY_STOP, EMBEDDING_MODEL, CORTEX_MEMORY, CORTEX_S_OFFSET, CORTEX_GRAPH,
+              CORTEX_WEIGHTS, MODEL_INFO),
+    unused=lambda cfg: (set() if cfg.cortex_memory == "full" else {"forgetting"})
+    | (set() if _needs_similarity(cfg) else {"embedding_model"}),
+    check=_check, validate=validate, stages=STAGES, needs_embeddings=_needs_similarity, cost=_cost, label_parts=_label)
