@@ -8,7 +8,18 @@ its questions. Nothing is estimated here.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
+
+
+def mean_sd(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1) of ``values`` (sd nan for fewer than 2)."""
+    import statistics
+
+    xs = [float(v) for v in values]
+    if not xs:
+        return math.nan, math.nan
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else math.nan)
 
 
 def carried_mean(lists: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:

@@ -163,7 +163,7 @@ def report_command(args: argparse.Namespace) -> int:
     except (ReportError, OSError) as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
-    console = Console() if sys.stdout.isatty() else Console(width=220)
+    console = Console() if sys.stdout.isatty() else Console(width=280)
     console.print(render_table(rep.rows, args.baseline))
     for note in rep.notes:
         console.print(f"note: {note}", markup=False, highlight=False)

@@ -23,10 +23,14 @@ Metrics per configuration (``summary_rows``):
 * prompt / completion / total tokens and calls per question (sums over complete calls / n);
   summary calls (``agent_id == -1``) and skipped turns as run totals;
 * savings vs the baseline protocol (``--baseline``, default MAD) = 1 - total_per_q / total_per_q
-  of the baseline run. The baseline run is the baseline-protocol run that agrees on, in order
-  of priority, agents, rounds, dataset, backend and seed; when no run agrees on all of them the
-  closest one is used and the value is marked ``*`` (``baseline_exact`` false in the files);
-  ``-`` when there is no baseline run at all. Per question, so runs of different lengths compare.
+  of the baseline run, and the input-token saving 1 - prompt_per_q / prompt_per_q (the sparse
+  paper's cost). The baseline run is the baseline-protocol run with the *same* agents, rounds,
+  dataset (and ``limit``/``offset``), backend, models and seed (:data:`MATCH_KEYS`); with none,
+  ``-`` — never the nearest other run. Per question, so runs of different lengths compare.
+* across seeds: runs whose configurations differ only in ``seed`` form a seed group; each of its
+  rows shows the group's accuracy and total tokens per question as mean ± sd over the seeds
+  (sample sd), next to the row's own Wilson interval (which covers question sampling only).
+* prompt tokens per call (CortexDebate's context length).
 * mean effective debate rounds (rounds until all agents first agree, per question);
 * mean consensus proportion per round (:func:`consensus_curve`): a question that stopped early
   carries its last value forward to the longest question of the run (and to the configured
@@ -338,6 +342,9 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "agents": agents,
         "rounds": rounds,
         "density": cfg.get("density"),
+        "limit": cfg.get("limit"),
+        "offset": cfg.get("offset"),
+        "models": _models_of(cfg),
         "groups": cfg.get("groups"),
         "dataset": cfg.get("dataset"),
         "seed": cfg.get("seed"),
@@ -354,6 +361,7 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "total_per_q": per_q(total),
         "calls": calls,
         "calls_per_q": per_q(calls),
+        "prompt_per_call": prompt / calls if calls else math.nan,
         "summary_calls": summary_calls,
         "skipped_turns": run["n_skipped"],
         "error_calls": run["n_errors"],
@@ -394,21 +402,57 @@ def placement_text(placement_json: str | None) -> str:
     return "; ".join(parts)
 
 
-_MATCH_KEYS = ("agents", "rounds", "dataset", "backend", "seed")  # priority order for the baseline run
+# what a baseline run must share with a row for its savings to be shown
+MATCH_KEYS = ("agents", "rounds", "dataset", "limit", "offset", "backend", "models", "seed")
 
 
 def pick_baseline(row: dict[str, Any], candidates: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, bool]:
-    """The baseline run for ``row``: the candidate agreeing on the most important keys first
-    (agents, rounds, dataset, backend, seed); returns (run, whether all keys agree)."""
-    usable = [c for c in candidates if c["n_questions"] and c["total_per_q"] == c["total_per_q"]]
+    """The baseline run for ``row``: a candidate with the same :data:`MATCH_KEYS` (the row itself
+    first, then the one with most questions); ``(None, False)`` when there is none -- savings are
+    never taken against a run that differs in any of them. The bool is kept for the files
+    (``baseline_exact``): always True when a run is returned."""
+    usable = [c for c in candidates if c["n_questions"] and c["total_per_q"] == c["total_per_q"]
+              and all(c.get(k) == row.get(k) for k in MATCH_KEYS)]
     if not usable:
         return None, False
+    return max(usable, key=lambda c: (c is row, c["n_questions"])), True
 
-    def score(c):
-        return tuple(c.get(k) == row.get(k) for k in _MATCH_KEYS) + (c["n_questions"],)
 
-    best = max(usable, key=lambda c: (score(c), c is row))
-    return best, all(best.get(k) == row.get(k) for k in _MATCH_KEYS)
+def _models_of(cfg: dict[str, Any]) -> str:
+    """The models a run used, as one comparable string (per-agent settings included)."""
+    per_agent = [a.get("model") for a in cfg.get("agent_settings") or [] if isinstance(a, dict)]
+    return json.dumps([cfg.get("models") or cfg.get("model"), per_agent], default=str)
+
+
+def seed_key(data: RunData) -> str:
+    """What runs of one seed group share: the configuration without ``seed`` and without the
+    options that do not change results (engine knobs, ``out``)."""
+    from engine.config import UNHASHED
+
+    skip = set(UNHASHED) | _NOT_RESULT_KEYS | {"seed"}
+    return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
+        " sim" if _simulated(data) else "")
+
+
+def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
+    """Mean ± sd over the seeds of each seed group (2+ different seeds), on every row of it."""
+    from engine.accounting import mean_sd
+
+    groups: dict[str, list[int]] = {}
+    for i, data in enumerate(runs):
+        if rows[i]["n_questions"]:
+            groups.setdefault(seed_key(data), []).append(i)
+    for row in rows:
+        row.update(seeds=None, accuracy_seeds_mean=math.nan, accuracy_seeds_sd=math.nan,
+                   total_per_q_seeds_mean=math.nan, total_per_q_seeds_sd=math.nan)
+    for idx in groups.values():
+        if len({rows[i]["seed"] for i in idx}) < 2:
+            continue
+        acc = mean_sd([rows[i]["accuracy"] for i in idx])
+        tok = mean_sd([rows[i]["total_per_q"] for i in idx])
+        for i in idx:
+            rows[i].update(seeds=len(idx), accuracy_seeds_mean=acc[0], accuracy_seeds_sd=acc[1],
+                           total_per_q_seeds_mean=tok[0], total_per_q_seeds_sd=tok[1])
 
 
 def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, Any]]:
@@ -424,6 +468,8 @@ def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, A
         row["baseline_label"] = base["label"] if base else None
         row["baseline_exact"] = exact if base else None
         row["savings"] = savings(row["total_per_q"], base["total_per_q"]) if base else math.nan
+        row["input_savings"] = savings(row["prompt_per_q"], base["prompt_per_q"]) if base else math.nan
+    add_seed_stats(rows, runs)
     from engine.protocols import SPECS
 
     order = {p: i for i, p in enumerate(SPECS)}
@@ -447,31 +493,33 @@ def format_row(row: dict[str, Any]) -> list[str]:
     elif (row["baseline_run_id"], row["baseline_run_dir"]) == (row["run_id"], row["run_dir"]):
         sav = "base"
     else:
-        sav = f"{100 * row['savings']:+.1f}%" + ("" if row["baseline_exact"] else "*")
+        sav = f"{100 * row['savings']:+.1f}% / {100 * row['input_savings']:+.1f}%"
+    seeds = "-" if not row.get("seeds") else (
+        f"{row['accuracy_seeds_mean']:.3f} ± {row['accuracy_seeds_sd']:.3f} ({row['seeds']})")
     return [
-        row["label"], str(row["n_questions"]), acc, _f(row["prompt_per_q"], ",.1f"), _f(row["completion_per_q"], ",.1f"),
-        _f(row["total_per_q"], ",.1f"), _f(row["calls_per_q"], ".2f"), str(row["summary_calls"]),
+        row["label"], str(row["n_questions"]), acc, seeds, _f(row["prompt_per_q"], ",.1f"), _f(row["completion_per_q"], ",.1f"),
+        _f(row["total_per_q"], ",.1f"), _f(row["calls_per_q"], ".2f"), _f(row["prompt_per_call"], ",.1f"),
+        str(row["summary_calls"]),
         str(row["skipped_turns"]), sav, _f(row["effective_rounds"], ".2f"),
         " ".join(f"{c:.2f}" for c in row["consensus_by_round"]) or "-",
         " ".join(f"{c:.2f}" for c in row["accuracy_by_round"]) or "-",
     ]
 
 
-COLUMNS = ("configuration", "n", "accuracy [95% Wilson]", "prompt tok/q", "compl. tok/q", "total tok/q", "calls/q",
-           "summary calls", "skipped turns", "savings vs {baseline}", "eff. rounds", "consensus by round",
-           "accuracy by round")
+COLUMNS = ("configuration", "n", "accuracy [95% Wilson]", "accuracy over seeds (mean ± sd, k)", "prompt tok/q",
+           "compl. tok/q", "total tok/q", "calls/q", "prompt tok/call", "summary calls", "skipped turns",
+           "savings vs {baseline}: total / input", "eff. rounds", "consensus by round", "accuracy by round")
 
 
 def render_table(rows: list[dict[str, Any]], baseline: str = "mad"):
     """A rich Table of the summary rows."""
     from rich.table import Table
 
-    sim = any(r["simulated"] for r in rows)
-    table = Table(title="debate report" + (" [bold red](SIMULATED data)[/]" if sim else ""),
-                  caption=f"savings = 1 - total tok/q / the {baseline} run's (same agents, rounds, dataset, backend, "
-                          f"seed; * = closest {baseline} run, not all of them match; - = no {baseline} run)")
+    table = Table(title="debate report" + _sim_title(rows),
+                  caption=f"savings = 1 - tok/q / the {baseline} run's, total and input (prompt) tokens, against a "
+                          f"{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none")
     for i, c in enumerate(COLUMNS):
-        table.add_column(c.format(baseline=baseline), justify="left" if i in (0, 11) else "right",
+        table.add_column(c.format(baseline=baseline), justify="left" if i in (0, 13) else "right",
                          overflow="fold")
     for r in rows:
         table.add_row(*format_row(r))
@@ -509,6 +557,16 @@ def _figure(width: float = 8.0, height: float = 5.5):
 
     fig = Figure(figsize=(width, height), dpi=110)
     return fig, fig.add_subplot(1, 1, 1)
+
+
+def _sim_title(rows: list[dict[str, Any]]) -> str:
+    """The table title's data note: every row simulated, some (marked in their labels), or none."""
+    n_sim = sum(bool(r["simulated"]) for r in rows)
+    if not n_sim:
+        return ""
+    if n_sim == len(rows):
+        return " [bold red](SIMULATED data)[/]"
+    return f" [bold red]({n_sim} of {len(rows)} rows SIMULATED: labelled so)[/]"
 
 
 def _sim_suffix(rows: list[dict[str, Any]]) -> str:

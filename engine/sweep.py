@@ -327,7 +327,40 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
             }
             for c in cells
         ],
+        "across_seeds": across_seeds(cells),
     }
+
+
+def across_seeds(cells: list[Cell]) -> list[dict[str, Any]]:
+    """The finished cells that differ only in ``seed``, aggregated: per group, its other params,
+    the seeds, and accuracy and tokens as mean and sample sd over the seeds (2+ seeds only)."""
+    from engine.accounting import mean_sd
+
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        if c.status == "finished" and c.result and "seed" in c.params:
+            rest = {k: v for k, v in c.params.items() if k != "seed"}
+            groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(c)
+    out = []
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        acc = mean_sd([c.result["accuracy"] for c in members])
+        tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in members])
+        out.append({"params": json.loads(key), "seeds": [c.params["seed"] for c in members],
+                    "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q_mean": tok[0],
+                    "tokens_per_q_sd": tok[1]})
+    return out
+
+
+def format_seeds(groups: list[dict[str, Any]]) -> list[str]:
+    """One line per seed group (:func:`across_seeds`)."""
+    lines = []
+    for g in groups:
+        label = " ".join(f"{k}={_short(v)}" for k, v in g["params"].items()) or "(all cells)"
+        lines.append(f"  {label}  over {len(g['seeds'])} seeds: accuracy {g['accuracy_mean']:.3f} ± "
+                     f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}")
+    return (["across seeds (mean ± sd):"] + lines) if lines else []
 
 
 def write_manifest(out_dir: str | Path, data: dict[str, Any]) -> Path:
@@ -438,10 +471,10 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     if list_only:
         cells = expand(spec, out_dir)
         refresh(cells)
-        for line in format_cells(cells):
+        for line in format_cells(cells) + format_seeds(across_seeds(cells)):
             print(line)
         return 0
     cells = run_sweep(spec, out_dir)
-    print("\n".join(format_cells(cells)))
+    print("\n".join(format_cells(cells) + format_seeds(across_seeds(cells))))
     print(f"manifest: {Path(out_dir) / MANIFEST}")
     return 1 if any(c.status == "error" for c in cells) else 0

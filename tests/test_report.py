@@ -179,9 +179,13 @@ def test_summary_table_values(sweep):
     group = rows["group 5x3 G=2+3 (SIMULATED)"]
     assert group["summary_calls"] == 4 and group["skipped_turns"] == 3 and group["calls_per_q"] == 7
     assert group["total_per_q"] == 5 * 110 + 2 * 80
-    # no MAD 5x3: closest is MAD 4x3 (rounds agree), marked inexact
-    assert group["baseline_run_id"] == "mad-43" and group["baseline_exact"] is False
-    assert group["savings"] == pytest.approx(1 - 710 / 2640)
+    # no MAD 5x3: no savings at all (never against the nearest other run)
+    assert group["baseline_run_id"] is None and math.isnan(group["savings"])
+    assert format_row(group)[COLUMNS.index("savings vs {baseline}: total / input")] == "-"
+    mad43 = rows["mad 4x3 (SIMULATED)"]
+    assert sparse["input_savings"] == pytest.approx(1 - 1500 / mad43["prompt_per_q"])  # the sparse paper's cost
+    assert format_row(sparse)[COLUMNS.index("savings vs {baseline}: total / input")] == (
+        f"{100 * (1 - 1700 / 2640):+.1f}% / {100 * (1 - 1500 / mad43['prompt_per_q']):+.1f}%")
 
 
 def test_baseline_prefers_same_seed_and_labels_tell_runs_apart(tmp_path):
@@ -199,13 +203,34 @@ def test_baseline_prefers_same_seed_and_labels_tell_runs_apart(tmp_path):
     assert math.isnan(summary_rows(only)[0]["savings"]) and summary_rows(only)[0]["baseline_run_id"] is None
 
 
-def test_pick_baseline_priority():
-    row = {"run_id": "x", "agents": 4, "rounds": 3, "dataset": "d", "backend": "simulated", "seed": 0}
+def test_pick_baseline_only_an_exact_match():
+    row = {"run_id": "x", "agents": 4, "rounds": 3, "dataset": "d", "limit": 5, "offset": 0, "backend": "simulated",
+           "models": "m", "seed": 0}
     mk = lambda rid, **kw: {**row, "run_id": rid, "n_questions": 5, "total_per_q": 10.0, **kw}  # noqa: E731
-    cands = [mk("agents-differ", agents=6), mk("seed-differs", seed=1), mk("empty", n_questions=0)]
-    best, exact = pick_baseline(row, cands)
-    assert best["run_id"] == "seed-differs" and exact is False  # agents outrank seed
-    assert pick_baseline(row, [mk("empty", n_questions=0)]) == (None, False)
+    near = [mk("agents-differ", agents=6), mk("seed-differs", seed=1), mk("models-differ", models="big"),
+            mk("fewer-questions", limit=3), mk("empty", n_questions=0)]
+    assert pick_baseline(row, near) == (None, False)
+    best, exact = pick_baseline(row, near + [mk("same")])
+    assert best["run_id"] == "same" and exact is True
+
+
+def test_seed_groups_show_mean_and_sd_next_to_wilson(tmp_path):
+    """Runs differing only in seed: every row of the group shows accuracy and tokens mean ± sd over
+    the seeds; a run with another config (agents) is not part of it."""
+    for seed, correct in ((1, [True, True]), (2, [True, False]), (3, [False, False])):
+        write_run(ParquetSink(tmp_path / f"m{seed}"), f"mad-s{seed}", config("mad", 3, 2, seed=seed),
+                  [(f"q{i}", c, [1.0, 1.0], False, 1, 0, full(3, 2, 100 * seed, 0)) for i, c in enumerate(correct)])
+    write_run(ParquetSink(tmp_path / "other"), "mad-4", config("mad", 4, 2, seed=1),
+              [("q0", True, [1.0, 1.0], False, 1, 0, full(4, 2, 100, 0))])
+    rows = {r["run_id"]: r for r in summary_rows(load_runs(tmp_path))}
+    for rid in ("mad-s1", "mad-s2", "mad-s3"):
+        r = rows[rid]
+        assert r["seeds"] == 3 and r["accuracy_seeds_mean"] == pytest.approx(0.5)
+        assert r["accuracy_seeds_sd"] == pytest.approx(0.5)  # sample sd of 1, 0.5, 0
+        assert r["total_per_q_seeds_mean"] == pytest.approx(600 * 2)  # 6 calls x 100*seed, mean seed 2
+        assert format_row(r)[3] == "0.500 ± 0.500 (3)"
+    assert rows["mad-4"]["seeds"] is None and format_row(rows["mad-4"])[3] == "-"
+    assert rows["mad-s2"]["prompt_per_call"] == 200
 
 
 # ----------------------------------------------------------------------------- files and plots
@@ -260,8 +285,9 @@ def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
 def test_cli_report_prints_table(sweep, tmp_path, capsys):
     assert main(["report", str(sweep), "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "sparse 4x3 D=2/3 (SIMULATED)" in out and "+35.6%" in out  # 1 - 1700/2640
-    assert "+73.1%*" in out  # group vs the closest MAD run (1 - 710/2640)
+    assert "sparse 4x3 D=2/3 (SIMULATED)" in out and "+35.6% / +37.5%" in out  # 1 - 1700/2640, 1 - 1500/2400
+    assert "73.1%" not in out  # no savings for group 5x3 against MAD 4x3 (not the same agents)
+    assert "3 of 4 rows SIMULATED" in out  # a mixed folder says which rows are simulated
     assert "0.750 [0.301, 0.954]" in out and "base" in out
     assert (tmp_path / "r" / "summary.csv").is_file()
 

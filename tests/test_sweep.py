@@ -477,3 +477,22 @@ def test_identical_first_requests_in_one_run_are_generated_once(ray_local, tmp_p
     assert calls.reused.sum() == 4 and set(calls[calls.reused].agent_id) <= {0, 1}
     twins = calls[calls.agent_id < 2].groupby("question_id")
     assert (twins.text.nunique() == 1).all() and (twins.completion_tokens.nunique() == 1).all()
+
+
+def test_sweep_aggregates_finished_cells_over_seeds():
+    from engine.sweep import Cell, across_seeds, format_seeds
+
+    def cell(i, seed, protocol, acc, tokens):
+        return Cell(index=i, params={"protocol": protocol, "seed": seed}, config=RunConfig(), run_id=f"r{i}",
+                    out=None, status="finished", result={"accuracy": acc, "tokens": tokens, "n_questions": 10})
+
+    cells = [cell(0, 1, "mad", 0.5, 1000), cell(1, 2, "mad", 0.7, 3000), cell(2, 1, "sparse", 0.4, 500),
+             cell(3, 2, "sparse", 0.4, 700), cell(4, 3, "sparse", 0.4, 600)]
+    cells.append(Cell(index=5, params={"protocol": "sparse", "seed": 4}, config=RunConfig(), run_id="r5", out=None,
+                      status="pending"))  # not finished: not counted
+    groups = {g["params"]["protocol"]: g for g in across_seeds(cells)}
+    assert groups["mad"]["seeds"] == [1, 2] and groups["mad"]["accuracy_mean"] == pytest.approx(0.6)
+    assert groups["mad"]["accuracy_sd"] == pytest.approx(0.1414, abs=1e-4) and groups["mad"]["tokens_per_q_mean"] == 200
+    assert groups["sparse"]["seeds"] == [1, 2, 3] and groups["sparse"]["accuracy_sd"] == 0
+    lines = format_seeds(across_seeds(cells))
+    assert lines[0] == "across seeds (mean ± sd):" and "protocol=mad  over 2 seeds: accuracy 0.600 ± 0.141" in lines[1]
