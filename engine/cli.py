@@ -27,7 +27,9 @@ _HELP = {
     "protocol": "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
     "agents": "number of agents (samples for sc; cot always uses 1)",
     "rounds": "total rounds including the first answer (cot/sc: 1)",
-    "dataset": "'arithmetic' (generated) or a JSONL/JSON/CSV/Parquet path",
+    "dataset": "'arithmetic' (generated), a JSONL/JSON/CSV/Parquet path, or hf:NAME[:CONFIG][:SPLIT] (Hugging Face "
+               "datasets: hub, local cache or a folder of files; GSM8K, MATH(-500), MMLU(-Pro), GPQA, ARC, GSM-IC and "
+               "HH-RLHF columns are mapped)",
     "task": "numeric | math | choice | pair (guessed from the file when omitted)",
     "limit": "number of questions (arithmetic default 100)",
     "backend": "auto (default: vllm where installed, else transformers) | vllm | transformers | openai (any "

@@ -114,6 +114,8 @@ __all__ = [
     "load_dataset",
     "load_questions",
     "infer_task",
+    "infer_task_of_record",
+    "questions_from_rows",
 ]
 
 TASKS = ("numeric", "math", "choice", "pair")
@@ -211,7 +213,8 @@ def load_questions(
 
     ``dataset == "arithmetic"`` gives ``arithmetic_questions(limit or 100, seed)`` (``task``
     must then be None or ``"numeric"``; ``offset`` skips the first questions of the seeded
-    stream). Anything else is a file path loaded with :func:`load_dataset`; when ``task``
+    stream). ``hf:NAME[:CONFIG][:SPLIT]`` loads a Hugging Face data set
+    (:mod:`engine.hf_datasets`). Anything else is a file path loaded with :func:`load_dataset`; when ``task``
     is None it is guessed with :func:`infer_task`. ``seed`` only matters for arithmetic.
     """
     _check_task(task, allow_none=True)
@@ -222,6 +225,10 @@ def load_questions(
             raise ValueError(f"--task {task!r} does not fit the arithmetic dataset (it is 'numeric')")
         n = limit or 100
         return arithmetic_questions(offset + n, seed)[offset:]
+    if isinstance(dataset, str) and dataset.startswith("hf:"):  # a Hugging Face data set by name
+        from engine import hf_datasets
+
+        return hf_datasets.load(dataset, task, limit, offset, fields)
     if task is None:
         task = infer_task(dataset)
         if task is None:
@@ -254,6 +261,11 @@ def infer_task(path: str | os.PathLike) -> str | None:
         rec = get()
     finally:
         rows.close()
+    return infer_task_of_record(rec, _data_stem(Path(path)))
+
+
+def infer_task_of_record(rec: Mapping[str, Any], stem: str = "") -> str | None:
+    """:func:`infer_task`'s rules applied to one record; ``stem`` is the data set's name."""
     present = {k for k, v in rec.items() if v is not None}
     if present & set(_CHOICE_KEYS) or {"A", "B"} <= present:
         return "choice"
@@ -263,7 +275,7 @@ def infer_task(path: str | os.PathLike) -> str | None:
     answer = next((rec[k] for k in _ANSWER_KEYS if k in present), None)
     solution = rec.get("solution")
     solution = solution if isinstance(solution, str) else ""
-    if "math" in _data_stem(Path(path)).lower():
+    if "math" in stem.lower():
         return "math"
     if isinstance(answer, str):
         if "####" in answer:
@@ -326,7 +338,16 @@ def load_dataset(
         raise DatasetError(f"{display}: empty file (no rows)")
     if not selected:
         raise ValueError(f"--offset {offset} is past the end of {display} ({count} rows)")
+    return questions_from_rows(selected, task, display, stem, overrides)
 
+
+def questions_from_rows(selected: list[tuple[int, int, Callable[[], dict]]], task: str, display: str, stem: str,
+                        overrides: Mapping[str, str] | None = None) -> list[Question]:
+    """Questions from already selected rows ``(index, row number, get record)`` of a data set
+    (a file, or a Hugging Face split: :mod:`engine.hf_datasets`), with the same rules and errors
+    as :func:`load_dataset`."""
+    _check_task(task)
+    overrides = _check_fields(overrides)
     build = _BUILDERS[task]
     out: list[Question] = []
     seen: dict[str, int] = {}

@@ -1,0 +1,185 @@
+"""``--dataset hf:NAME[:CONFIG][:SPLIT]``: questions from a Hugging Face data set.
+
+The set is loaded with Hugging Face ``datasets`` (``datasets.load_dataset(NAME, CONFIG,
+split=SPLIT)``): from the hub, from the local cache when the hub is out of reach
+(``HF_DATASETS_OFFLINE=1``), or from a local folder of JSON / JSONL / CSV / Parquet files given
+as NAME (``hf:/data/gsm8k:test``). SPLIT defaults to ``test`` (the papers evaluate on test
+splits); CONFIG is needed where the set has several (``hf:cais/mmlu:all:test``).
+
+The rows then go through the engine's own question builders (:mod:`engine.tasks`: the same
+field names, gold-answer rules and one-line errors naming ``hf:NAME:row``). The papers' sets
+whose columns are not those names are mapped here, by name (:data:`KNOWN_SETS`, the one
+registration point; matched on the lower-cased NAME):
+
+=================  ========  =====================================================================
+set (NAME's last   task      mapping
+part has)
+=================  ========  =====================================================================
+gsm-ic, gsm_ic     numeric   ``new_question`` is the question (the distractor version)
+gsm8k              numeric   ``question``; gold after ``####`` in ``answer``
+math-500, math500  math      ``problem``, ``answer``; ``unique_id`` is the id
+competition_math,  math      ``problem``; gold is the last ``\\boxed{}`` of ``solution``
+hendrycks_math
+mmlu-pro           choice    ``question``, ``options`` (up to 10), ``answer`` letter; ``question_id``
+mmlu               choice    ``question``, ``choices``, ``answer`` (0-based index)
+gpqa               choice    ``Question``; choices = the correct and three incorrect answers in an
+                             order drawn from a hash of the question (the file order would give the
+                             answer away); ``Record ID`` is the id
+ai2_arc, arc-chal. choice    ``question``, ``choices.text`` / ``choices.label``, ``answerKey``
+hh-rlhf            pair      ``chosen`` / ``rejected`` (presented in a per-row hashed order)
+=================  ========  =====================================================================
+
+Any other set is read with the generic field names; ``--task`` is then guessed from its first
+row like a file's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from engine.tasks import DatasetError, Question, infer_task_of_record, questions_from_rows
+
+PREFIX = "hf:"
+DEFAULT_SPLIT = "test"
+
+
+@dataclass(frozen=True)
+class HFSet:
+    """A known data set: the task and how its rows become the engine's field names."""
+
+    match: tuple[str, ...]  # lower-case fragments of NAME
+    task: str
+    convert: Callable[[dict[str, Any]], dict[str, Any]] = lambda rec: rec
+
+
+def _rename(**names: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def convert(rec: dict[str, Any]) -> dict[str, Any]:
+        out = dict(rec)
+        for ours, theirs in names.items():
+            if theirs in out:
+                out[ours] = out.pop(theirs)
+        return out
+
+    return convert
+
+
+def _gpqa(rec: dict[str, Any]) -> dict[str, Any]:
+    correct = rec.get("Correct Answer")
+    wrong = [rec.get(f"Incorrect Answer {k}") for k in (1, 2, 3)]
+    if correct is None or any(w is None for w in wrong):
+        return rec  # the builder names the missing field
+    options = [str(correct).strip()] + [str(w).strip() for w in wrong]
+    order = list(range(4))
+    seed = int.from_bytes(hashlib.sha1(str(rec.get("Question", "")).encode()).digest()[:8], "big")
+    random.Random(seed).shuffle(order)
+    out = {k: v for k, v in rec.items() if k not in ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
+                                                    "Incorrect Answer 3", "Explanation")}
+    out["question"] = out.pop("Question", None)
+    if "Record ID" in out:
+        out["id"] = out.pop("Record ID")
+    out["choices"] = [options[i] for i in order]
+    out["answer"] = order.index(0)
+    return out
+
+
+def _arc(rec: dict[str, Any]) -> dict[str, Any]:
+    choices = rec.get("choices")
+    if not isinstance(choices, Mapping) or "text" not in choices or "label" not in choices:
+        return rec
+    labels = [str(x) for x in choices["label"]]
+    out = {k: v for k, v in rec.items() if k not in ("choices", "answerKey")}
+    out["choices"] = list(choices["text"])
+    key = str(rec.get("answerKey", ""))
+    out["answer"] = labels.index(key) if key in labels else key  # an unknown key is reported by the builder
+    return out
+
+
+KNOWN_SETS: tuple[HFSet, ...] = (  # first match wins: more specific names first
+    HFSet(("gsm-ic", "gsm_ic"), "numeric", _rename(question="new_question")),
+    HFSet(("gsm8k",), "numeric"),
+    HFSet(("math-500", "math500"), "math", _rename(id="unique_id")),
+    HFSet(("competition_math", "hendrycks_math"), "math"),
+    HFSet(("mmlu-pro", "mmlu_pro"), "choice", _rename(id="question_id")),
+    HFSet(("mmlu",), "choice"),
+    HFSet(("gpqa",), "choice", _gpqa),
+    HFSet(("ai2_arc", "arc-challenge", "arc_challenge"), "choice", _arc),
+    HFSet(("hh-rlhf", "hh_rlhf"), "pair"),
+)
+
+
+def is_hf(dataset: Any) -> bool:
+    return isinstance(dataset, str) and dataset.startswith(PREFIX)
+
+
+def parse(spec: str) -> tuple[str, str | None, str]:
+    """``hf:NAME[:CONFIG][:SPLIT]`` -> (NAME, CONFIG or None, SPLIT). With two parts after NAME
+    they are CONFIG and SPLIT; with one it is SPLIT when it names a usual split (train,
+    validation, test, dev, or one with a slice such as ``test[:100]``), else CONFIG."""
+    parts = _split(spec[len(PREFIX):])
+    if not parts or not parts[0]:
+        raise DatasetError(f"--dataset {spec}: give a data set name after hf: (hf:NAME[:CONFIG][:SPLIT])")
+    if len(parts) > 3:
+        raise DatasetError(f"--dataset {spec}: too many ':' parts (hf:NAME[:CONFIG][:SPLIT])")
+    name = parts[0]
+    if len(parts) == 3:
+        return name, parts[1] or None, parts[2] or DEFAULT_SPLIT
+    if len(parts) == 2:
+        split_like = parts[1].split("[")[0] in ("train", "validation", "test", "dev", "eval")
+        return (name, None, parts[1]) if split_like else (name, parts[1], DEFAULT_SPLIT)
+    return name, None, DEFAULT_SPLIT
+
+
+def _split(rest: str) -> list[str]:
+    """Split on ':' outside ``[...]`` (a split may carry a slice: ``test[:100]``)."""
+    parts, depth, cur = [], 0, ""
+    for ch in rest:
+        depth += (ch == "[") - (ch == "]")
+        if ch == ":" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def known_set(name: str) -> HFSet | None:
+    """The known set whose fragment is in the last part of NAME (a hub repo's name or a folder's)."""
+    low = name.rstrip("/").split("/")[-1].lower()
+    return next((s for s in KNOWN_SETS if any(m in low for m in s.match)), None)
+
+
+def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
+         fields: Mapping[str, str] | None = None) -> list[Question]:
+    """The questions of ``hf:NAME[:CONFIG][:SPLIT]`` (see the module docstring)."""
+    name, config, split = parse(spec)
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - a dependency of the project
+        raise DatasetError(f"--dataset {spec}: the 'datasets' package is not installed") from None
+    known = known_set(name)
+    datasets.disable_progress_bars()  # the engine prints its own progress
+    try:
+        ds = datasets.load_dataset(name, config, split=split)
+    except Exception as exc:  # hub unreachable, unknown set / config / split, unreadable files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(f"--dataset {spec}: cannot load with Hugging Face datasets: {first}") from None
+    n = len(ds)
+    if n == 0:
+        raise DatasetError(f"--dataset {spec}: the split is empty")
+    if offset >= n:
+        raise ValueError(f"--offset {offset} is past the end of {spec} ({n} rows)")
+    stop = n if limit is None else min(n, offset + limit)
+    convert = known.convert if known else (lambda rec: rec)
+    if task is None:
+        task = known.task if known else infer_task_of_record(convert(dict(ds[offset])), name)
+        if task is None:
+            raise DatasetError(f"--dataset {spec}: cannot tell the task from the first row; pass --task")
+    stem = name.rstrip("/").split("/")[-1] + (f"-{config}" if config else "") + f"-{split}"
+    rows = [(i, i + 1, (lambda rec=ds[i]: convert(dict(rec)))) for i in range(offset, stop)]
+    return questions_from_rows(rows, task, f"--dataset {spec}", stem, fields)
+
+
+__all__ = ["DEFAULT_SPLIT", "KNOWN_SETS", "PREFIX", "HFSet", "is_hf", "known_set", "load", "parse"]
