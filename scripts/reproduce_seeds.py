@@ -1,105 +1,235 @@
-"""Run the seed papers' main comparisons on one dataset and print them in the papers' table layout.
+"""Re-run the seed papers' tables with the papers' own settings and print them beside the
+published numbers.
 
-    .venv/bin/python scripts/reproduce_seeds.py --dataset ../shared/data/gsm8k_test.jsonl --task numeric \
-        --limit 50 [--backend auto|vllm|transformers|openai|simulated] [--out runs/reproduce]
+    .venv/bin/python scripts/reproduce_seeds.py --paper {sparse,group,s2mad,cortex,all}
+        [--backend auto|vllm|transformers|openai|simulated] [--api-base URL] [--config YAML]
+        [--dataset PATH|hf:NAME] [--limit N] [--seeds K] [--tables "Table 1,Table 4"] [--out DIR] [--list]
 
-Tables (each a set of runs on the same questions, same prompts, same seeds; one Engine, so the
-model is loaded once and the first round is reused across runs that share it):
-  1. Li et al. 2024, Table 1 layout: CoT, CoT-SC(6), MAD (D=1), sparse D=4/5, 3/5, 2/5, ProbMAD D=2/5 at
-     N=6 agents, 3 rounds: accuracy and input-token cost saving vs D=1.
-  2. GroupDebate / S2-MAD layout at (5 agents, 4 rounds): MAD, GD (groups 2+3, R=2), S2-MAD
-     (answer similarity and embedding similarity): accuracy, total tokens, saving vs MAD.
-  3. CortexDebate at (4 agents, 4 rounds) vs MAD(4,4): accuracy, total tokens, mean effective rounds.
-Results go to --out (one folder per run, resumable: re-run the command after an interruption) and
-a JSON summary to --out/reproduce.json.
+What a paper's tables are (methods, settings, published values, and where each number is printed
+in the paper: table, row, column) is data: ``scripts/paper_tables/<paper>.json``, read from the
+papers' text. A row whose method the engine cannot express yet says why (``unmappable``) and is
+listed, not run.
+
+Your models and data. ``--config YAML`` holds ``debate run`` options applied to every run (model,
+backend, max_tokens, placement_resources, ...) and two maps:
+
+    models_map:   {"GPT-3.5-turbo-0125": my-org/my-7b, "GPT-4-0613": my-org/my-70b}
+    datasets:     {GSM8K: ../shared/data/gsm8k_test.jsonl, MATH: "hf:HuggingFaceH4/MATH-500", MMLU: ...}
+
+A table row runs on your model for its paper model (``models_map``; unmapped: your ``model``) and
+on your file for its dataset (``datasets``; ``--dataset`` runs every table on one dataset). A
+table whose dataset has no mapping is skipped with a note.
+
+Seeds. Each row runs ``--seeds`` times (default: the paper's number of repeats, at least 2, so
+a mean ± sd exists); the sparse paper's rows keep the first answers fixed across seeds
+(``first_round_seed``), its protocol for the ± columns. Every row is a sweep
+(``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one Engine
+(the model loads once; rounds 0 are shared where they can be) and resumable: re-run the command.
+
+Output per table: method | published values | ours: accuracy mean ± sd over the seeds, tokens
+per question, total and input-token saving vs the table's MAD row | source of the published
+numbers; and ``OUT/<paper>/reproduce.json``.
+
+On a GPU cluster: put ``ray_address: auto`` and your models' ``placement_resources`` in the YAML
+(see cluster.yaml and the README's Cluster section), e.g.
+
+    .venv/bin/python scripts/reproduce_seeds.py --paper all --config my-models.yaml --out runs/papers
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from actors.driver import Engine  # noqa: E402
-from engine.config import RunConfig  # noqa: E402
+import yaml  # noqa: E402
 
-TABLES = {
-    "sparse (Li et al. 2024, N=6, 3 rounds)": [
-        ("CoT", dict(protocol="cot", agents=1, rounds=1)),
-        ("CoT-SC(6)", dict(protocol="sc", agents=6, rounds=1)),
-        ("MAD D=1", dict(protocol="mad", agents=6, rounds=3)),
-        ("sparse D=4/5", dict(protocol="sparse", agents=6, rounds=3, density=0.8)),
-        ("sparse D=3/5", dict(protocol="sparse", agents=6, rounds=3, density=0.6)),
-        ("sparse D=2/5", dict(protocol="sparse", agents=6, rounds=3, density=0.4)),
-        ("ProbMAD D=2/5", dict(protocol="probmad", agents=6, rounds=3, density=0.4)),
-    ],
-    "GroupDebate / S2-MAD (5 agents, 4 rounds)": [
-        ("MAD(5,4)", dict(protocol="mad", agents=5, rounds=4)),
-        ("GD(5,4) 2+3", dict(protocol="group", agents=5, rounds=4, groups="2+3", stage_rounds=2)),
-        ("S2-MAD(5,4) answer", dict(protocol="s2mad", agents=5, rounds=4, groups="2+3", similarity="answer")),
-        ("S2-MAD(5,4) embedding", dict(protocol="s2mad", agents=5, rounds=4, groups="2+3", similarity="embedding")),
-    ],
-    "CortexDebate (4 agents, 4 rounds)": [
-        ("MAD(4,4)", dict(protocol="mad", agents=4, rounds=4)),
-        ("Cortex(4,4)", dict(protocol="cortex", agents=4, rounds=4)),
-    ],
-}
+from engine.accounting import mean_sd  # noqa: E402
+
+TABLES_DIR = Path(__file__).resolve().parent / "paper_tables"
+PAPERS = ("sparse", "group", "s2mad", "cortex")
+ENGINE_KEYS = {"protocol", "agents", "rounds", "density", "topology", "memory", "talk", "groups", "stage_rounds",
+               "models", "placement", "temperature", "first_round_seed", "similarity", "tau", "filter", "early_stop",
+               "jump", "group_density", "cortex_graph", "cortex_weights", "forgetting"}
+
+
+def load_paper(name: str) -> dict[str, Any]:
+    path = TABLES_DIR / f"{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"reproduce_seeds: {path} is missing (the paper's tables)")
+    return json.loads(path.read_text())
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "row"
+
+
+def default_seeds(paper: dict[str, Any]) -> int:
+    found = re.search(r"\d+", str(paper.get("settings", {}).get("seeds_or_repeats", "")))
+    return max(2, min(int(found.group()), 5)) if found else 3
+
+
+def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args) -> list[dict[str, Any]]:
+    """Every table row as a plan: what to run (options) or why not (skip)."""
+    models_map = user.get("models_map") or {}
+    datasets = user.get("datasets") or {}
+    wanted = {t.strip() for t in (args.tables or "").split(",") if t.strip()}
+    plans = []
+    for table in paper.get("tables", []):
+        if wanted and table["id"] not in wanted:
+            continue
+        for row in table.get("rows", []):
+            engine = dict(row.get("engine") or {})
+            dataset_name = row.get("dataset") or table.get("dataset")
+            plan = {"paper": paper_name, "table": table["id"], "title": table.get("title", ""), "method": row["method"],
+                    "published": row.get("values", {}), "source": row.get("source", ""), "dataset_name": dataset_name,
+                    "paper_model": row.get("model") or table.get("model"), "skip": None}
+            if engine.get("unmappable") or not engine.get("protocol"):
+                plan["skip"] = engine.get("unmappable") or "no engine mapping"
+                plans.append(plan)
+                continue
+            dataset = args.dataset or datasets.get(dataset_name)
+            if not dataset:
+                plan["skip"] = f"no dataset for {dataset_name!r} (datasets: in --config, or --dataset)"
+                plans.append(plan)
+                continue
+            # the paper's models are the row's "model" (mapped through models_map), never engine options
+            opts = {k: v for k, v in engine.items() if k in ENGINE_KEYS and not (k == "models" and not isinstance(v, str))}
+            base = {k: v for k, v in user.items() if k not in ("models_map", "datasets")}
+            opts = {**base, **opts, "dataset": dataset, "backend": args.backend or base.get("backend", "auto"),
+                    "limit": args.limit, "reuse_first_round": True, "progress": False}
+            if args.api_base:
+                opts["api_base"] = args.api_base
+            if plan["paper_model"] in models_map:
+                opts["model"] = models_map[plan["paper_model"]]
+            if isinstance(opts.get("models"), str) and models_map:  # "strong*1,weak*5": map each name
+                opts["models"] = ",".join(
+                    f"{models_map.get(m.split('*')[0], m.split('*')[0])}" + (f"*{m.split('*')[1]}" if "*" in m else "")
+                    for m in opts["models"].split(","))
+            if paper_name == "sparse":  # the sparse paper's ± columns: first answers fixed, later rounds resampled
+                opts.setdefault("first_round_seed", 0)
+            plan["options"] = opts
+            plans.append(plan)
+    return plans
+
+
+def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[str, Any]:
+    """One row: its sweep file (options + grid over seeds), run on the shared Engine."""
+    from engine.sweep import across_seeds, parse_sweep, run_sweep
+
+    folder = out / plan["paper"] / slug(plan["table"])
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {**plan["options"], "grid": {"seed": seeds}}
+    sweep_file = folder / f"{slug(plan['method'])}.yaml"
+    sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    cells = run_sweep(parse_sweep(data, str(sweep_file)), folder / slug(plan["method"]), engine=engine,
+                      echo=lambda line: None)
+    done = [c for c in cells if c.status == "finished"]
+    acc = mean_sd([c.result["accuracy"] for c in done])
+    tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in done])
+    prompt = mean_sd([c.result["prompt_tokens"] / max(1, c.result["n_questions"]) for c in done])
+    return {"sweep": str(sweep_file), "runs": [c.run_id for c in done], "seeds": len(done),
+            "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q": tok[0], "tokens_per_q_sd": tok[1],
+            "prompt_per_q": prompt[0], "errors": [c.error for c in cells if c.error],
+            "across_seeds": across_seeds(cells)}
+
+
+def fmt(x: float, spec: str) -> str:
+    return "-" if x is None or x != x else format(x, spec)
+
+
+def published_text(values: dict[str, Any]) -> str:
+    parts = []
+    for key, value in values.items():
+        if key.endswith("_sd"):
+            continue
+        sd = values.get(f"{key}_sd")
+        parts.append(f"{key}={value}" + (f"±{sd}" if sd is not None else ""))
+    return ", ".join(parts) or "-"
+
+
+def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
+    first = table_plans[0]
+    print(f"\n{first['paper']}: {first['table']} — {first['title']}" + ("  [SIMULATED model]" if simulated else ""))
+    mad = next((p for p in table_plans if p.get("ours") and p["options"]["protocol"] == "mad"), None)
+    header = f"{'method':28s} {'published':56s} {'ours: accuracy':>20s} {'tok/q':>9s} {'saving tot/in':>15s}  source"
+    print(header)
+    for p in table_plans:
+        ours = p.get("ours")
+        if ours is None:
+            print(f"{p['method'][:28]:28s} {published_text(p['published'])[:56]:56s} {'not run: ' + p['skip'][:110]}")
+            continue
+        acc = f"{fmt(ours['accuracy_mean'], '.3f')} ± {fmt(ours['accuracy_sd'], '.3f')} ({ours['seeds']})"
+        saving = "-"
+        if mad and mad is not p and mad["ours"]["tokens_per_q"]:
+            saving = (f"{1 - ours['tokens_per_q'] / mad['ours']['tokens_per_q']:+.0%}/"
+                      f"{1 - ours['prompt_per_q'] / mad['ours']['prompt_per_q']:+.0%}")
+        elif mad is p:
+            saving = "base"
+        print(f"{p['method'][:28]:28s} {published_text(p['published'])[:56]:56s} {acc:>20s} "
+              f"{fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s}  {p['source'][:70]}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", default="arithmetic")
-    ap.add_argument("--task", default=None)
-    ap.add_argument("--limit", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--backend", default="auto", help="auto (vllm where installed, else transformers) | vllm | "
-                    "transformers | openai | simulated")
-    ap.add_argument("--model", default=None)
-    ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--tables", default="", help="comma list of table numbers to run (default all)")
-    ap.add_argument("--out", default="runs/reproduce")
+    ap.add_argument("--paper", required=True, choices=(*PAPERS, "all"))
+    ap.add_argument("--backend", default=None, help="auto | vllm | transformers | openai | simulated (default: "
+                    "the --config's, else auto)")
+    ap.add_argument("--api-base", default=None, help="--backend openai: the server")
+    ap.add_argument("--config", default=None, help="YAML: run options for every run, models_map, datasets")
+    ap.add_argument("--dataset", default=None, help="run every table on this dataset (path or hf:NAME)")
+    ap.add_argument("--limit", type=int, default=50, help="questions per run (default 50)")
+    ap.add_argument("--seeds", type=int, default=None, help="runs per row (default: the paper's repeats, 2..5)")
+    ap.add_argument("--tables", default="", help="comma list of table ids, e.g. 'Table 1,Table 4' (default all)")
+    ap.add_argument("--out", default="runs/papers")
+    ap.add_argument("--list", action="store_true", help="print what would run; run nothing")
     args = ap.parse_args(argv)
+    user = yaml.safe_load(Path(args.config).read_text()) if args.config else {}
+    if not isinstance(user, dict):
+        raise SystemExit(f"reproduce_seeds: --config {args.config}: top level must be a mapping")
     out = Path(args.out)
-    wanted = {int(x) for x in args.tables.split(",") if x.strip()} or set(range(1, len(TABLES) + 1))
-    report = {}
-    with Engine() as engine:
-        for t, (title, rows) in enumerate(TABLES.items(), start=1):
-            if t not in wanted:
+    papers = PAPERS if args.paper == "all" else (args.paper,)
+    engine = None
+    report: dict[str, Any] = {}
+    try:
+        for name in papers:
+            paper = load_paper(name)
+            n_seeds = args.seeds or default_seeds(paper)
+            plans = plan_rows(name, paper, user, args)
+            if args.list:
+                for p in plans:
+                    print(f"{name} | {p['table']} | {p['method']} | "
+                          + (f"skip: {p['skip']}" if p["skip"] else json.dumps(p["options"], default=str)))
                 continue
-            results = []
-            for label, opts in rows:
-                cfg = RunConfig(dataset=args.dataset, task=args.task, limit=args.limit, seed=args.seed,
-                                backend=args.backend, max_tokens=args.max_tokens, progress=False,
-                                reuse_first_round=True, **({"model": args.model} if args.model else {}), **opts)
-                cfg.out = str(out / cfg.run_id())
-                r = engine.run(cfg)
-                s = r.summary
-                results.append({"label": label, "run_id": r.run_id, "accuracy": s["accuracy"],
-                                "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
-                                "calls": s["n_calls"], "effective_rounds": s["effective_rounds"],
-                                "simulated": r.simulated, "n": s["n_questions"]})
-            base = next((x for x in results if x["label"].startswith("MAD")), None)
-            print(f"\n{title}  ({args.dataset}, {args.limit} questions, backend {args.backend}"
-                  f"{', SIMULATED' if results and results[0]['simulated'] else ''})")
-            print(f"{'method':24s} {'accuracy':>9s} {'input tok':>10s} {'input saving':>13s} {'total tok':>10s} "
-                  f"{'total saving':>13s} {'calls':>6s} {'eff.rnd':>7s}")
-            for x in results:
-                tot = x["prompt_tokens"] + x["completion_tokens"]
-                if base:
-                    bt = base["prompt_tokens"] + base["completion_tokens"]
-                    x["input_saving"] = 1 - x["prompt_tokens"] / base["prompt_tokens"]
-                    x["total_saving"] = 1 - tot / bt
-                isv = "base" if x is base else (f"{-x['input_saving']:+.1%}" if base else "-")
-                tsv = "base" if x is base else (f"{-x['total_saving']:+.1%}" if base else "-")
-                print(f"{x['label']:24s} {x['accuracy']*100:8.1f}% {x['prompt_tokens']:10d} {isv:>13s} {tot:10d} "
-                      f"{tsv:>13s} {x['calls']:6d} {x['effective_rounds']:7.2f}")
-            report[title] = results
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "reproduce.json").write_text(json.dumps({"args": vars(args), "tables": report}, indent=2))
-    print(f"\nsaved {out / 'reproduce.json'}")
+            simulated = False
+            for p in plans:
+                if p["skip"]:
+                    continue
+                if engine is None:
+                    from actors.driver import Engine
+
+                    engine = Engine(p["options"].get("ray_address"))
+                try:
+                    p["ours"] = run_plan(p, list(range(n_seeds)), out, engine)
+                except ValueError as exc:  # an invalid cell (e.g. no regular graph) or bad input: listed, not fatal
+                    p["skip"] = "invalid: " + str(exc).split("; first: ", 1)[-1]
+                    continue
+                simulated = simulated or p["options"]["backend"] == "simulated"
+            for table_id in dict.fromkeys(p["table"] for p in plans):
+                print_table([p for p in plans if p["table"] == table_id], simulated)
+            report[name] = plans
+    finally:
+        if engine is not None:
+            engine.shutdown()
+    if not args.list:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "reproduce.json").write_text(json.dumps({"args": vars(args), "papers": report}, indent=2, default=str))
+        print(f"\nsaved {out / 'reproduce.json'}")
     return 0
 
 
