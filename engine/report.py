@@ -553,9 +553,11 @@ def write_summary(rows: list[dict[str, Any]], out_dir: Path, source: str, baseli
 
 # ----------------------------------------------------------------------------- plots
 def _figure(width: float = 8.0, height: float = 5.5):
-    from matplotlib.figure import Figure  # Figure renders with the Agg canvas; pyplot is never imported
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure  # rendered with the Agg canvas; pyplot is never imported
 
     fig = Figure(figsize=(width, height), dpi=110)
+    FigureCanvasAgg(fig)  # a renderer to measure labels with (_annotate)
     return fig, fig.add_subplot(1, 1, 1)
 
 
@@ -590,18 +592,28 @@ def _colors(protocols: Iterable[str]) -> dict[str, Any]:
     return {p: cmap(i % 10) for i, p in enumerate(dict.fromkeys(protocols))}
 
 
-def _annotate(ax, items: list[tuple[float, float, str]], dx: float = 6, dy: float = 6, fontsize: int = 8) -> None:
-    """Text next to points, pushed down by a line when it would overlap an earlier label
-    (call after the axis limits are final)."""
-    placed: list[tuple[float, float]] = []
-    line = fontsize * 1.6
+def _annotate(ax, items: list[tuple[float, float, str]], dx: float = 6, dy: float = 6, fontsize: int = 8) -> list:
+    """Text next to points, no two overlapping: each label is measured as drawn (its real box)
+    and moved down a line at a time until it overlaps no label placed before it. Call it last,
+    after the title, legend and limits: it lays the figure out first (``tight_layout``), so the
+    boxes it checks are the saved ones. Returns the labels (Text objects)."""
+    fig = ax.figure
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    placed, texts = [], []
+    line = fontsize * 1.4  # points
     for x, y, text in sorted(items, key=lambda it: (-it[1], it[0])):
-        px, py = ax.transData.transform((x, y))
         off = dy
-        while any(abs(px - qx) < 60 and abs(py + off - qy) < line for qx, qy in placed):
+        for _ in range(200):
+            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, off), fontsize=fontsize)
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            label.remove()
             off -= line
-        placed.append((px, py + off))
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, off), fontsize=fontsize)
+        placed.append(box)
+        texts.append(label)
+    return texts
 
 
 def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> None:
@@ -624,11 +636,10 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> None:
         pad = (hi - lo) * 0.15 or max(hi * 0.1, 1.0)
         ax.set_xlim(max(0.0, lo - pad), hi + 2 * pad)
     ax.grid(alpha=0.3)
-    _annotate(ax, [(r["total_per_q"], r["accuracy"], _short(r, rows)) for r in pts])
     if pts:
         ax.legend(loc="lower right", fontsize=8)
     ax.set_title("Accuracy vs token cost" + _sim_suffix(rows))
-    fig.tight_layout()
+    _annotate(ax, [(r["total_per_q"], r["accuracy"], _short(r, rows)) for r in pts])
     fig.savefig(path)
 
 
@@ -716,13 +727,12 @@ def plot_tokens_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> str | N
     ax.set_xticks(values)
     ax.margins(x=0.1)
     ax.set_ylim(bottom=0)
-    _annotate(ax, tags, dy=-10)
     ax.set_xlabel("number of agents N" if axis == "agents" else "rounds T (including the first answer)")
     ax.set_ylabel("total tokens per question")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(f"Token cost vs {'agents' if axis == 'agents' else 'rounds'}" + _sim_suffix(rows))
-    fig.tight_layout()
+    _annotate(ax, tags, dy=-10)
     fig.savefig(path)
     return None
 

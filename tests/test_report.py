@@ -317,3 +317,19 @@ def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
     cells = format_row(rows["mad-32"])
     assert cells[COLUMNS.index("accuracy by round")] == "0.00 0.75"
     assert (tmp_path / "o" / "accuracy_by_round.png").stat().st_size > 5000
+
+
+def test_plot_labels_never_overlap():
+    """Twelve long labels on nearly the same point: every pair of drawn label boxes is disjoint
+    (the old rule compared anchor points 60 px apart and let long labels run into each other)."""
+    from engine.report import _annotate, _figure
+
+    fig, ax = _figure()
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 1)
+    items = [(50 + i * 0.5, 0.5 + (i % 3) * 0.01, f"sparse 6x5 D=0.{i} seed={i} (SIMULATED)") for i in range(12)]
+    texts = _annotate(ax, items)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert len(boxes) == 12
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
