@@ -392,11 +392,12 @@ def format_cells(cells: list[Cell]) -> list[str]:
 
 # ---------------------------------------------------------------------------------- running
 def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
-              echo: Callable[[str], None] | None = None) -> list[Cell]:
+              echo: Callable[[str], None] | None = None, progress: bool = True) -> list[Cell]:
     """Run every valid, unfinished cell on one :class:`actors.driver.Engine` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
     ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
-    dataset) gets status ``error`` and the sweep goes on. Returns the cells."""
+    dataset) gets status ``error`` and the sweep goes on. ``progress=False``: no progress bar
+    (callers that print their own). Returns the cells."""
     from tqdm import tqdm
 
     out_dir = Path(out_dir)
@@ -418,7 +419,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
     done = sum(c.status == "finished" for c in valid)
     say(f"sweep {spec.path}: {len(cells)} cells from {spec.n_points} grid points "
         f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}")
-    bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0)
+    bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0, disable=not progress)
     own = engine is None
     try:
         for c in valid:

@@ -128,7 +128,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[
     sweep_file = folder / f"{slug(plan['method'])}.yaml"
     sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
     cells = run_sweep(parse_sweep(data, str(sweep_file)), folder / slug(plan["method"]), engine=engine,
-                      echo=lambda line: None)
+                      echo=lambda line: None, progress=False)
     done = [c for c in cells if c.status == "finished"]
     acc = mean_sd([c.result["accuracy"] for c in done])
     tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in done])
