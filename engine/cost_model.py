@@ -101,6 +101,7 @@ from string import Template
 from typing import Any, Callable, Mapping, Sequence
 
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
+from engine.protocols.shared import resolve_memory
 from engine.prompts import PromptSet
 from topologies.groups import Matrix, differing, parse_group_sizes, participates, stage_plan
 
@@ -265,8 +266,9 @@ def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
     memory) and its message shows the summary (``f + mad_summary_debate(Q) + C``) instead of
     ``f + a2 + Q + k (a3 + C)``."""
     q, c = question_tokens, reply_tokens
-    mode = memory if memory is not None else ("last" if forgetting else "full")
-    debate = s.f + s.a2 + q + peers_per_round * (s.a3 + c) / max(1e-12, 1 - self_check_prob)
+    mode = resolve_memory(memory, forgetting, "full")
+    debate = s.f + s.a2 + q
+    shown = peers_per_round * (s.a3 + c)  # the replies a debate message shows, per turn on average
     summary_calls = 0.0
     summary_prompt = 0.0
     if mode.startswith("summary") and rounds > 1:
@@ -274,12 +276,12 @@ def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
         debate = s.f + sdebate.tokens(q) + sdebate.extra * c
         reading = n_agents * (rounds - 1) * (1 - self_check_prob)  # debate turns that read someone
         summary_calls = reading
-        summary_prompt = reading * (s.g + s.f + summ.tokens(q)) + n_agents * (rounds - 1) * peers_per_round * (
-            summ.views * (s.a3 + c))
+        summary_prompt = reading * (s.g + s.f + summ.tokens(q)) + n_agents * (rounds - 1) * summ.views * shown
+        shown = 0.0  # the summary calls read the replies; the message shows the summary instead
     check = s.f + s.a4 + q
 
     def msg(_t: int) -> float:
-        return (1 - self_check_prob) * debate + self_check_prob * check
+        return (1 - self_check_prob) * debate + self_check_prob * check + shown
 
     prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, mode in ("last", "summary-last")) + summary_prompt
     calls = n_agents * rounds + summary_calls

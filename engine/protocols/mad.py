@@ -26,7 +26,7 @@ from __future__ import annotations
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
-from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode
+from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode, resolve_memory
 from engine.protocols.spec import ProtocolSpec
 from topologies import Topology, make_topology
 
@@ -125,8 +125,7 @@ def _cost(protocol: str):
              memory: str | None = None, **_: object):
         from engine.cost_model import topology_cost
 
-        mode = memory if memory is not None else ("last" if forgetting else "full")
-
+        mode = resolve_memory(memory, forgetting, "full")
         if protocol == "cot":
             return topology_cost(s, 1, 1, q, c, 0)
         if protocol == "sc":

@@ -24,12 +24,17 @@ EMBEDDING_MODEL = Option("embedding_model", str, "all-minilm-l6-v2",
                          "sentence-embedding model: alias, local folder or hub name (from the offline cache)")
 
 
-def memory_mode(cfg, default: str) -> str:
+def resolve_memory(memory: str | None, forgetting: bool, default: str) -> str:
     """The memory a run uses: ``--memory``, else ``last`` with ``--forgetting``, else the
-    protocol's ``default``."""
-    if cfg.memory is not None:
-        return cfg.memory
-    return "last" if cfg.forgetting else default
+    protocol's ``default`` (the one rule; the protocols and their cost functions both use it)."""
+    if memory is not None:
+        return memory
+    return "last" if forgetting else default
+
+
+def memory_mode(cfg, default: str) -> str:
+    """:func:`resolve_memory` of a run config."""
+    return resolve_memory(cfg.memory, cfg.forgetting, default)
 
 
 def check_memory(cfg, allowed: tuple[str, ...] = MEMORY_MODES) -> None:
@@ -42,4 +47,5 @@ def check_memory(cfg, allowed: tuple[str, ...] = MEMORY_MODES) -> None:
                           f"(it has {', '.join(allowed)})")
 
 
-__all__ = ["EARLY_STOP", "EMBEDDING_MODEL", "FORGETTING", "MEMORY", "MEMORY_MODES", "TALK", "check_memory", "memory_mode"]
+__all__ = ["EARLY_STOP", "EMBEDDING_MODEL", "FORGETTING", "MEMORY", "MEMORY_MODES", "TALK", "check_memory", "memory_mode",
+           "resolve_memory"]
