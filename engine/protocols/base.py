@@ -97,6 +97,11 @@ class Reply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @property
+    def shown_text(self) -> str:
+        """What other agents are shown of this reply: its text, or nothing for a failed call."""
+        return self.text if self.error is None else ""
+
 
 @dataclass
 class Outcome:

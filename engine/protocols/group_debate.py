@@ -55,7 +55,7 @@ from typing import Sequence
 from engine.options import Option
 from engine.protocols.shared import MEMORY as MEMORY_OPTION
 from engine.protocols.shared import check_memory, memory_mode
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
 
@@ -122,10 +122,6 @@ def summary_calls(groups: Groups, texts: list[str], answers: list[str | None], s
     return calls
 
 
-def _text(reply: Reply) -> str:
-    return reply.text if reply.error is None else ""
-
-
 def group_debate(ctx: Context) -> ProtocolGen:
     """GroupDebate, Alg. 1 of the paper's appendix A (see the module docstring)."""
     cfg, n = ctx.cfg, ctx.n_agents
@@ -164,13 +160,13 @@ def group_debate(ctx: Context) -> ProtocolGen:
                     memory=memory,
                 ))
         replies = yield Step(rp.round, calls)
-        texts = [_text(r) for r in replies]
+        texts = [r.shown_text for r in replies]
         answers = [r.answer for r in replies]
         history.append(list(answers))
 
         if rp.summarize_after:  # end of a stage that is not the last: Alg. 1 lines 30-36
             sreplies = yield Step(rp.round, summary_calls(groups, texts, answers, "gd_summary"))
-            summaries = [(_text(r), r.answer, list(g)) for r, g in zip(sreplies, groups.members)]
+            summaries = [(r.shown_text, r.answer, list(g)) for r, g in zip(sreplies, groups.members)]
             summary_answers.append([r.answer for r in sreplies])
 
     return Outcome(

@@ -57,16 +57,12 @@ SUMMARY_STAGES = {
 }
 
 
-def _summary_text(reply: Reply) -> str:
-    return reply.text if reply.error is None else ""
-
-
 def _turn(i: int, peers: list[int], texts: list[str], answers: list[str | None], summary: Reply | None,
           memory: str) -> AgentCall:
     """Agent i's call in a debate round: the replies of ``peers`` (or their summary), else a
     self-check when it reads nobody."""
     if summary is not None:
-        return AgentCall(agent=i, stage="mad_summary_debate", peers=peers, values={"summary": _summary_text(summary)},
+        return AgentCall(agent=i, stage="mad_summary_debate", peers=peers, values={"summary": summary.shown_text},
                          peer_answers=[summary.answer], memory=memory)
     return AgentCall(agent=i, stage="debate" if peers else "self_check", peers=peers,
                      peer_texts=[(j, texts[j]) for j in peers], peer_answers=[answers[j] for j in peers],

@@ -71,7 +71,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Similarity, Step, vote
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
 from engine.protocols.group_debate import GROUPS, STAGE_ROUNDS, groups_label
 from engine.protocols.group_debate import validate as _validate_groups
@@ -138,10 +138,6 @@ def validate(cfg) -> None:
     if warning and cfg.embedding_model not in _TAU_WARNED:
         _TAU_WARNED.add(cfg.embedding_model)
         log.warning(warning)
-
-
-def _text(reply: Reply) -> str:
-    return reply.text if reply.error is None else ""
 
 
 def summary_answer(extracted: str | None, sources: Sequence[int], answers: Sequence[str | None]) -> str | None:
@@ -248,7 +244,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
         if calls:
             replies = yield Step(rp.round, calls)
             for call, reply in zip(calls, replies):
-                texts[call.agent] = _text(reply)
+                texts[call.agent] = reply.shown_text
                 answers[call.agent] = reply.answer
         skipped += len(silent)
         skipped_by_round.append(silent)
@@ -261,7 +257,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
                 members = [dedup(list(g), sim) for g in groups.members]
             sreplies = yield Step(rp.round, summary_calls(
                 groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members))
-            pool = [(_text(r), summary_answer(r.answer, m, answers), m) for r, m in zip(sreplies, members)]
+            pool = [(r.shown_text, summary_answer(r.answer, m, answers), m) for r, m in zip(sreplies, members)]
             summary_answers.append([p[1] for p in pool])
             pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
             # Alg. 1 lines 46-47: stop when the filtered pool holds a single summary (2+ groups)
