@@ -101,6 +101,7 @@ from string import Template
 from typing import Any, Callable, Mapping, Sequence
 
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
+from engine.protocols.s2mad import mates_read
 from engine.protocols.shared import resolve_memory
 from engine.prompts import PromptSet
 from topologies.groups import Matrix, differing, parse_group_sizes, participates, stage_plan
@@ -420,11 +421,7 @@ def s2mad_bound(s: Sizes, n_agents: int, rounds: int, question_tokens: float, re
     summary reads the whole group and every inter-group call reads all G summaries; an intra call
     reads k_j mates (``group_density``, :func:`engine.protocols.s2mad.intra_mates`)."""
     sizes = _group_sizes(groups, n_agents)
-
-    def k(m: int) -> int:
-        return 0 if m <= 1 else (m - 1 if group_density >= 1 else max(1, round(group_density * (m - 1))))
-
-    member_views = [k(m) for m in sizes for _ in range(m) if m > 1 or not jump]  # speakers of an intra round
+    member_views = [mates_read(m, group_density) for m in sizes for _ in range(m) if m > 1 or not jump]  # intra speakers
     views, summaries = [], []
     for rp in stage_plan(rounds, stage_rounds):
         if rp.kind == "first":

@@ -129,11 +129,9 @@ def tau_warning(cfg) -> str | None:
 
 
 def validate(cfg) -> None:
-    """Checks before a run starts: groups and schedule as GroupDebate, and ``--similarity``;
-    warns about ``--tau`` left at the paper's value with another embedder (:func:`tau_warning`)."""
+    """Checks before a run starts: groups and schedule as GroupDebate (``--similarity`` is
+    checked with the other options, :data:`SIMILARITY`); warns about ``--tau`` left at the paper's value with another embedder (:func:`tau_warning`)."""
     _validate_groups(cfg)
-    if cfg.similarity not in ("answer", "embedding"):
-        raise ValueError(f"--similarity {cfg.similarity!r} is not one of answer, embedding")
     warning = tau_warning(cfg)
     if warning and cfg.embedding_model not in _TAU_WARNED:
         _TAU_WARNED.add(cfg.embedding_model)
@@ -150,17 +148,24 @@ def summary_answer(extracted: str | None, sources: Sequence[int], answers: Seque
     return extracted if len(found) == 1 and None not in found else None
 
 
+def mates_read(group_size: int, density: float) -> int:
+    """k_j: how many mates an agent of a group of ``group_size`` reads in an intra-group round
+    under ``--group-density`` (max(1, round(D (n_j - 1))); all at D = 1; none when alone)."""
+    others = group_size - 1
+    if others <= 0:
+        return 0
+    return others if density >= 1 else max(1, round(density * others))
+
+
 def intra_mates(groups, agent: int, density: float) -> list[int]:
     """The mates ``agent`` reads in an intra-group round under ``--group-density`` (see the module
-    docstring): the next k_j members after it in its group, cyclically; all mates at 1."""
+    docstring): the next k_j (:func:`mates_read`) members after it in its group, cyclically; all
+    mates at 1."""
     if density >= 1:
         return groups.mates(agent)
     members = groups.members[groups.group_of(agent)]
-    if len(members) <= 1:
-        return []
-    k = max(1, round(density * (len(members) - 1)))
     at = members.index(agent)
-    return sorted(members[(at + step) % len(members)] for step in range(1, k + 1))
+    return sorted(members[(at + step) % len(members)] for step in range(1, mates_read(len(members), density) + 1))
 
 
 def _similar(cfg, texts: list[str], answers: list[str | None]):
