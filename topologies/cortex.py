@@ -270,19 +270,18 @@ def ablation_weights(mode: str, c: Sequence[float], r: Sequence[float], i_mat: n
     * ``none``: every weight 1 (only with the fully connected graph).
     """
     n = len(c)
+    ones, all_ones = np.ones(n), np.ones((n, n))
     if mode == "mdm":
         w = weight_matrix(c, r, i_mat, s)
         return w, mean_incoming(w)
     if mode == "mdm-individual":
-        w = weight_matrix(c, r, np.ones((n, n)), np.ones(n))
+        w = weight_matrix(c, r, all_ones, ones)
         return w, mean_incoming(w)
-    if mode == "self":
-        h = np.asarray(h, dtype=float)
-        w = np.array([[np.nan if a == b else h[a] for b in range(n)] for a in range(n)], dtype=float)
+    if mode == "self":  # the head's confidence in eq. 9's C slot, every other factor 1
+        w = weight_matrix(h, ones, all_ones, ones)
         return w, np.full(n, math.fsum(h) / n if n else np.nan)
     if mode == "none":
-        w = np.array([[np.nan if a == b else 1.0 for b in range(n)] for a in range(n)], dtype=float)
-        return w, np.ones(n)
+        return weight_matrix(ones, ones, all_ones, ones), ones
     raise ValueError(f"--cortex-weights {mode!r} is not one of {', '.join(WEIGHTS)}")
 
 
