@@ -36,14 +36,17 @@ row like a file's.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from engine.tasks import DatasetError, Question, infer_task_of_record, questions_from_rows
 
-PREFIX = "hf:"
+PREFIX = "hf:"  # engine.tasks.load_questions routes datasets starting with it here
 DEFAULT_SPLIT = "test"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,10 +113,6 @@ KNOWN_SETS: tuple[HFSet, ...] = (  # first match wins: more specific names first
 )
 
 
-def is_hf(dataset: Any) -> bool:
-    return isinstance(dataset, str) and dataset.startswith(PREFIX)
-
-
 def parse(spec: str) -> tuple[str, str | None, str]:
     """``hf:NAME[:CONFIG][:SPLIT]`` -> (NAME, CONFIG or None, SPLIT). With two parts after NAME
     they are CONFIG and SPLIT; with one it is SPLIT when it names a usual split (train,
@@ -145,9 +144,14 @@ def _split(rest: str) -> list[str]:
     return parts + [cur]
 
 
+def _last_part(name: str) -> str:
+    """A hub repo's name (``openai/gsm8k`` -> ``gsm8k``) or a local folder's."""
+    return name.rstrip("/").split("/")[-1]
+
+
 def known_set(name: str) -> HFSet | None:
     """The known set whose fragment is in the last part of NAME (a hub repo's name or a folder's)."""
-    low = name.rstrip("/").split("/")[-1].lower()
+    low = _last_part(name).lower()
     return next((s for s in KNOWN_SETS if any(m in low for m in s.match)), None)
 
 
@@ -164,6 +168,7 @@ def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
     try:
         ds = datasets.load_dataset(name, config, split=split)
     except Exception as exc:  # hub unreachable, unknown set / config / split, unreadable files
+        log.debug("datasets.load_dataset(%r, %r, split=%r) failed", name, config, split, exc_info=True)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatasetError(f"--dataset {spec}: cannot load with Hugging Face datasets: {first}") from None
     n = len(ds)
@@ -177,9 +182,9 @@ def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
         task = known.task if known else infer_task_of_record(convert(dict(ds[offset])), name)
         if task is None:
             raise DatasetError(f"--dataset {spec}: cannot tell the task from the first row; pass --task")
-    stem = name.rstrip("/").split("/")[-1] + (f"-{config}" if config else "") + f"-{split}"
+    stem = _last_part(name) + (f"-{config}" if config else "") + f"-{split}"
     rows = [(i, i + 1, (lambda rec=ds[i]: convert(dict(rec)))) for i in range(offset, stop)]
     return questions_from_rows(rows, task, f"--dataset {spec}", stem, fields)
 
 
-__all__ = ["DEFAULT_SPLIT", "KNOWN_SETS", "PREFIX", "HFSet", "is_hf", "known_set", "load", "parse"]
+__all__ = ["DEFAULT_SPLIT", "KNOWN_SETS", "PREFIX", "HFSet", "known_set", "load", "parse"]
