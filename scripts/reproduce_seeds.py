@@ -39,6 +39,7 @@ On a GPU cluster: put ``ray_address: auto`` and your models' ``placement_resourc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -53,9 +54,6 @@ from engine.accounting import mean_sd  # noqa: E402
 
 TABLES_DIR = Path(__file__).resolve().parent / "paper_tables"
 PAPERS = ("sparse", "group", "s2mad", "cortex")
-ENGINE_KEYS = {"protocol", "agents", "rounds", "density", "topology", "memory", "talk", "groups", "stage_rounds",
-               "models", "placement", "temperature", "first_round_seed", "similarity", "tau", "filter", "early_stop",
-               "jump", "group_density", "cortex_graph", "cortex_weights", "forgetting"}
 
 
 def load_paper(name: str) -> dict[str, Any]:
@@ -66,7 +64,9 @@ def load_paper(name: str) -> dict[str, Any]:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "row"
+    """A file name for ``text``: readable, cut at 60 characters, made unique by a short hash."""
+    digest = hashlib.sha1(text.encode()).hexdigest()[:6]
+    return (re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "row") + f"-{digest}"
 
 
 def default_seeds(paper: dict[str, Any]) -> int:
@@ -98,8 +98,9 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 plan["skip"] = f"no dataset for {dataset_name!r} (datasets: in --config, or --dataset)"
                 plans.append(plan)
                 continue
-            # the paper's models are the row's "model" (mapped through models_map), never engine options
-            opts = {k: v for k, v in engine.items() if k in ENGINE_KEYS and not (k == "models" and not isinstance(v, str))}
+            # run options (a key that is none is reported by the run's config check); the paper's models
+            # are the row's "model" (mapped through models_map), not a list under "models"
+            opts = {k: v for k, v in engine.items() if not (k == "models" and not isinstance(v, str))}
             base = {k: v for k, v in user.items() if k not in ("models_map", "datasets")}
             opts = {**base, **opts, "dataset": dataset, "backend": args.backend or base.get("backend", "auto"),
                     "limit": args.limit, "reuse_first_round": True, "progress": False}
@@ -120,14 +121,16 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
 
 def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[str, Any]:
     """One row: its sweep file (options + grid over seeds), run on the shared Engine."""
-    from engine.sweep import across_seeds, parse_sweep, run_sweep
+    from engine.sweep import parse_sweep, run_sweep
 
     folder = out / plan["paper"] / slug(plan["table"])
     folder.mkdir(parents=True, exist_ok=True)
     data = {**plan["options"], "grid": {"seed": seeds}}
-    sweep_file = folder / f"{slug(plan['method'])}.yaml"
+    # one file per row: a table repeats a method per dataset column and per model block
+    name = slug(" ".join(str(x) for x in (plan["method"], plan["dataset_name"], plan["paper_model"]) if x))
+    sweep_file = folder / f"{name}.yaml"
     sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
-    cells = run_sweep(parse_sweep(data, str(sweep_file)), folder / slug(plan["method"]), engine=engine,
+    cells = run_sweep(parse_sweep(data, str(sweep_file)), folder / name, engine=engine,
                       echo=lambda line: None, progress=False)
     done = [c for c in cells if c.status == "finished"]
     acc = mean_sd([c.result["accuracy"] for c in done])
@@ -135,8 +138,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[
     prompt = mean_sd([c.result["prompt_tokens"] / max(1, c.result["n_questions"]) for c in done])
     return {"sweep": str(sweep_file), "runs": [c.run_id for c in done], "seeds": len(done),
             "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q": tok[0], "tokens_per_q_sd": tok[1],
-            "prompt_per_q": prompt[0], "errors": [c.error for c in cells if c.error],
-            "across_seeds": across_seeds(cells)}
+            "prompt_per_q": prompt[0], "errors": [c.error for c in cells if c.error]}
 
 
 def fmt(x: float, spec: str) -> str:

@@ -32,6 +32,8 @@ FAKE = {
              "values": {"accuracy_pct": 91.0, "tokens_k": 6.0}, "source": "Table 1, GD(4,3)"},
             {"method": "RECONCILE", "engine": {"unmappable": "protocol not implemented: reconcile"},
              "values": {"accuracy_pct": 80.0}, "source": "Table 1, RECONCILE"},
+            {"method": "MAD(4,3)", "dataset": "GSM8K", "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
+             "values": {"accuracy_pct": 80.0}, "source": "Table 1, MAD(4,3), GSM8K column"},
         ]}],
 }
 
@@ -52,7 +54,8 @@ def test_list_maps_models_and_datasets_and_names_unmappable_rows(script, tmp_pat
                                    "datasets": {"Arithmetic": "arithmetic"}}))
     assert script.main(["--paper", "group", "--config", str(cfg), "--list", "--backend", "simulated"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3 and "skip: protocol not implemented: reconcile" in lines[2]
+    assert len(lines) == 4 and "skip: protocol not implemented: reconcile" in lines[2]
+    assert "skip: no dataset for 'GSM8K'" in lines[3]
     mad = json.loads(lines[0].split(" | ", 3)[3])
     assert mad["model"] == "my-model" and mad["dataset"] == "arithmetic" and mad["max_tokens"] == 64
     assert mad["protocol"] == "mad" and mad["backend"] == "simulated"
@@ -69,9 +72,11 @@ def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_
     assert "accuracy_pct=90.0±1.0, tokens_k=10.0" in printed and "not run: protocol not implemented" in printed
     assert "[SIMULATED model]" in printed and "base" in printed
     report = json.loads((out / "reproduce.json").read_text())["papers"]["group"]
-    mad, gd, rec = report
+    mad, gd, rec, mad_gsm8k = report
     assert mad["ours"]["seeds"] == gd["ours"]["seeds"] == 2 and "ours" not in rec
     assert 0 <= gd["ours"]["accuracy_mean"] <= 1 and gd["ours"]["tokens_per_q"] < mad["ours"]["tokens_per_q"]
+    assert mad_gsm8k["ours"]["sweep"] != mad["ours"]["sweep"]  # one sweep file per row, not per method name
+    assert mad_gsm8k["ours"]["runs"] == mad["ours"]["runs"]  # --dataset ran both on one set: the same runs
     sweep = yaml.safe_load(Path(gd["ours"]["sweep"]).read_text())
     assert sweep["grid"] == {"seed": [0, 1]} and sweep["groups"] == "2+2" and sweep["protocol"] == "group"
     # resumable: a second run re-uses the finished cells
