@@ -9,13 +9,12 @@ its questions. Nothing is estimated here.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Iterable, Sequence
 
 
 def mean_sd(values) -> tuple[float, float]:
     """Mean and sample standard deviation (n - 1) of ``values`` (sd nan for fewer than 2)."""
-    import statistics
-
     xs = [float(v) for v in values]
     if not xs:
         return math.nan, math.nan

@@ -429,7 +429,7 @@ def seed_key(data: RunData) -> str:
     options that do not change results (engine knobs, ``out``)."""
     from engine.config import UNHASHED
 
-    skip = set(UNHASHED) | _NOT_RESULT_KEYS | {"seed"}
+    skip = {*UNHASHED, "seed"}  # UNHASHED holds every key of _NOT_RESULT_KEYS
     return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
         " sim" if _simulated(data) else "")
 
