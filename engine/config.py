@@ -64,6 +64,8 @@ EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
 PLACEMENTS = ("none", "central", "peripheral")
 CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
+# checked like a protocol option (an integer or None); an engine option, so not in PROTOCOL_OPTIONS
+_FIRST_ROUND_SEED = Option("first_round_seed", int, None, "round-0 seed")
 
 
 @dataclass
@@ -296,9 +298,7 @@ class EngineOptions:
             raise bad("rounds", f"must be at least 1 (got {self.rounds}); rounds count the first answer")
         if self.limit is not None and self.limit < 1:
             raise bad("limit", f"must be positive (got {self.limit})")
-        if self.first_round_seed is not None and (isinstance(self.first_round_seed, bool)
-                                                  or not isinstance(self.first_round_seed, int)):
-            raise bad("first_round_seed", f"must be an integer (got {self.first_round_seed!r})")
+        _FIRST_ROUND_SEED.check(self.first_round_seed)
         if self.offset < 0:
             raise bad("offset", f"must be >= 0 (got {self.offset})")
         for opt in PROTOCOL_OPTIONS.values():  # type, allowed values, bounds (engine.options.Option)
