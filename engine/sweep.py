@@ -349,7 +349,7 @@ def across_seeds(cells: list[Cell]) -> list[dict[str, Any]]:
         tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in members])
         out.append({"params": json.loads(key), "seeds": [c.params["seed"] for c in members],
                     "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q_mean": tok[0],
-                    "tokens_per_q_sd": tok[1]})
+                    "tokens_per_q_sd": tok[1], "simulated": any(c.config.simulated for c in members)})
     return out
 
 
@@ -359,7 +359,8 @@ def format_seeds(groups: list[dict[str, Any]]) -> list[str]:
     for g in groups:
         label = " ".join(f"{k}={_short(v)}" for k, v in g["params"].items()) or "(all cells)"
         lines.append(f"  {label}  over {len(g['seeds'])} seeds: accuracy {g['accuracy_mean']:.3f} ± "
-                     f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}")
+                     f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}"
+                     + ("  (SIMULATED model)" if g.get("simulated") else ""))
     return (["across seeds (mean ± sd):"] + lines) if lines else []
 
 

@@ -496,3 +496,7 @@ def test_sweep_aggregates_finished_cells_over_seeds():
     assert groups["sparse"]["seeds"] == [1, 2, 3] and groups["sparse"]["accuracy_sd"] == 0
     lines = format_seeds(across_seeds(cells))
     assert lines[0] == "across seeds (mean ± sd):" and "protocol=mad  over 2 seeds: accuracy 0.600 ± 0.141" in lines[1]
+    assert not lines[1].endswith("(SIMULATED model)")  # the cells' backend is the default (real) one
+    for c in cells:
+        c.config = RunConfig(backend="simulated")
+    assert all(line.endswith("(SIMULATED model)") for line in format_seeds(across_seeds(cells))[1:])
