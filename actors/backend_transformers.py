@@ -61,7 +61,7 @@ class TransformersBackend(Backend):
             torch.set_num_threads(int(threads))
         self.torch = torch
         self.model_name = model
-        self.path: Path | str = resolve_model(model)
+        self.path: Path = resolve_model(model)  # a hub id: downloaded first, see model_store.hub_snapshot
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype, self.device)
         if self.dtype == "bfloat16" and self.device.startswith("cuda") and not torch.cuda.is_bf16_supported():

@@ -157,6 +157,8 @@ class VLLMBackend(Backend):
 
         gpu = not current_platform.is_cpu()
         self.model_name = model
+        # a local folder: a hub id (at its @revision) is downloaded here first, under a lock per
+        # node, so vLLM's ready timeout (VLLM_ENGINE_READY_TIMEOUT_S) never includes a download
         self.path = resolve_model(model)
         args: dict[str, Any] = dict(
             model=str(self.path),
