@@ -371,6 +371,11 @@ def _duration(s: float) -> str:
     return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
 
 
+def model_revision(name: str, path: Path | str) -> str | None:
+    """The commit of a hub id's loaded snapshot (its folder's name), for the runs row's engine
+    settings; None for a local model."""
+    return Path(path).name if is_hub_id(name) else None
+
 
 def dequantized_folder(gguf: Path, label: str) -> Path:
     st = gguf.stat()

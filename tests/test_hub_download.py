@@ -217,12 +217,15 @@ def test_two_replicas_on_a_node_download_once(hub, lines):
 
 def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub, monkeypatch):
     """``org/llama@v1``: the hub is asked for v1, its commit is fetched and ``refs/v1`` names it;
-    the transformers backend and vLLM get that snapshot folder, never the hub id."""
+    the transformers backend and vLLM get that snapshot folder, never the hub id; the commit is
+    what the runs row records."""
     folder = model_store.resolve_model("org/llama@v1")
     assert folder == snapshot(hub, V1) and json.loads((folder / "config.json").read_text())["tag"] == "v1"
     assert hub.infos == [("org/llama", "v1")] and {d["revision"] for d in hub.downloads} == {V1}
     assert (hub.cache / "models--org--llama" / "refs" / "v1").read_text() == V1
     assert not (hub.cache / "models--org--llama" / "refs" / "main").exists()
+    assert model_store.model_revision("org/llama@v1", folder) == V1
+    assert model_store.model_revision("smollm2", "/some/folder") is None
 
     class Loaded(Exception):
         pass
