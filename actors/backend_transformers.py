@@ -55,13 +55,13 @@ class TransformersBackend(Backend):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from actors.model_store import pick_dtype, resolve_model
+        from actors.model_store import model_revision, pick_dtype, resolve_model
 
         if threads:
             torch.set_num_threads(int(threads))
         self.torch = torch
         self.model_name = model
-        self.path: Path | str = resolve_model(model)
+        self.path: Path = resolve_model(model)  # a hub id: downloaded first, see model_store.hub_snapshot
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype, self.device)
         if self.dtype == "bfloat16" and self.device.startswith("cuda") and not torch.cuda.is_bf16_supported():
@@ -78,7 +78,8 @@ class TransformersBackend(Backend):
         self.max_context = int(max_model_len or own or 2048)  # the model's own context unless the user caps it
         self.max_batch = max_batch or 16
         self.settings = {"device": self.device, "dtype": self.dtype, "max_model_len": self.max_context,
-                         "max_num_seqs": self.max_batch, "threads": torch.get_num_threads()}
+                         "max_num_seqs": self.max_batch, "threads": torch.get_num_threads(),
+                         "revision": model_revision(model, self.path)}
         # running batch state
         self._waiting: list[_Row] = []
         self._rows: list[_Row] = []

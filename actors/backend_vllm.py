@@ -153,10 +153,12 @@ class VLLMBackend(Backend):
         from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        from actors.model_store import pick_dtype, resolve_model
+        from actors.model_store import model_revision, pick_dtype, resolve_model
 
         gpu = not current_platform.is_cpu()
         self.model_name = model
+        # a local folder: a hub id (at its @revision) is downloaded here first, under a lock per
+        # node, so vLLM's ready timeout (VLLM_ENGINE_READY_TIMEOUT_S) never includes a download
         self.path = resolve_model(model)
         args: dict[str, Any] = dict(
             model=str(self.path),
@@ -214,6 +216,7 @@ class VLLMBackend(Backend):
             "gpu_memory_utilization": cfg.cache_config.gpu_memory_utilization if gpu else None,
             "tensor_parallel_size": tensor_parallel_size,
             "vllm": _vllm_version(),
+            "revision": model_revision(model, self.path),  # a hub id's commit, else None
         }
         import psutil
 

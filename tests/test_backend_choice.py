@@ -2,7 +2,8 @@
 
 `--backend auto` picks vLLM wherever it is installed and the transformers backend elsewhere;
 `--dtype auto` picks bf16 where the device has fast bf16; engine settings reach the backend from
-flags, YAML and per model from placement_resources; a hub id is passed through unchanged.
+flags, YAML and per model from placement_resources; a hub id is recognised and checked
+(its download: tests/test_hub_download.py).
 """
 
 from __future__ import annotations
@@ -156,10 +157,6 @@ def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
 ])
 def test_hub_ids_are_recognised(name, hub):
     assert model_store.is_hub_id(name) is hub
-
-
-def test_a_hub_id_is_passed_through_unchanged_to_the_loaders():
-    assert model_store.resolve_model("Qwen/Qwen2.5-7B-Instruct") == "Qwen/Qwen2.5-7B-Instruct"
 
 
 def test_a_local_folder_named_like_a_hub_id_is_a_folder(tmp_path, monkeypatch):
