@@ -108,15 +108,12 @@ def check_model(backend: str, model: str) -> None:
                         f"or a Hugging Face hub id (org/name)")
 
 
-class VLLMBuildError(ValueError):
-    """CPU replicas asked of vLLM's GPU build (which cannot run on a CPU)."""
-
-
 def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     """Before any replica starts: ``--backend vllm`` with replicas on the CPU (``--device cpu``, or
     no GPU asked for or in the cluster) needs vLLM's CPU build; the GPU build would find the GPU
     through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.
     (Each replica checks its own node's build too: on a cluster the nodes' vLLMs may differ.)"""
+    from actors.backend import VLLMBuildError
     from engine.config import vllm_build
 
     if cfg.backend != "vllm" or gpu or vllm_build() != "gpu":
@@ -314,8 +311,8 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
         share = float(actor.get("num_gpus") or 0)
         _check_gpu_share(cfg, m, share, tp)
-        if cfg.backend == "transformers":  # the device of the GPU it holds, never one it merely sees
-            backend["device"] = "cuda" if share > 0 else "cpu"
+        if cfg.backend in ("transformers", "vllm"):  # the device of the GPU it holds, never one it merely sees
+            backend["device"] = "cuda" if share > 0 or tp > 1 else "cpu"
         if cfg.backend in ("vllm", "simulated") and 0 < share < 1 and tp == 1 \
                 and backend.get("gpu_memory_utilization") is None:
             # vLLM takes 0.9 of the whole GPU by default: a replica on a quarter of it takes 0.9 x 0.25

@@ -185,6 +185,7 @@ class ReplicaActor:
         self.stream_calls = 0  # Ray calls that carried requests (each with one or more of them)
         self.loaded: dict[str, float] = {}
         try:
+            backend_class(backend).prepare(model)  # fetched first: a download never holds a GPU's turn
             with gpu_start_lock():  # replicas sharing a GPU load one after another
                 self.loaded["start"] = time.time()
                 self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
