@@ -62,6 +62,11 @@ class Backend(ABC):
     async def agenerate(self, req: GenRequest) -> GenResult:
         raise NotImplementedError(f"{type(self).__name__} is a {self.mode} backend")
 
+    @classmethod
+    def prepare(cls, model: str) -> None:
+        """Fetch what loading ``model`` needs (a hub download, a GGUF conversion) before the replica
+        waits its turn on a GPU it shares (default: nothing to fetch)."""
+
     # health
     def check_alive(self) -> None:
         """Raise BackendDead if the engine died for good (default: nothing to check)."""
@@ -75,4 +80,8 @@ class ImagesNotSupported(ValueError):
     """A data set whose questions carry images, run on a backend (or model) that takes text only."""
 
 
-__all__ = ["MODES", "Backend", "ImagesNotSupported"]
+class VLLMBuildError(ValueError):
+    """CPU replicas asked of vLLM's GPU build, which cannot run on a CPU."""
+
+
+__all__ = ["MODES", "Backend", "ImagesNotSupported", "VLLMBuildError"]

@@ -80,7 +80,13 @@ class SimulatedBackend(Backend):
         reply_tokens: int = 60,
         invalid: float = 0.0,
         latency_s: float = 0.0,
+        load_s: float = 0.0,
+        gpu_memory_utilization: float | None = None,
     ):
+        """``load_s``: seconds a model load takes (a placement test's stand-in for a real one);
+        ``gpu_memory_utilization``: the share of a GPU a vLLM engine on this replica would take,
+        recorded in ``settings`` (the simulated model takes vLLM's placement settings, so a
+        cluster layout can be tried on CPUs that declare GPUs)."""
         if reply_tokens < 8:
             raise ValueError("sim_reply_tokens must be at least 8 (room for the answer and confidence)")
         self.model = f"simulated:{model}"
@@ -89,6 +95,10 @@ class SimulatedBackend(Backend):
         self.reply_tokens = reply_tokens
         self.invalid = invalid
         self.latency_s = latency_s
+        if gpu_memory_utilization is not None:
+            self.settings = {"gpu_memory_utilization": gpu_memory_utilization}
+        if load_s:
+            time.sleep(load_s)
 
     def count_prompt_tokens(self, messages: list[Message]) -> int:
         return count_tokens(messages)

@@ -50,18 +50,24 @@ class TransformersBackend(Backend):
     simulated = False
     accepts_images = False  # a causal LM with a text chat template
 
+    @classmethod
+    def prepare(cls, model: str) -> None:
+        from actors.model_store import resolve_model
+
+        resolve_model(model)  # downloads a hub id / converts a GGUF once; the engine then finds it cached
+
     def __init__(self, model: str, threads: int | None = None, device: str | None = None, max_batch: int | None = None,
                  dtype: str | None = "auto", max_model_len: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from actors.model_store import pick_dtype, resolve_model
+        from actors.model_store import model_revision, pick_dtype, resolve_model
 
         if threads:
             torch.set_num_threads(int(threads))
         self.torch = torch
         self.model_name = model
-        self.path: Path | str = resolve_model(model)
+        self.path: Path = resolve_model(model)  # a hub id: downloaded first, see model_store.hub_snapshot
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype, self.device)
         if self.dtype == "bfloat16" and self.device.startswith("cuda") and not torch.cuda.is_bf16_supported():
@@ -78,7 +84,8 @@ class TransformersBackend(Backend):
         self.max_context = int(max_model_len or own or 2048)  # the model's own context unless the user caps it
         self.max_batch = max_batch or 16
         self.settings = {"device": self.device, "dtype": self.dtype, "max_model_len": self.max_context,
-                         "max_num_seqs": self.max_batch, "threads": torch.get_num_threads()}
+                         "max_num_seqs": self.max_batch, "threads": torch.get_num_threads(),
+                         "revision": model_revision(model, self.path)}
         # running batch state
         self._waiting: list[_Row] = []
         self._rows: list[_Row] = []

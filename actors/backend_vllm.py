@@ -63,9 +63,10 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from actors.backend import Backend
+from actors.backend import Backend, VLLMBuildError
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,61 @@ def _vllm_version() -> str:
     return "unknown"
 
 
+def check_build(device: str | None) -> None:
+    """A CPU replica (the driver's ``device``) on a node whose vLLM is its GPU build: one line, before
+    vLLM is imported (that build finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says
+    and its engine dies). On a cluster the nodes' builds may differ from the driver's."""
+    from engine.config import vllm_build
+
+    if device == "cpu" and vllm_build() == "gpu":
+        import socket
+
+        raise VLLMBuildError(f"a CPU replica landed on {socket.gethostname()}, whose vLLM is its GPU build, which cannot "
+                             f"run on the CPU; use --backend transformers for CPU replicas, or place the replica on a "
+                             f"GPU (--device gpu, placement_resources)")
+
+
+def engine_args(path: Path | str, gpu: bool, *, dtype: str | None, enforce_eager: bool | None,
+                max_model_len: int | None, max_batch: int | None, max_num_batched_tokens: int | None,
+                chunked_prefill: bool | None, tensor_parallel_size: int, seed: int, block_size: int | None,
+                gpu_memory_utilization: float | None, kv_cache_bytes: int | None) -> dict[str, Any]:
+    """vLLM's engine arguments for a replica's settings (pure; the defaults chosen are in the module
+    docstring). ``kv_cache_bytes`` is vLLM's ``kv_cache_memory_bytes`` on both devices: on a GPU
+    it is per GPU and vLLM then ignores ``gpu_memory_utilization``."""
+    from actors.model_store import pick_dtype
+
+    args: dict[str, Any] = dict(
+        model=str(path),
+        dtype=(dtype or "auto") if gpu else pick_dtype(dtype, "cpu"),
+        enforce_eager=(not gpu) if enforce_eager is None else enforce_eager,
+        max_model_len=max_model_len,
+        max_num_seqs=max_batch,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enable_chunked_prefill=chunked_prefill if chunked_prefill is not None else gpu,
+        enable_prefix_caching=True,
+        tensor_parallel_size=tensor_parallel_size,
+        seed=seed,
+        disable_log_stats=True,
+        use_tqdm_on_load=False,
+    )
+    if block_size:
+        args["block_size"] = block_size
+    if gpu:
+        if gpu_memory_utilization is not None:
+            args["gpu_memory_utilization"] = gpu_memory_utilization
+        if kv_cache_bytes:
+            if gpu_memory_utilization is not None:
+                log.warning("--kv-cache-bytes %d and --gpu-memory-utilization %g: vLLM sizes the KV cache from the "
+                            "bytes and ignores the utilization", kv_cache_bytes, gpu_memory_utilization)
+            args["kv_cache_memory_bytes"] = int(kv_cache_bytes)
+    else:
+        args["kv_cache_memory_bytes"] = int(kv_cache_bytes or default_cpu_kv_bytes())
+        args.setdefault("block_size", 32)
+    if tensor_parallel_size > 1:
+        args["distributed_executor_backend"] = "ray"
+    return args
+
+
 @dataclasses.dataclass
 class EnginePrompt:
     """What vLLM is sent for one request: ``engine_input`` (token ids, or the rendered multimodal
@@ -142,6 +198,12 @@ class VLLMBackend(Backend):
     accepts_images = True  # can send images; each instance says whether its loaded model takes them
     _tokenize_pool: ThreadPoolExecutor | None = None  # the tokenizer thread, made on first use
 
+    @classmethod
+    def prepare(cls, model: str) -> None:
+        from actors.model_store import resolve_model
+
+        resolve_model(model)  # downloads a hub id / converts a GGUF once; the engine then finds it cached
+
     def __init__(
         self,
         model: str,
@@ -157,46 +219,32 @@ class VLLMBackend(Backend):
         cpu_reserved_cores: int | None = None,
         enforce_eager: bool | None = None,
         seed: int = 0,
+        device: str | None = None,
         **engine_kwargs: Any,
     ):
+        check_build(device)
         quiet_engine_processes()
         from vllm import AsyncEngineArgs
         from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        from actors.model_store import pick_dtype, resolve_model
+        from actors.model_store import model_revision, resolve_model
 
         gpu = not current_platform.is_cpu()
         self.model_name = model
+        # a local folder: a hub id (at its @revision) is downloaded here first, under a lock per
+        # node, so vLLM's ready timeout (VLLM_ENGINE_READY_TIMEOUT_S) never includes a download
         self.path = resolve_model(model)
-        args: dict[str, Any] = dict(
-            model=str(self.path),
-            dtype=(dtype or "auto") if gpu else pick_dtype(dtype, "cpu"),
-            enforce_eager=(not gpu) if enforce_eager is None else enforce_eager,
-            max_model_len=max_model_len,
-            max_num_seqs=max_batch,
-            max_num_batched_tokens=max_num_batched_tokens,
-            enable_chunked_prefill=chunked_prefill if chunked_prefill is not None else (True if gpu else False),
-            enable_prefix_caching=True,
-            tensor_parallel_size=tensor_parallel_size,
-            seed=seed,
-            disable_log_stats=True,
-            use_tqdm_on_load=False,
-        )
-        if block_size:
-            args["block_size"] = block_size
-        if gpu:
-            if gpu_memory_utilization is not None:
-                args["gpu_memory_utilization"] = gpu_memory_utilization
-        else:
-            args["kv_cache_memory_bytes"] = int(kv_cache_bytes or default_cpu_kv_bytes())
-            args.setdefault("block_size", 32)
+        args = engine_args(
+            self.path, gpu, dtype=dtype, enforce_eager=enforce_eager, max_model_len=max_model_len,
+            max_batch=max_batch, max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
+            tensor_parallel_size=tensor_parallel_size, seed=seed, block_size=block_size,
+            gpu_memory_utilization=gpu_memory_utilization, kv_cache_bytes=kv_cache_bytes)
+        if not gpu:
             reserved = cpu_reserved_cores if cpu_reserved_cores is not None else default_cpu_reserved_cores()
             if reserved is not None and (cpu_reserved_cores is not None or not _USER_CPU_BINDING):
                 # read by vLLM's engine-core process, which inherits this process's environment
                 os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = str(int(reserved))
-        if tensor_parallel_size > 1:
-            args["distributed_executor_backend"] = "ray"
         args.update(engine_kwargs)
         log.info("vLLM engine for %s: %s", model, {k: v for k, v in args.items() if k != "model"})
         self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
@@ -225,6 +273,7 @@ class VLLMBackend(Backend):
             "gpu_memory_utilization": cfg.cache_config.gpu_memory_utilization if gpu else None,
             "tensor_parallel_size": tensor_parallel_size,
             "vllm": _vllm_version(),
+            "revision": model_revision(model, self.path),  # a hub id's commit, else None
         }
         import psutil
 

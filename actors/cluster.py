@@ -7,13 +7,22 @@
   appears in its settings; with none of those, ``--device auto`` uses GPUs only if the cluster
   has some now (a workstation with a GPU).
 * **A replica that asks for GPUs or custom resources gets a placement group** whose first bundle
-  holds what the replica actor itself takes (its CPUs and custom resources) plus one GPU, and one
-  more one-GPU bundle per extra tensor-parallel rank, packed on one node (``STRICT_PACK``). The
-  group is the autoscaler's demand signal; waiting for it has a timeout
-  (``--placement-timeout``) that ends in one line naming what no node offered.
+  holds what the replica actor itself takes (its CPUs and custom resources) plus its GPU (or GPU
+  share, ``--gpus-per-replica``), and one more one-GPU bundle per extra tensor-parallel rank, packed
+  on one node (``STRICT_PACK``). Every group of a run is created before any is waited on
+  (:func:`reserve_all`), so an autoscaler sees the whole demand at once and brings the nodes up
+  together; the wait has one deadline (``--placement-timeout``; longer by default where the
+  cluster has an autoscaler, :func:`default_placement_timeout`) and ends in one line naming what
+  no node offered.
+* **Replicas that share a GPU load one after another** (:func:`gpu_start_lock`): vLLM sizes its KV
+  cache from the memory it sees free while it profiles, so a co-tenant loading at the same moment
+  would be counted against it.
 * **The writer, coordinator and first-round cache run on the driver's node** (hard node
   affinity): results land in the ``--out`` the user looks at, and no actor holding run state sits
   on a GPU worker the autoscaler may remove. ``--out-shared`` lets the writer go anywhere.
+* **The embedder takes a GPU share only where one is free now** (:func:`free_gpu_share`): with the
+  replicas holding every GPU, or on an autoscaling cluster, a 0.1-GPU request would wait out the
+  timeout or launch a GPU node for a small embedding model.
 * **Devices are the driver's choice**: Ray 2.60 (pinned; the default changed in
   ray-project/ray#62492) no longer hides GPUs from actors that ask for none, so an actor choosing
   its device with ``torch.cuda.is_available()`` would take a GPU it does not hold. Every actor
@@ -23,8 +32,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -44,10 +57,13 @@ def gpu_hints(cfg) -> list[str]:
         hints.append("--device gpu")
     if cfg.tensor_parallel > 1:
         hints.append(f"--tensor-parallel {cfg.tensor_parallel}")
+    if getattr(cfg, "gpus_per_replica", None):
+        hints.append(f"--gpus-per-replica {cfg.gpus_per_replica:g}")
     for model, over in sorted((cfg.placement_resources or {}).items()):
         over = over or {}
-        if float(over.get("num_gpus") or 0) > 0:
-            hints.append(f"placement_resources[{model}].num_gpus")
+        for key in ("num_gpus", "gpus_per_replica"):
+            if float(over.get(key) or 0) > 0:
+                hints.append(f"placement_resources[{model}].{key}")
         if int(over.get("tensor_parallel_size") or 1) > 1:
             hints.append(f"placement_resources[{model}].tensor_parallel_size")
         for name in sorted((over.get("resources") or {})):
@@ -81,7 +97,8 @@ def _positive(d: dict[str, float]) -> dict[str, float]:
 def replica_bundles(actor_options: dict[str, Any], gpus: int) -> list[dict[str, float]]:
     """The placement-group bundles of one replica (pure). Bundle 0 holds the replica actor's own
     CPUs and custom resources plus its first GPU; bundles 1.. one GPU each (tensor parallel
-    ranks). ``gpus`` = 0: a single bundle with the actor's own resources (custom resources only)."""
+    ranks). ``gpus`` = 0: a single bundle with the actor's own resources, its GPU share included
+    (``num_gpus``, a fraction where replicas share a GPU)."""
     first = {"CPU": actor_options.get("num_cpus") or 0, **(actor_options.get("resources") or {})}
     if gpus:
         first["GPU"] = 1
@@ -115,23 +132,128 @@ def describe(bundles: list[dict[str, float]]) -> str:
     return " + ".join(parts) or "nothing"
 
 
-def reserve(bundles: list[dict[str, float]], what: str, timeout_s: float):
-    """A STRICT_PACK placement group of ``bundles``, once Ray has placed it; after ``timeout_s``
-    without a node that offers them all, the group is removed and :class:`PlacementTimeout` names
-    what was asked for."""
+DEFAULT_PLACEMENT_TIMEOUT_S = 600.0
+AUTOSCALER_PLACEMENT_TIMEOUT_S = 1800.0
+_READONLY_NODE_TYPE = re.compile(r"node_[0-9a-f]{56}")  # the monitor's name for a node no autoscaler manages
+
+
+def has_autoscaler() -> bool:
+    """Whether the running Ray cluster has an autoscaler that can add nodes (``ray up``'s head, a
+    cluster started with ``--autoscaling-config``): autoscaler v2 says so in the GCS; v1's monitor
+    reports its node types, which without an autoscaling config are only the anonymous
+    ``node_<id>`` of each node already up (a local instance, hand-started nodes)."""
+    import json
+
     import ray
 
-    pg = ray.util.placement_group(bundles, strategy="STRICT_PACK")
-    log.info("%s: waiting for a node with %s (placement group %s)", what, describe(bundles), pg.id.hex()[:8])
-    ready, _ = ray.wait([pg.ready()], timeout=timeout_s)
-    if not ready:
+    if not ray.is_initialized():
+        return False
+    try:
+        from ray.autoscaler.v2.utils import is_autoscaler_v2
+
+        if is_autoscaler_v2(fetch_from_server=True):
+            return True
+    except Exception:  # noqa: BLE001 - an older or unusual cluster: fall through to v1's report
+        log.debug("autoscaler v2 check failed", exc_info=True)
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    try:
+        raw = _internal_kv_get("__autoscaling_status")
+        report = json.loads(raw or b"{}").get("autoscaler_report") or {}
+    except (ValueError, AttributeError, TypeError):
+        return False
+    types = set(report.get("active_nodes") or {}) | set(report.get("idle_nodes") or {})
+    return any(not _READONLY_NODE_TYPE.fullmatch(str(t)) for t in types)
+
+
+def default_placement_timeout(cfg) -> float:
+    """``--placement-timeout``, or its default: 600 s, or 1800 s where the cluster has an autoscaler
+    (a GPU node boots, runs its setup and downloads its model before it can take a replica)."""
+    if getattr(cfg, "placement_timeout", None):
+        return float(cfg.placement_timeout)
+    return AUTOSCALER_PLACEMENT_TIMEOUT_S if has_autoscaler() else DEFAULT_PLACEMENT_TIMEOUT_S
+
+
+def reserve_all(requests: dict[Any, tuple[list[dict[str, float]], str]], timeout_s: float,
+                report_every_s: float = 60.0) -> dict[Any, Any]:
+    """STRICT_PACK placement groups for every ``key: (bundles, what)``, all created before any is
+    waited on, so that an autoscaler sees the whole demand at once and starts the nodes together.
+
+    One deadline for all: after ``timeout_s`` without a node for each, every group made here is
+    removed and :class:`PlacementTimeout` names the ones still waiting, what they ask for and the
+    nodes up now. Progress is logged every ``report_every_s``. Returns ``key: group``."""
+    import ray
+
+    groups = {key: ray.util.placement_group(bundles, strategy="STRICT_PACK") for key, (bundles, _) in requests.items()}
+    if not groups:
+        return groups
+    for key, (bundles, what) in requests.items():
+        log.info("%s: waiting for a node with %s (placement group %s)", what, describe(bundles), groups[key].id.hex()[:8])
+    waiting = {groups[key].ready(): key for key in groups}
+    deadline = time.monotonic() + timeout_s
+    next_report = time.monotonic() + report_every_s
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=min(left, max(0.1, next_report - time.monotonic())))
+        for ref in ready:
+            waiting.pop(ref)
+        if waiting and time.monotonic() >= next_report:
+            log.warning("waiting for nodes: %d of %d placement groups placed, %.0f s left (%s)", len(groups) - len(waiting),
+                        len(groups), max(0.0, deadline - time.monotonic()), "; ".join(requests[k][1] for k in waiting.values()))
+            next_report = time.monotonic() + report_every_s
+    if not waiting:
+        return groups
+    for pg in groups.values():
         ray.util.remove_placement_group(pg)
-        have = sorted({describe([_positive(n.get("Resources", {}))]) for n in ray.nodes() if n.get("Alive")})
-        raise PlacementTimeout(
-            f"{what}: no node offers {describe(bundles)} (waited {timeout_s:g} s for the cluster or its "
-            f"autoscaler; nodes now: {'; '.join(have) or 'none'}) -- check placement_resources and the "
-            f"cluster's node types, or raise --placement-timeout")
-    return pg
+    pending = list(waiting.values())
+    have = sorted({describe([_positive(n.get("Resources", {}))]) for n in ray.nodes() if n.get("Alive")})
+    first = pending[0]
+    more = f" (and {len(pending) - 1} more placement group{'s' if len(pending) > 2 else ''} of this run)" if len(pending) > 1 else ""
+    raise PlacementTimeout(
+        f"{requests[first][1]}: no node offers {describe(requests[first][0])}{more} (waited {timeout_s:g} s for the "
+        f"cluster or its autoscaler; nodes now: {'; '.join(have) or 'none'}) -- check placement_resources and the "
+        f"cluster's node types, or raise --placement-timeout")
+
+
+def free_gpu_share(share: float) -> bool:
+    """Whether some node that is up has at least ``share`` of a GPU free right now (per node: a
+    share cannot span nodes)."""
+    import ray
+    from ray._private.state import available_resources_per_node
+
+    if not ray.is_initialized():
+        return False
+    return any(float(res.get("GPU", 0.0)) + 1e-9 >= share for res in available_resources_per_node().values())
+
+
+@contextlib.contextmanager
+def gpu_start_lock(timeout_s: float = 3600.0):
+    """Held while the calling actor loads its model on the GPUs Ray gave it, so that replicas
+    sharing a GPU load one after another (a file lock per node and GPU id, in the node's temp
+    folder); nothing is locked for an actor that holds no GPU."""
+    import ray
+    from filelock import FileLock, Timeout
+
+    ctx = ray.get_runtime_context()
+    gpus = sorted(str(g) for g in ctx.get_accelerator_ids().get("GPU", []))
+    if not gpus:
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / "debate-engine-gpu-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    node = ctx.get_node_id()[:16]
+    with contextlib.ExitStack() as stack:
+        for g in gpus:  # sorted: two actors sharing several GPUs never wait on each other crosswise
+            lock = FileLock(str(folder / f"{node}-gpu{g}.lock"), timeout=timeout_s)
+            try:
+                lock.acquire(blocking=False)
+            except Timeout:  # another replica on this GPU is loading
+                log.info("GPU %s: another replica on it is loading; this one waits its turn", g)
+                lock.acquire()
+            stack.callback(lock.release)
+        yield
 
 
 def driver_node_strategy():

@@ -108,6 +108,23 @@ def check_model(backend: str, model: str) -> None:
                         f"or a Hugging Face hub id (org/name)")
 
 
+def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
+    """Before any replica starts: ``--backend vllm`` with replicas on the CPU (``--device cpu``, or
+    no GPU asked for or in the cluster) needs vLLM's CPU build; the GPU build would find the GPU
+    through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.
+    (Each replica checks its own node's build too: on a cluster the nodes' vLLMs may differ.)"""
+    from actors.backend import VLLMBuildError
+    from engine.config import vllm_build
+
+    if cfg.backend != "vllm" or gpu or vllm_build() != "gpu":
+        return
+    why = "--device cpu" if cfg.device == "cpu" else "no GPU asked for (placement_resources, --gpus-per-replica, " \
+        "--tensor-parallel, --device gpu) and none in the Ray cluster now"
+    raise VLLMBuildError(f"--backend vllm: the replicas would run on the CPU ({why}), and the installed vLLM is its GPU "
+                         f"build, which cannot run there; use --backend transformers for CPU replicas, or run on GPUs "
+                         f"(--device gpu)")
+
+
 class EndpointError(ValueError):
     """An OpenAI-compatible endpoint that cannot be reached (checked before any actor starts)."""
 
@@ -181,7 +198,11 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
             "invalid": cfg.sim_invalid,
             "latency_s": cfg.sim_latency_s,
         }
-        return {"num_cpus": 0}, opts
+        from actors.cluster import gpu_hints
+
+        # GPUs only where the config asks for them (a layout tried on CPUs that declare GPUs),
+        # never because the cluster happens to have some
+        return {"num_cpus": 0, **({"num_gpus": float(cfg.gpus_per_replica or 1)} if gpu and gpu_hints(cfg) else {})}, opts
     if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
         return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
     engine = engine_settings(cfg, cfg.backend)
@@ -190,7 +211,7 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
 
         gpu = wants_gpu(cfg, cluster_gpus())
     if gpu:
-        return {"num_cpus": 1, "num_gpus": 1}, engine
+        return {"num_cpus": 1, "num_gpus": float(cfg.gpus_per_replica or 1)}, engine
     cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
     if cfg.backend == "vllm":  # vLLM-CPU manages its own OpenMP threads and engine process
         return {"num_cpus": cpus}, engine
@@ -210,7 +231,8 @@ def engine_settings(cfg: RunConfig | dict[str, Any], backend: str) -> dict[str, 
     return {k: get(k) for k in keys if get(k) is not None}
 
 
-PLACEMENT_KEYS = ("num_cpus", "num_gpus", "resources", "replicas", "tensor_parallel_size")
+PLACEMENT_KEYS = ("num_cpus", "num_gpus", "gpus_per_replica", "resources", "replicas", "tensor_parallel_size")
+GPU_MEMORY_SHARE = 0.9  # vLLM's default gpu_memory_utilization for a whole GPU, scaled by a replica's share
 
 
 def _placement_keys() -> tuple[str, ...]:
@@ -229,6 +251,14 @@ def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> di
     unknown = set(over) - set(_placement_keys())
     if unknown:
         raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}")
+    if "gpus_per_replica" in over:  # the per-model name of --gpus-per-replica; Ray calls it num_gpus
+        share = over.pop("gpus_per_replica")
+        if over.get("num_gpus", share) != share:
+            raise ValueError(f"placement_resources[{model!r}]: gpus_per_replica {share} and num_gpus {over['num_gpus']} "
+                             f"disagree (they are the same setting; give one)")
+        over["num_gpus"] = share
+    if over.get("num_gpus") is not None and not float(over["num_gpus"]) >= 0:
+        raise ValueError(f"placement_resources[{model!r}]: num_gpus must be >= 0 (got {over['num_gpus']})")
     ray_keys = ("num_cpus", "num_gpus", "resources")
     return {**default, **{k: v for k, v in over.items() if k in ray_keys}}
 
@@ -279,8 +309,14 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
     for m, (n, tp) in per_model.items():
         actor = placement_options(cfg, m, actor_default)
         backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
-        if cfg.backend == "transformers":  # the device of the GPU it holds, never one it merely sees
-            backend["device"] = "cuda" if (actor.get("num_gpus") or 0) > 0 else "cpu"
+        share = float(actor.get("num_gpus") or 0)
+        _check_gpu_share(cfg, m, share, tp)
+        if cfg.backend in ("transformers", "vllm"):  # the device of the GPU it holds, never one it merely sees
+            backend["device"] = "cuda" if share > 0 or tp > 1 else "cpu"
+        if cfg.backend in ("vllm", "simulated") and 0 < share < 1 and tp == 1 \
+                and backend.get("gpu_memory_utilization") is None:
+            # vLLM takes 0.9 of the whole GPU by default: a replica on a quarter of it takes 0.9 x 0.25
+            backend["gpu_memory_utilization"] = round(GPU_MEMORY_SHARE * share, 6)
         if tp > 1 and cfg.backend == "vllm":
             backend["tensor_parallel_size"] = tp
         bundles: tuple[dict[str, float], ...] = ()
@@ -291,6 +327,22 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         actor = {**actor, "max_restarts": cfg.max_restarts, "max_task_retries": cfg.call_retries}
         layout[m] = [ReplicaSpec(m, i, actor, backend, bundles) for i in range(n)]
     return layout
+
+
+def _check_gpu_share(cfg: RunConfig, model: str, share: float, tp: int) -> None:
+    """One line for a GPU request a replica cannot use: more than one GPU without tensor parallel
+    (the engine would use one, the rest reserved for nothing), or a share other than whole GPUs
+    for a tensor-parallel replica (one GPU per rank)."""
+    over = cfg.placement_resources.get(model) or {}
+    key = next((k for k in ("gpus_per_replica", "num_gpus") if k in over), None)
+    where = f"placement_resources[{model!r}].{key}" if key else "--gpus-per-replica"
+    if tp == 1 and share > 1:
+        raise ValueError(f"{where} {share:g}: a replica without tensor parallelism uses one GPU, so {share - 1:g} would be "
+                         f"reserved for nothing; set tensor_parallel_size {share:g} (--tensor-parallel) to spread the "
+                         f"model over {share:g} GPUs, or ask for 1")
+    if tp > 1 and share not in (1, tp):
+        raise ValueError(f"{where} {share:g} with tensor parallel {tp}: a tensor-parallel replica takes {tp} whole GPUs, "
+                         f"one per rank; leave it out")
 
 
 def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]]) -> list[ReplicaSpec]:
@@ -368,19 +420,30 @@ def _stats(replica) -> dict[str, Any]:
         return {"dead": True, "error": f"{type(exc).__name__}"}
 
 
-def embedding_placement(cfg: RunConfig | None) -> tuple[dict[str, Any], str]:
+EMBEDDER_GPU_SHARE = 0.1
+
+
+def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> tuple[dict[str, Any], str]:
     """(Ray options, device) of the embedding actor. ``--embedding-device auto``: a 0.1 share of a
-    GPU when the run's replicas use GPUs (the model is small; it shares a GPU another actor does
-    not hold whole), else the CPU, one thread, nothing reserved (encoding a round's replies is
-    short next to generating them, and on a CPU machine the replicas hold the cores)."""
-    from actors.cluster import cluster_gpus, wants_gpu
+    GPU when the run's replicas use GPUs and such a share is free now on a node that is up
+    (``free_gpu``; default :func:`actors.cluster.free_gpu_share`, asked after the replicas hold
+    theirs), else the CPU, one thread, nothing reserved (encoding a round's replies is short next
+    to generating them, and on a CPU machine the replicas hold the cores). Never a GPU share that
+    would wait for one: with the replicas holding every GPU it would wait out the placement timeout,
+    and on an autoscaling cluster launch a GPU node for a small embedding model."""
+    from actors.cluster import cluster_gpus, free_gpu_share, wants_gpu
 
     device = cfg.embedding_device if cfg else "auto"
     if device == "auto":
-        device = "cuda" if cfg is not None and cfg.backend in ("vllm", "transformers") and \
-            wants_gpu(cfg, cluster_gpus()) else "cpu"
+        on_gpus = cfg is not None and cfg.backend in ("vllm", "transformers") and wants_gpu(cfg, cluster_gpus())
+        if on_gpus and free_gpu is None:
+            free_gpu = free_gpu_share(EMBEDDER_GPU_SHARE)
+        if on_gpus and not free_gpu:
+            log.info("embedder: no node has %g of a GPU free now (the replicas hold them): it runs on the CPU",
+                     EMBEDDER_GPU_SHARE)
+        device = "cuda" if on_gpus and free_gpu else "cpu"
     if device == "cuda":
-        return {"num_cpus": 0, "num_gpus": 0.1}, "cuda"
+        return {"num_cpus": 0, "num_gpus": EMBEDDER_GPU_SHARE}, "cuda"
     return {"num_cpus": 0, "runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}, "cpu"
 
 
@@ -530,9 +593,11 @@ class Engine:
 
         from actors.replica_actor import ReplicaActor
 
-        from actors.cluster import cluster_gpus, reserve, wants_gpu
+        from actors.cluster import cluster_gpus, default_placement_timeout, reserve_all, wants_gpu
 
-        layout = replica_layout(cfg, models, wants_gpu(cfg, cluster_gpus()))
+        gpu = wants_gpu(cfg, cluster_gpus())
+        check_vllm_device(cfg, gpu)
+        layout = replica_layout(cfg, models, gpu)
         wanted = {spec.key(cfg): spec for specs in layout.values() for spec in specs}
         infos: dict[tuple, dict[str, Any]] = {}
         for key in [k for k in self._replicas if k in wanted]:
@@ -543,13 +608,17 @@ class Engine:
                 infos[key] = info
         for key in [k for k in self._replicas if k not in wanted]:
             self._stop_replica(key)  # frees its CPUs/GPUs before the new ones ask for them
-        for key, spec in wanted.items():
-            if key in self._replicas:
-                continue
+        new = {key: spec for key, spec in wanted.items() if key not in self._replicas}
+        # GPUs / custom resources: every new replica's group asked for at once (an autoscaler sees
+        # the whole demand), then one deadline for all, ending in a line naming what no node offered
+        asks = {key: (list(spec.bundles), f"--model {spec.model} (replica {spec.index})")
+                for key, spec in new.items() if spec.bundles}
+        if asks:
+            self._groups.update(reserve_all(asks, default_placement_timeout(cfg)))
+        for key, spec in new.items():
             opts = dict(spec.actor_options)
-            if spec.bundles:  # GPUs / custom resources: reserved first, with a timeout naming them
-                pg = reserve(list(spec.bundles), f"--model {spec.model} (replica {spec.index})", cfg.placement_timeout)
-                self._groups[key] = pg
+            if spec.bundles:
+                pg = self._groups[key]
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                     placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
             elif cfg.backend in ("vllm", "transformers"):
@@ -580,7 +649,9 @@ class Engine:
             opts, device = embedding_placement(cfg)
             actor = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries, **opts).remote(
                 name, threads=1, device=device)
-            ready, _ = ray.wait([actor.info.remote()], timeout=cfg.placement_timeout if cfg else 600.0)
+            from actors.cluster import default_placement_timeout
+
+            ready, _ = ray.wait([actor.info.remote()], timeout=default_placement_timeout(cfg))
             if not ready:
                 ray.kill(actor)
                 from actors.cluster import PlacementTimeout

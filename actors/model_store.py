@@ -1,22 +1,33 @@
 """Where model weights come from: the packaged SmolLM2 GGUF, a local GGUF file, a local folder, or
-a Hugging Face hub id (``Qwen/Qwen2.5-7B-Instruct``).
+a Hugging Face hub id (``Qwen/Qwen2.5-7B-Instruct``, optionally ``@revision``).
 
-A hub id is passed unchanged to vLLM and transformers, which resolve it with their own caches
-(``HF_HOME``/``HF_HUB_CACHE``; ``HF_HUB_OFFLINE=1`` for the cache alone); :func:`check_hub_model`
-asks the hub (or the cache) for its ``config.json`` in the driver, so a name that cannot be
-resolved is one line naming it before any actor starts. A GGUF file is dequantized by transformers once (~20 s here)
-and saved as a plain safetensors folder under the cache directory (``$DEBATE_CACHE`` or
-``~/.cache/debate-engine``); later loads read that folder (< 1 s). The folder is also what vLLM
-reads (it cannot read this GGUF). Conversion is guarded by a file lock and written to a temporary
-folder that is renamed into place, so concurrent replicas never see a half-written model.
+A hub id is checked in the driver by :func:`check_hub_model`, which asks the hub (or the cache)
+for its ``config.json``, so a name that cannot be resolved is one line naming it before any actor
+starts. Each replica then fetches it with :func:`hub_snapshot` before its engine starts: the files
+a load reads (config, tokenizer, generation config and the weights in one format) are downloaded
+into the Hugging Face cache (``HF_HOME``/``HF_HUB_CACHE``, ``HF_TOKEN``), once per node under a
+file lock, with progress lines; vLLM and transformers load the local snapshot folder. A complete
+snapshot already in the cache is used without asking the hub (``HF_HUB_OFFLINE=1`` allows only
+that).
+
+A GGUF file is dequantized by transformers once (~20 s here) and saved as a plain safetensors
+folder under the cache directory (``$DEBATE_CACHE`` or ``~/.cache/debate-engine``); later loads
+read that folder (< 1 s). The folder is also what vLLM reads (it cannot read this GGUF).
+Conversion is guarded by a file lock and written to a temporary folder that is renamed into
+place, so concurrent replicas never see a half-written model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import logging
 import os
+import re
 import shutil
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -56,36 +67,42 @@ def packaged_gguf(alias: str) -> Path:
 
 def is_hub_id(name: str) -> bool:
     """``org/name`` (optionally ``@revision``) that is not an existing local path or an alias."""
-    import re
-
     if name in ALIASES or Path(name).expanduser().exists():
         return False
     return re.fullmatch(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+(@[\w.\-/]+)?", name) is not None
 
 
+def split_hub_id(name: str) -> tuple[str, str | None]:
+    """``org/name@rev`` as (``org/name``, ``rev``); without ``@rev`` the revision is None (the
+    repository's default branch)."""
+    repo, _, revision = name.partition("@")
+    return repo, revision or None
+
+
 def check_hub_model(name: str) -> None:
-    """Check that a hub id resolves, the way vLLM and transformers will resolve it: its
+    """Check that a hub id resolves, as the replicas will resolve it (:func:`hub_snapshot`): its
     ``config.json`` in the local Hugging Face cache, else (unless ``HF_HUB_OFFLINE``) one metadata
     request to the hub, without ``hf_hub_download``'s five retries (23 s of back-off where the hub
     is unreachable). Raise :class:`ModelNotFound` naming the id and the hub's own reason."""
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
 
-    repo, _, revision = name.partition("@")
-    if isinstance(try_to_load_from_cache(repo, "config.json", revision=revision or None), str):
+    repo, revision = split_hub_id(name)
+    if isinstance(try_to_load_from_cache(repo, "config.json", revision=revision), str):
         return
     try:
         if constants.HF_HUB_OFFLINE:
             raise LookupError(f"HF_HUB_OFFLINE is set and {constants.HF_HUB_CACHE} does not hold it")
-        get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=revision or None))
+        get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=revision))
     except Exception as exc:  # every hub failure (unreachable, 404, gated, auth) is the same one line
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise ModelNotFound(f"--model {name}: the Hugging Face hub (and its local cache) cannot resolve it: "
                             f"{type(exc).__name__}: {reason}") from None
 
 
-def resolve_model(name: str) -> Path | str:
-    """What ``from_pretrained`` (and vLLM) load: a local folder (a GGUF converted once if needed),
-    or a hub id unchanged, for the library to resolve with its own cache."""
+def resolve_model(name: str) -> Path:
+    """The local folder that ``from_pretrained`` (and vLLM) load: a model folder, a GGUF converted
+    once, or a hub id's snapshot in the Hugging Face cache (:func:`hub_snapshot`: downloaded first
+    where the cache does not hold it whole)."""
     if name in ALIASES:
         return dequantized_folder(packaged_gguf(name), label=name)
     p = Path(name).expanduser()
@@ -96,10 +113,268 @@ def resolve_model(name: str) -> Path | str:
             return p
         raise ModelNotFound(f"--model {name}: folder has no config.json, so it is not a transformers model folder")
     if is_hub_id(name):
-        return name
+        return hub_snapshot(name)
     raise ModelNotFound(
         f"--model {name}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder or a hub id (org/name)"
     )
+
+
+# ---------------------------------------------------------------------------------- hub downloads
+HUB_LOG_EVERY_S = 30.0  # seconds between a download's progress lines
+# (weights suffix, its index) in the order vLLM prefers them; a load reads one format only
+WEIGHT_FORMATS = ((".safetensors", "model.safetensors.index.json"), (".bin", "pytorch_model.bin.index.json"))
+NOT_WEIGHTS = frozenset({"training_args.bin", "optimizer.bin", "scheduler.bin", "scaler.bin"})  # training state
+_OTHER_WEIGHTS = (".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx", ".ot", ".tflite", ".mlmodel", ".npz")
+_CONFIG_SUFFIXES = (".json", ".jinja", ".model", ".tiktoken", ".py")
+
+
+def weights_format(files) -> tuple[str, str] | None:
+    """(suffix, index file) of the weights a load reads among the repository's top-level ``files``:
+    safetensors where there are any, else PyTorch ``.bin``; None where there are neither."""
+    top = [f for f in files if "/" not in f and f not in NOT_WEIGHTS]
+    for suffix, index in WEIGHT_FORMATS:
+        if any(f.endswith(suffix) for f in top):
+            return suffix, index
+    return None
+
+
+def config_files(files) -> list[str]:
+    """The top-level ``files`` other than weights that a load reads: configs (model, generation,
+    quantization, processor), tokenizer files, the chat template, remote code, and the index of
+    the chosen weights format (not the other format's). Sub-folders (``original/``, ``onnx/``)
+    are never read by a load, nor README/LICENSE files."""
+    fmt = weights_format(files)
+    skip = {index for _, index in WEIGHT_FORMATS if fmt is None or index != fmt[1]}
+    weights = tuple(s for s, _ in WEIGHT_FORMATS) + _OTHER_WEIGHTS
+    return sorted(f for f in files if "/" not in f and f not in skip and not f.endswith(weights) and (
+        f.endswith(_CONFIG_SUFFIXES) or f.startswith("tokenizer")
+        or (f.endswith(".txt") and ("vocab" in f or "merges" in f))))
+
+
+def weight_files(files, weight_map: dict[str, str] | None = None) -> list[str]:
+    """The weight files a load reads: every top-level file of :func:`weights_format`, or, given
+    that format's index (its ``weight_map``), only the files it names, so that a second copy of
+    the weights in the same format (Mistral's ``consolidated.safetensors`` beside the shards) is
+    not fetched. vLLM chooses the same way (``weight_utils.download_weights_from_hf``)."""
+    fmt = weights_format(files)
+    if fmt is None:
+        return []
+    if weight_map:
+        return sorted(set(weight_map.values()))
+    return sorted(f for f in files if "/" not in f and f.endswith(fmt[0]) and f not in NOT_WEIGHTS)
+
+
+def snapshot_complete(folder: Path) -> bool:
+    """Whether a local snapshot folder holds what a load reads: ``config.json``, a tokenizer file,
+    and weights, every file its weights index names where it has one (a download cut short, or a
+    cache that holds only the config the driver checked, is not complete)."""
+    names = [p.name for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    fmt = weights_format(names)
+    if "config.json" not in names or fmt is None or not any(n.startswith("tokenizer") for n in names):
+        return False
+    index = folder / fmt[1]
+    if not index.is_file():
+        return True
+    try:
+        needed = set(json.loads(index.read_text())["weight_map"].values())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return needed <= set(names)
+
+
+def _repo_storage(repo: str) -> Path:
+    """The repository's folder in the Hugging Face cache (``HF_HUB_CACHE``, read at each call)."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type="model")
+
+
+def cached_snapshot(repo: str, revision: str | None) -> Path | None:
+    """The complete snapshot of ``repo`` at ``revision`` (a commit, or a branch/tag through the
+    cache's ``refs/``; None: ``main``) in the local Hugging Face cache, found without the network."""
+    storage = _repo_storage(repo)
+    rev = revision or "main"
+    if re.fullmatch(r"[0-9a-f]{40}", rev):
+        commit = rev
+    else:
+        ref = storage / "refs" / rev
+        if not ref.is_file():
+            return None
+        commit = ref.read_text().strip()
+    folder = storage / "snapshots" / commit
+    return folder if snapshot_complete(folder) else None
+
+
+def hub_snapshot(name: str) -> Path:
+    """The local snapshot folder of hub id ``name`` (``org/name`` or ``org/name@revision``) for an
+    engine to load, downloading it first where the cache does not hold it complete.
+
+    A complete snapshot in the cache is used as it is, without a request to the hub (with
+    ``HF_HUB_OFFLINE`` it must be there). Otherwise the download runs under a file lock per
+    repository in the cache, so the replicas of a model on one node download it once: the second
+    waits, then finds the snapshot. Any failure is :class:`ModelNotFound`, one line naming the id
+    and the reason (the replica's load error)."""
+    from filelock import FileLock, Timeout
+    from huggingface_hub import constants
+
+    repo, revision = split_hub_id(name)
+    found = cached_snapshot(repo, revision)
+    if found is not None:
+        return found
+    if constants.HF_HUB_OFFLINE:
+        raise ModelNotFound(f"--model {name}: HF_HUB_OFFLINE is set and the Hugging Face cache "
+                            f"{constants.HF_HUB_CACHE} holds no complete snapshot of it")
+    out = download_log()
+    try:
+        storage = _repo_storage(repo)
+        lock_file = storage.parent / ".locks" / f"{storage.name}.debate-engine.lock"
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(lock_file))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            out.info("%s: another process on this node is downloading it; waiting for it", name)
+            lock.acquire()
+        try:
+            found = cached_snapshot(repo, revision)  # the process we waited for downloaded it
+            if found is not None:
+                out.info("%s: found complete in the Hugging Face cache: %s", name, found)
+                return found
+            return _download(name, repo, revision, storage)
+        finally:
+            lock.release()
+    except ModelNotFound:
+        raise
+    except Exception as exc:  # unreachable hub, 404, gated, no token, disk full: one line
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise ModelNotFound(f"--model {name}: downloading it from the Hugging Face hub failed: "
+                            f"{type(exc).__name__}: {reason}") from None
+
+
+def _download(name: str, repo: str, revision: str | None, storage: Path) -> Path:
+    """Download what a load reads of ``repo`` at ``revision`` into the cache (the caller holds the
+    lock): the file list and sizes in one request, the small files (configs, tokenizer, weights
+    index) first, then the weights the index names, with progress lines instead of bars."""
+    import huggingface_hub
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    out = download_log()
+    start = time.perf_counter()
+    info = huggingface_hub.HfApi().model_info(repo, revision=revision, files_metadata=True)
+    commit = str(info.sha)
+    sizes = {s.rfilename: s.size for s in info.siblings or ()}
+    fmt = weights_format(sizes)
+    if "config.json" not in sizes or fmt is None:
+        raise ModelNotFound(f"--model {name}: the repository has no config.json and weights in safetensors or "
+                            f"PyTorch .bin format at its top level, so no engine here can load it")
+    progress = _DownloadProgress(name, storage / "blobs")  # counts from here: the small files too
+    bars_on = not are_progress_bars_disabled()
+    disable_progress_bars()  # no tqdm bars through Ray's log forwarding: progress lines instead
+    try:
+        configs = config_files(sizes)
+        folder = Path(huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=configs,
+                                                        cache_dir=storage.parent))
+        index = folder / fmt[1]
+        weight_map = json.loads(index.read_text()).get("weight_map") if index.is_file() else None
+        files = configs + weight_files(sizes, weight_map)
+        known = [sizes.get(f) for f in files]
+        total = sum(n or 0 for n in known) if all(n is not None for n in known) else None
+        out.info("%s: downloading %d files%s from the Hugging Face hub (commit %s) into %s", name, len(files),
+                 f", {_size(total)}" if total is not None else "", commit[:12], storage.parent)
+        with progress.of(total):
+            folder = Path(huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=files,
+                                                            cache_dir=storage.parent))
+    finally:
+        if bars_on:
+            enable_progress_bars()
+    if not snapshot_complete(folder):
+        raise ModelNotFound(f"--model {name}: the download finished but {folder} lacks files a load needs")
+    if revision != commit:  # the branch or tag now names this commit, for later runs (offline too)
+        ref = storage / "refs" / (revision or "main")
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ref.with_name(f".{ref.name}.{uuid.uuid4().hex[:6]}")
+        tmp.write_text(commit)
+        os.replace(tmp, ref)
+    out.info("%s: downloaded %d files%s in %s", name, len(files),
+             f", {_size(total)}" if total is not None else "", _duration(time.perf_counter() - start))
+    return folder
+
+
+class _DownloadProgress:
+    """While a download runs (``with progress.of(total)``): a line every :data:`HUB_LOG_EVERY_S`
+    seconds with the bytes written to the repository's blob folder (the cache's files and the
+    partial ``.incomplete`` ones) since this object was made, of ``total`` where known, and the
+    rate."""
+
+    def __init__(self, name: str, blobs: Path):
+        self.name, self.blobs, self.total = name, blobs, None
+        self._base, self._start = self._bytes(), time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hub-download-progress", daemon=True)
+
+    def of(self, total: int | None) -> "_DownloadProgress":
+        self.total = total
+        return self
+
+    def _bytes(self) -> int:
+        n = 0
+        try:
+            for entry in os.scandir(self.blobs):
+                try:
+                    n += entry.stat(follow_symlinks=False).st_size
+                except OSError:  # a partial file renamed into place meanwhile
+                    pass
+        except OSError:  # no blob folder yet
+            pass
+        return n
+
+    def _run(self) -> None:
+        while not self._stop.wait(HUB_LOG_EVERY_S):
+            got = max(0, self._bytes() - self._base)
+            rate = got / max(time.perf_counter() - self._start, 1e-9)
+            of = f" of {_size(self.total)} ({100 * got / self.total:.0f}%)" if self.total else ""
+            download_log().info("%s: %s%s downloaded, %s/s", self.name, _size(got), of, _size(rate))
+
+    def __enter__(self) -> "_DownloadProgress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def download_log() -> logging.Logger:
+    """The logger of hub downloads (``actors.model_store.download``). Where nothing configured
+    logging, as in a replica actor (Ray forwards its stderr to the driver's terminal, but only
+    warnings get there otherwise), it writes its lines to stderr itself: a download of many GB
+    must not look like a hang."""
+    lg = logging.getLogger(__name__ + ".download")
+    if not lg.hasHandlers():
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+    return lg
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _duration(s: float) -> str:
+    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
+
+
+def model_revision(name: str, path: Path | str) -> str | None:
+    """The commit of a hub id's loaded snapshot (its folder's name), for the runs row's engine
+    settings; None for a local model."""
+    return Path(path).name if is_hub_id(name) else None
 
 
 def dequantized_folder(gguf: Path, label: str) -> Path:

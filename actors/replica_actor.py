@@ -29,6 +29,7 @@ from typing import Any
 import ray
 
 from actors.batching import serve_stream
+from actors.cluster import gpu_start_lock, here
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -182,12 +183,22 @@ class ReplicaActor:
         self.model = model
         self.load_error: str | None = None
         self.stream_calls = 0  # Ray calls that carried requests (each with one or more of them)
+        self.loaded: dict[str, float] = {}
         try:
-            self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
+            backend_class(backend).prepare(model)  # fetched first: a download never holds a GPU's turn
+            with gpu_start_lock():  # replicas sharing a GPU load one after another
+                self.loaded["start"] = time.time()
+                self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
+                self.loaded["end"] = time.time()
         except Exception as exc:  # reported by info() as one line; the driver stops the run with it
             self.core = None
             name = type(exc).__name__ if type(exc).__module__ == "builtins" else f"{type(exc).__module__}.{type(exc).__name__}"
             self.load_error = f"{name}: {exc}".splitlines()[0][:500]
+            if ray.get_runtime_context().was_current_actor_reconstructed:
+                # a restart that cannot load must not stay up answering every call with an error:
+                # end the process, so Ray counts the restart, tries again (--max-restarts) and then
+                # reports the replica dead, which the agents turn into resends or error rows
+                self._exit(f"the model did not load again after a restart ({self.load_error})")
 
     async def info(self) -> dict[str, Any]:
         if self.core is None:
@@ -206,8 +217,9 @@ class ReplicaActor:
             "settings": dict(b.settings),  # resolved engine settings (dtype, context, ...)
             "threads": _torch_threads(),
             "pid": os.getpid(),
+            "loaded": dict(self.loaded),  # when the model load started and ended (epoch seconds)
             "node": ray.get_runtime_context().get_node_id(),
-            **_here(),
+            **here(),
         }
 
     async def generate(self, request: GenRequest) -> GenResult:
@@ -241,12 +253,6 @@ class ReplicaActor:
 
     async def get_stats(self) -> dict[str, Any]:
         return {**(self.core.stats if self.core is not None else {}), "stream_calls": self.stream_calls}
-
-
-def _here() -> dict[str, Any]:
-    from actors.cluster import here
-
-    return here()
 
 
 def _torch_threads() -> int | None:

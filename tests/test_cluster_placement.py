@@ -14,6 +14,7 @@ import pytest
 
 from engine.config import RunConfig
 from engine.results import read_table
+from tests.ray_clusters import fake_cluster
 
 pytestmark = pytest.mark.ray
 
@@ -25,27 +26,15 @@ PLACEMENT = {
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    was_local = ray.is_initialized()
-    if was_local:  # the session's local instance (tests/conftest.py) gives way to the cluster
-        ray.shutdown()
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    nodes = {
-        "head": c.head_node.node_id,
-        "strong": c.add_node(num_cpus=2, num_gpus=4, resources={"strong_gpu": 4}).node_id,
-        "weak": c.add_node(num_cpus=2, num_gpus=2, resources={"weak_gpu": 2}).node_id,
-    }
-    c.wait_for_nodes()
-    ray.init(address=c.address, logging_level="ERROR", log_to_driver=False)
-    try:
+    pytest.importorskip("ray")
+    with fake_cluster() as c:
+        nodes = {
+            "head": c.head_node.node_id,
+            "strong": c.add_node(num_cpus=2, num_gpus=4, resources={"strong_gpu": 4}).node_id,
+            "weak": c.add_node(num_cpus=2, num_gpus=2, resources={"weak_gpu": 2}).node_id,
+        }
+        c.wait_for_nodes()
         yield nodes
-    finally:
-        ray.shutdown()
-        c.shutdown()
-        if was_local:
-            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
 
 
 def _cfg(tmp_path, name: str, **kw) -> RunConfig:

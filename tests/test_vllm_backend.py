@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = sys.platform == "linux" and platform.machine() == "x86_64" and os.environ.get("DEBATE_VLLM", "auto") != "none"
 HUB_ID = "local-test/SmolLM2-135M-Instruct"
+FAKE_COMMIT = "0" * 39 + "1"  # the commit refs/main names in fake_hub_cache
 
 
 def _need_vllm():
@@ -49,17 +50,16 @@ def _cli(args, env=None, timeout=900):
 
 def fake_hub_cache(root: Path, repo_id: str = HUB_ID) -> Path:
     """A Hugging Face hub cache holding the packaged SmolLM2 under a hub id, laid out as
-    ``huggingface_hub`` writes it (refs/main -> snapshots/<commit>/files), so that vLLM and
-    transformers resolve the id themselves, offline, as they would a downloaded model."""
+    ``huggingface_hub`` writes it (refs/main -> snapshots/<commit>/files), so that the replicas
+    resolve the id (``model_store.hub_snapshot``), offline, as they would a downloaded model."""
     from actors.model_store import resolve_model
 
     folder = Path(resolve_model("smollm2-135m-instruct"))
     repo = root / ("models--" + repo_id.replace("/", "--"))
-    commit = "0" * 39 + "1"
-    snap = repo / "snapshots" / commit
+    snap = repo / "snapshots" / FAKE_COMMIT
     snap.mkdir(parents=True)
     (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(commit)
+    (repo / "refs" / "main").write_text(FAKE_COMMIT)
     for f in folder.iterdir():
         if f.is_file():
             (snap / f.name).symlink_to(f)
@@ -91,8 +91,8 @@ def test_vllm_engine_generates_counts_tokens_and_keeps_seeds():
 
 
 def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path):
-    """`debate run` with no --backend runs vLLM here, through Ray; a hub id goes straight to vLLM,
-    which resolves it from its (here: offline, prepared) Hugging Face cache; and with
+    """`debate run` with no --backend runs vLLM here, through Ray; a hub id is resolved by the
+    replica from its (here: offline, prepared) Hugging Face cache, the runs row naming the commit; and with
     ``--dtype float32`` the same command run twice gives identical texts and token counts.
     (The default dtype through Ray is checked by tests/test_real_run.py.)"""
     _need_vllm()
@@ -113,12 +113,48 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
         assert list(runs.backend) == ["vllm"] and list(runs.dtype) == ["float32"]
         (engine,) = json.loads(runs.engine[0])
         assert engine["model"] == HUB_ID and engine["max_model_len"] == 8192 and engine["vllm"].endswith("0.32.0")
+        assert engine["revision"] == FAKE_COMMIT  # the commit the replica loaded
         assert json.loads(runs.config[0])["backend"] == "vllm"  # auto resolved before the run id was made
         assert len(read_table(out, "questions")) == 2
         tables.append(calls.sort_values(["question_id", "round", "agent_id"]).reset_index(drop=True))
     a, b = tables
     assert list(a.text) == list(b.text)
     assert list(a.prompt_tokens) == list(b.prompt_tokens) and list(a.completion_tokens) == list(b.completion_tokens)
+
+
+HUB_CHECK = """
+import asyncio, json, sys
+from actors.backend_vllm import VLLMBackend
+from engine.records import GenRequest
+
+async def main():
+    b = VLLMBackend(sys.argv[1], dtype="float32", max_model_len=512)
+    r = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}],
+                                     temperature=0, max_tokens=16))
+    facts = {"model": b.engine.vllm_config.model_config.model, "revision": b.settings["revision"],
+             "text": r.text, "error": r.error}
+    b.shutdown()
+    return facts
+
+print("HUB_CHECK " + json.dumps(asyncio.run(main())))
+"""
+
+
+def test_vllm_loads_a_hub_id_at_a_revision_from_the_cache_as_a_local_folder(tmp_path):
+    """``org/name@tag`` with HF_HUB_OFFLINE and the snapshot complete in the cache: the real engine
+    is built on the snapshot folder the tag names (no hub id reaches vLLM), generates with the
+    right weights, and the settings record the commit."""
+    _need_vllm()
+    cache = fake_hub_cache(tmp_path / "hub")
+    repo = cache / ("models--" + HUB_ID.replace("/", "--"))
+    (repo / "refs" / "v1").write_text(FAKE_COMMIT)
+    proc = subprocess.run([sys.executable, "-c", HUB_CHECK, f"{HUB_ID}@v1"], capture_output=True, text=True,
+                          timeout=900, env=_env(HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1"), cwd=ROOT)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("HUB_CHECK ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    facts = json.loads(lines[-1][len("HUB_CHECK "):])
+    assert facts["model"] == str(repo / "snapshots" / FAKE_COMMIT) and facts["revision"] == FAKE_COMMIT
+    assert facts["error"] is None and "Paris" in facts["text"], facts
 
 
 def test_a_hub_id_that_cannot_be_resolved_is_one_line_naming_it(tmp_path):
