@@ -41,6 +41,14 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   (``ModelConfig.is_multimodal_model``); the driver refuses a data set with images on a text-only
   model before the first call. ``--context-overflow truncate`` counts the image's tokens as a
   fixed part of the prompt and never drops the image (:func:`engine.prompts.truncate_oldest_turns`).
+* prompt fitting runs off the event loop: the chat template, the tokenisation and, under
+  ``--context-overflow truncate``, the re-counting as turns are dropped (:func:`fit_prompt`,
+  :func:`fit_messages`) run in one tokenizer thread of the backend's own, so a long transcript
+  never blocks the loop that also runs vLLM's output handling for every other request. One
+  thread: Hugging Face fast tokenizers can raise "Already borrowed" when several threads use one
+  while its truncation or padding settings change, and requests keep their order. An image
+  request is still rendered by vLLM's own async renderer; only the engine's counting around it
+  moves to the thread.
 * the engine runs in this actor's process (vLLM starts its own EngineCore and worker processes).
   For tensor parallelism on GPU (``tensor_parallel_size > 1``) vLLM's Ray executor places the
   workers; the driver reserves the GPUs with a placement group (see ``actors/driver.py``).
@@ -54,13 +62,15 @@ import itertools
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from actors.backend import Backend, VLLMBuildError
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 # A CPU thread binding the user gave vLLM in the environment (read before this module sets any).
 _USER_CPU_BINDING = any(k in os.environ for k in ("VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU"))
 
@@ -186,6 +196,7 @@ class VLLMBackend(Backend):
     mode = "async"
     simulated = False
     accepts_images = True  # can send images; each instance says whether its loaded model takes them
+    _tokenize_pool: ThreadPoolExecutor | None = None  # the tokenizer thread, made on first use
 
     @classmethod
     def prepare(cls, model: str) -> None:
@@ -337,16 +348,34 @@ class VLLMBackend(Backend):
             log.warning("vLLM could not render a request's image: %s: %s", type(exc).__name__, exc)
             return EnginePrompt(None, 0, error=f"cannot render the request's image: {type(exc).__name__}: {exc}"[:2000])
 
+    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` run in the backend's tokenizer thread and awaited, so the event loop (and
+        vLLM's output handling on it) keeps running meanwhile; exceptions propagate unchanged."""
+        if self._tokenize_pool is None:
+            self._tokenize_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-tokenize")
+        return await asyncio.get_running_loop().run_in_executor(self._tokenize_pool, fn, *args)
+
+    def _fit_around_image(self, req: GenRequest, rendered_tokens: int,
+                          limit: int) -> tuple[list[dict[str, Any]], int, str | None]:
+        """:func:`fit_messages` for an image request (the engine's own counting, in the tokenizer
+        thread): text tokens counted by :meth:`encode`, the image's tokens (vLLM's rendered count
+        minus the text's) a fixed part of every candidate prompt."""
+        from actors.model_store import fit_messages
+
+        image_tokens = rendered_tokens - len(self.encode(req.messages))
+        return fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
+
     async def _prompt(self, req: GenRequest) -> EnginePrompt:
         """A request's engine input under its context-overflow policy: token ids for a text request
         (:func:`fit_prompt`, as always), vLLM's rendered multimodal input for one with an image,
-        whose image tokens are a fixed part of the prompt when turns must be dropped."""
-        from actors.model_store import fit_messages, fit_prompt
+        whose image tokens are a fixed part of the prompt when turns must be dropped. The engine's
+        own tokenisation runs in the tokenizer thread (:meth:`_off_loop`), never on the loop."""
+        from actors.model_store import fit_prompt
         from engine.prompts import has_images
 
         limit = self.max_model_len
         if not has_images(req.messages):
-            ids, dropped, error = fit_prompt(self.encode, req, limit)
+            ids, dropped, error = await self._off_loop(fit_prompt, self.encode, req, limit)
             return EnginePrompt({"prompt_token_ids": ids}, len(ids), dropped, error)  # a vllm.inputs.TokensPrompt
         rendered = await self._render_or_error(req.messages)
         if isinstance(rendered, EnginePrompt):
@@ -354,8 +383,7 @@ class VLLMBackend(Backend):
         n = len(rendered["prompt_token_ids"])
         if n + 1 <= limit:
             return EnginePrompt(rendered, n)
-        image_tokens = n - len(self.encode(req.messages))
-        msgs, dropped, error = fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
+        msgs, dropped, error = await self._off_loop(self._fit_around_image, req, n, limit)
         if error:
             return EnginePrompt(None, n, error=error)
         rendered = await self._render_or_error(msgs)
@@ -428,6 +456,9 @@ class VLLMBackend(Backend):
     def shutdown(self) -> None:
         import gc
 
+        if self._tokenize_pool is not None:  # requests still queued for tokenisation are cancelled
+            self._tokenize_pool.shutdown(wait=True, cancel_futures=True)
+            self._tokenize_pool = None
         self.engine.shutdown()
         del self.engine
         if self._loop is not None:
