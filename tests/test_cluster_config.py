@@ -7,7 +7,12 @@ here: Ray's own ``prepare_config`` (defaults, merged setup commands) and ``valid
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -85,9 +90,6 @@ def test_readme_run_config_fits_the_node_types():
 def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     """README command 1 on a GPU machine whose NVIDIA driver cannot run vLLM's CUDA 13 build:
     one line naming the driver, before anything is installed (no .venv made)."""
-    import os
-    import subprocess
-
     fake = tmp_path / "bin"
     fake.mkdir()
     smi = fake / "nvidia-smi"
@@ -106,6 +108,71 @@ def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     r = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True,
                        env={**env, "VENV": "/proc/no-such-dir/venv"}, timeout=60)
     assert r.returncode != 0 and "NVIDIA driver" not in r.stderr and "/proc/no-such-dir" in r.stderr
+
+
+def _stub_venv(tmp_path: Path) -> Path:
+    """A .venv whose python only appends its arguments to ``calls``: scripts/setup.sh then runs
+    through in a second and shows what it would install, installing nothing."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    py = venv / "bin" / "python"
+    py.write_text(f'#!/bin/sh\necho "$*" >> "{venv}/calls"\n')
+    py.chmod(0o755)
+    return venv
+
+
+def _setup(venv: Path, command: str = "bash scripts/setup.sh", cwd: Path = ROOT, **env: str
+           ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run a setup ``command`` (README command 1, or a node's setup line) on the stub ``venv``
+    (no vLLM): its result and what each of its ``pip install -e`` calls asked for (``.[test]``)."""
+    calls = venv / "calls"
+    done = len(calls.read_text().splitlines()) if calls.exists() else 0
+    full = {k: v for k, v in os.environ.items() if k != "DEBATE_EXTRAS"}
+    full.update(VENV=str(venv), DEBATE_VLLM="none", PYTHON=sys.executable, **env)
+    r = subprocess.run(["bash", "-c", command], cwd=cwd, env=full, capture_output=True, text=True, timeout=60)
+    new = calls.read_text().splitlines()[done:] if calls.exists() else []
+    return r, [c.split(" -e ", 1)[1].split()[0] for c in new if " -e " in c]
+
+
+def test_setup_installs_the_extras_named_in_debate_extras(tmp_path):
+    """DEBATE_EXTRAS adds pyproject.toml extras to setup's install and is part of its stamp: a
+    re-run with the same extras returns at once, a re-run with another extra installs it, and an
+    extra that pyproject.toml does not define stops setup with one line."""
+    venv = _stub_venv(tmp_path)
+    r, installs = _setup(venv)
+    assert r.returncode == 0 and installs == [".[test]"], r.stderr
+    assert _setup(venv)[1] == []  # the stamp: nothing to do
+    r, installs = _setup(venv, DEBATE_EXTRAS="aws")
+    assert r.returncode == 0 and installs == [".[test,aws]"], r.stderr
+    assert _setup(venv, DEBATE_EXTRAS="aws")[1] == []
+    r, installs = _setup(venv, DEBATE_EXTRAS="aws,no-such")
+    assert r.returncode == 1 and installs == []
+    assert r.stderr.strip().splitlines() == ["setup: error: DEBATE_EXTRAS=aws,no-such: pyproject.toml has no extra 'no-such'"]
+
+
+def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_path):
+    """The head runs the autoscaler, whose AWS node provider imports boto3 (Ray's default
+    head_setup_commands, which cluster.yaml replaces, install it). cluster.yaml's head setup, run
+    as the head runs it (from ~/debate-engine), installs the aws extra; the extra pins boto3, the
+    version installed here (the test extra takes the aws extra); and with it the provider class
+    that Ray looks up for cluster.yaml's provider imports."""
+    from ray.autoscaler._private.providers import _get_node_provider_cls
+    from ray.autoscaler._private.util import prepare_config
+
+    cfg = prepare_config(_cluster())
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "debate-engine").symlink_to(ROOT)
+    venv = _stub_venv(tmp_path)
+    extras: set[str] = set()
+    for command in cfg["head_setup_commands"]:
+        r, installs = _setup(venv, command, cwd=home, HOME=str(home))
+        assert r.returncode == 0, f"{command}: {r.stderr}"
+        extras.update(e for spec in installs for e in spec[spec.index("[") + 1:-1].split(","))
+    assert "aws" in extras, f"the head's setup installs the extras {sorted(extras)}, not aws"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["aws"] == [f"boto3=={version('boto3')}"]
+    assert _get_node_provider_cls(cfg["provider"]).__name__ == "AWSNodeProvider"
 
 
 # ----------------------------------------------------------------- the driver's GPU decision (pure)
