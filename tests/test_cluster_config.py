@@ -110,6 +110,89 @@ def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     assert r.returncode != 0 and "NVIDIA driver" not in r.stderr and "/proc/no-such-dir" in r.stderr
 
 
+class _LocalRsync:
+    """A process runner for Ray's SSH command runner that runs its rsync commands here, a node's
+    path ``ubuntu@IP:/p`` (or ``~/p``) taken as ``node/p`` (``node/home/ubuntu/p``), and no ssh
+    command at all."""
+
+    DEVNULL = subprocess.DEVNULL
+
+    def __init__(self, node: Path):
+        self.node = node
+        self.rsyncs: list[list[str]] = []
+
+    def _local(self, arg: str) -> str:
+        if "@" not in arg or ":" not in arg:
+            return arg
+        path = arg.split(":", 1)[1].replace("~/", "/home/ubuntu/", 1)
+        local = self.node / path.lstrip("/")
+        local.mkdir(parents=True, exist_ok=True)  # what the updater's `ssh mkdir -p` would make
+        return f"{local}/" if path.endswith("/") else str(local)
+
+    def check_call(self, cmd: list[str], **_) -> int:
+        if cmd[0] == "rsync":
+            self.rsyncs.append(list(cmd))
+            at = cmd.index("--rsh")
+            local = [self._local(a) for a in cmd[:at] + cmd[at + 2:]]
+            subprocess.run(local, check=True, capture_output=True, timeout=60)
+        return 0
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_the_sync_to_the_nodes_leaves_out_the_venv_results_and_caches(tmp_path, monkeypatch):
+    """``ray up`` rsyncs the checkout (file_mounts ``.``) to the head, which syncs its copy to each
+    worker the same way. A synced ``.venv`` would carry this machine's absolute paths and setup's
+    stamp (setup would return at once, ``ray start`` fail); results and caches do not belong there
+    either. Ray's own node updater and SSH command runner build the rsync commands from
+    cluster.yaml, as ``ray up`` and ``ray rsync-down`` do; they run here with the node's paths
+    replaced by a local folder. From a fake checkout holding the repository's .gitignore the code
+    is copied and the rest is not; and the README's ``ray rsync-down`` of ~/runs/ still fetches
+    every table of a run (its ``runs`` table included)."""
+    import shutil
+
+    from ray.autoscaler._private.updater import NodeUpdater
+    from ray.autoscaler._private.util import prepare_config, validate_config
+    from ray.autoscaler.node_provider import NodeProvider
+
+    cfg = prepare_config(_cluster())
+    validate_config(cfg)
+    assert cfg.get("rsync_filter") or cfg.get("rsync_exclude"), "cluster.yaml syncs the checkout whole"
+    if shutil.which("rsync") is None:
+        pytest.skip("rsync is not installed (ray up needs it; apt-get install rsync)")
+    code = ["actors/driver.py", "scripts/setup.sh", "cluster.yaml", "placement.yaml", ".gitignore"]
+    left_out = [".venv/bin/python", ".venv/.debate-setup-cpu-0123456789ab", "runs/placement/runs/part-0.parquet",
+                "actors/__pycache__/driver.cpython-312.pyc", "debate_engine.egg-info/PKG-INFO"]
+    checkout = tmp_path / "checkout"
+    results = ["placement/runs/part-0.parquet", "placement/questions/part-0.parquet"]
+    node = tmp_path / "node"
+    for path in [checkout / rel for rel in code + left_out] + [node / "home/ubuntu/runs" / rel for rel in results]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{path.name}\n")
+    (checkout / ".gitignore").write_text((ROOT / ".gitignore").read_text())
+
+    class Provider(NodeProvider):
+        def external_ip(self, node_id):
+            return "192.0.2.1"
+
+    runner = _LocalRsync(node)
+    updater = NodeUpdater(
+        node_id="head", provider_config=cfg["provider"], provider=Provider(cfg["provider"], cfg["cluster_name"]),
+        auth_config=cfg["auth"], cluster_name=cfg["cluster_name"], file_mounts=cfg["file_mounts"],
+        initialization_commands=[], setup_commands=[], ray_start_commands=[], runtime_hash="",
+        file_mounts_contents_hash="", is_head_node=True, process_runner=runner,
+        rsync_options={"rsync_exclude": cfg.get("rsync_exclude"), "rsync_filter": cfg.get("rsync_filter")})
+    monkeypatch.chdir(checkout)  # `ray up` runs in the checkout: file_mounts' "." is it
+    updater.sync_file_mounts(updater.rsync_up)
+    assert len(runner.rsyncs) == 1, runner.rsyncs
+    synced = _files(node / "home/ubuntu/debate-engine")
+    assert sorted(code) == synced, f"synced {synced}, expected only the code {sorted(code)}"
+    updater.rsync_down("~/runs/", str(tmp_path / "fetched") + "/", False)  # README: ray rsync-down '~/runs/' ./runs/
+    assert _files(tmp_path / "fetched") == sorted(results)
+
+
 def _stub_venv(tmp_path: Path) -> Path:
     """A .venv whose python only appends its arguments to ``calls``: scripts/setup.sh then runs
     through in a second and shows what it would install, installing nothing."""
