@@ -51,6 +51,21 @@ def test_cluster_yaml_passes_rays_schema_check():
     assert "GPU" not in types["head"]["resources"]
 
 
+def test_every_node_starts_ray_so_that_a_dead_workers_processes_die_with_it():
+    """Each node's ``ray start`` runs with the environment the engine's own Ray starts with
+    (``RAY_WORKER_CLEANUP``: Ray kills a dead worker's process group), so a SIGKILLed or OOM-killed
+    replica leaves no vLLM engine core behind on the node, holding its GPU."""
+    from actors.cluster import RAY_WORKER_CLEANUP
+
+    cfg = _cluster()
+    starts = [c for c in cfg["head_start_ray_commands"] + cfg["worker_start_ray_commands"] if "ray start" in c]
+    assert len(starts) == 2
+    for cmd in starts:
+        assignments = cmd.split("ray start")[0].split()
+        for name, value in RAY_WORKER_CLEANUP.items():
+            assert f"{name}={value}" in assignments, cmd
+
+
 def test_schema_check_catches_a_bad_file():
     """The check above can fail: a misspelt key is rejected by Ray's schema."""
     import jsonschema
