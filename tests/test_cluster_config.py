@@ -199,6 +199,7 @@ def test_the_sync_to_the_nodes_leaves_out_the_venv_results_and_caches(tmp_path, 
         initialization_commands=[], setup_commands=[], ray_start_commands=[], runtime_hash="",
         file_mounts_contents_hash="", is_head_node=True, process_runner=runner,
         rsync_options={"rsync_exclude": cfg.get("rsync_exclude"), "rsync_filter": cfg.get("rsync_filter")})
+    monkeypatch.setattr(updater.cmd_runner, "ssh_control_path", None)  # no ssh: no control folder in /tmp
     monkeypatch.chdir(checkout)  # `ray up` runs in the checkout: file_mounts' "." is it
     updater.sync_file_mounts(updater.rsync_up)
     assert len(runner.rsyncs) == 1, runner.rsyncs
