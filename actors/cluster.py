@@ -28,6 +28,9 @@
   its device with ``torch.cuda.is_available()`` would take a GPU it does not hold. Every actor
   that can use a GPU is told its device (``cpu`` unless it holds a GPU), and CPU replicas and a
   CPU embedder run with ``CUDA_VISIBLE_DEVICES=""``.
+* **A dead worker's processes die with it**: every Ray the engine starts, and every node of
+  cluster.yaml, kills a worker's process group when the worker exits (:data:`RAY_WORKER_CLEANUP`),
+  so a SIGKILLed or OOM-killed replica leaves no vLLM engine core holding its GPU.
 """
 
 from __future__ import annotations
@@ -44,6 +47,15 @@ log = logging.getLogger(__name__)
 
 GPU_RESOURCE = re.compile("gpu", re.IGNORECASE)  # custom node resources that mark a GPU node type
 MODEL_BACKENDS = ("vllm", "transformers")
+# The environment under which Ray starts: Ray puts each worker in its own process group and kills
+# the group when the worker exits, even when it was SIGKILLed or OOM-killed, so a replica's vLLM
+# engine core (a child process holding the model's GPU memory) dies with it instead of making the
+# restarted replica fail to load. Ray 2.60's default, set all the same (init_ray, cluster.yaml's
+# `ray start`) so that neither another Ray release nor the environment turns it off. Chosen over
+# Ray's raylet subreaper (RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper): Ray 2.60
+# ignores that one while process groups are on, it reaps only every 10 s, and it makes every Ray
+# process, the driver included, ignore SIGCHLD, so each subprocess's exit status then reads 0.
+RAY_WORKER_CLEANUP = {"RAY_process_group_cleanup_enabled": "true"}
 
 
 class PlacementTimeout(RuntimeError):

@@ -159,18 +159,29 @@ def _start_error(model: str, exc: BaseException) -> ReplicaStartError:
     return ReplicaStartError(f"--model {model}: the replica could not load it: {cause}")
 
 
-def init_ray(address: str | None = None) -> None:
+def init_ray(address: str | None = None, **options: Any) -> None:
+    """Start Ray here, or join ``address`` (else ``RAY_ADDRESS``), as the engine runs it.
+
+    No dashboard; a Ray started here kills a dead worker's processes with it
+    (:data:`actors.cluster.RAY_WORKER_CLEANUP`, in the environment its processes inherit; a
+    joined cluster has its own, cluster.yaml's ``ray start`` sets the same). ``options`` go to
+    ``ray.init`` (the tests: ``num_cpus``, ``log_to_driver``).
+    """
     import ray
+
+    from actors.cluster import RAY_WORKER_CLEANUP
 
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    ray.init(
-        address=address or os.environ.get("RAY_ADDRESS") or None,
-        include_dashboard=False,
-        logging_level="ERROR",
-        log_to_driver=True,
-    )
+    os.environ.update(RAY_WORKER_CLEANUP)
+    ray.init(**{
+        "address": address or os.environ.get("RAY_ADDRESS") or None,
+        "include_dashboard": False,
+        "logging_level": "ERROR",
+        "log_to_driver": True,
+        **options,
+    })
 
 
 def needs_embeddings(cfg: RunConfig) -> bool:

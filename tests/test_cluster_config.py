@@ -7,7 +7,12 @@ here: Ray's own ``prepare_config`` (defaults, merged setup commands) and ``valid
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -46,6 +51,21 @@ def test_cluster_yaml_passes_rays_schema_check():
         assert "scripts/setup.sh" in cmds and "hf download" in cmds
         assert types[name]["resources"]["GPU"] >= 1
     assert "GPU" not in types["head"]["resources"]
+
+
+def test_every_node_starts_ray_so_that_a_dead_workers_processes_die_with_it():
+    """Each node's ``ray start`` runs with the environment the engine's own Ray starts with
+    (``RAY_WORKER_CLEANUP``: Ray kills a dead worker's process group), so a SIGKILLed or OOM-killed
+    replica leaves no vLLM engine core behind on the node, holding its GPU."""
+    from actors.cluster import RAY_WORKER_CLEANUP
+
+    cfg = _cluster()
+    starts = [c for c in cfg["head_start_ray_commands"] + cfg["worker_start_ray_commands"] if "ray start" in c]
+    assert len(starts) == 2
+    for cmd in starts:
+        assignments = cmd.split("ray start")[0].split()
+        for name, value in RAY_WORKER_CLEANUP.items():
+            assert f"{name}={value}" in assignments, cmd
 
 
 def test_schema_check_catches_a_bad_file():
@@ -87,9 +107,6 @@ def test_readme_run_config_fits_the_node_types():
 def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     """README command 1 on a GPU machine whose NVIDIA driver cannot run vLLM's CUDA 13 build:
     one line naming the driver, before anything is installed (no .venv made)."""
-    import os
-    import subprocess
-
     fake = tmp_path / "bin"
     fake.mkdir()
     smi = fake / "nvidia-smi"
@@ -108,6 +125,155 @@ def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     r = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True,
                        env={**env, "VENV": "/proc/no-such-dir/venv"}, timeout=60)
     assert r.returncode != 0 and "NVIDIA driver" not in r.stderr and "/proc/no-such-dir" in r.stderr
+
+
+class _LocalRsync:
+    """A process runner for Ray's SSH command runner that runs its rsync commands here, a node's
+    path ``ubuntu@IP:/p`` (or ``~/p``) taken as ``node/p`` (``node/home/ubuntu/p``), and no ssh
+    command at all."""
+
+    DEVNULL = subprocess.DEVNULL
+
+    def __init__(self, node: Path):
+        self.node = node
+        self.rsyncs: list[list[str]] = []
+
+    def _local(self, arg: str) -> str:
+        if "@" not in arg or ":" not in arg:
+            return arg
+        path = arg.split(":", 1)[1].replace("~/", "/home/ubuntu/", 1)
+        local = self.node / path.lstrip("/")
+        local.mkdir(parents=True, exist_ok=True)  # what the updater's `ssh mkdir -p` would make
+        return f"{local}/" if path.endswith("/") else str(local)
+
+    def check_call(self, cmd: list[str], **_) -> int:
+        if cmd[0] == "rsync":
+            self.rsyncs.append(list(cmd))
+            at = cmd.index("--rsh")
+            local = [self._local(a) for a in cmd[:at] + cmd[at + 2:]]
+            subprocess.run(local, check=True, capture_output=True, timeout=60)
+        return 0
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_the_sync_to_the_nodes_leaves_out_the_venv_results_and_caches(tmp_path, monkeypatch):
+    """``ray up`` rsyncs the checkout (file_mounts ``.``) to the head, which syncs its copy to each
+    worker the same way. A synced ``.venv`` would carry this machine's absolute paths and setup's
+    stamp (setup would return at once, ``ray start`` fail); results and caches do not belong there
+    either. Ray's own node updater and SSH command runner build the rsync commands from
+    cluster.yaml, as ``ray up`` and ``ray rsync-down`` do; they run here with the node's paths
+    replaced by a local folder. From a fake checkout holding the repository's .gitignore the code
+    is copied and the rest is not; and the README's ``ray rsync-down`` of ~/runs/ still fetches
+    every table of a run (its ``runs`` table included)."""
+    import shutil
+
+    from ray.autoscaler._private.updater import NodeUpdater
+    from ray.autoscaler._private.util import prepare_config, validate_config
+    from ray.autoscaler.node_provider import NodeProvider
+
+    cfg = prepare_config(_cluster())
+    validate_config(cfg)
+    assert cfg.get("rsync_filter") or cfg.get("rsync_exclude"), "cluster.yaml syncs the checkout whole"
+    if shutil.which("rsync") is None:
+        pytest.skip("rsync is not installed (ray up needs it; apt-get install rsync)")
+    code = ["actors/driver.py", "scripts/setup.sh", "cluster.yaml", "placement.yaml", ".gitignore"]
+    left_out = [".venv/bin/python", ".venv/.debate-setup-cpu-0123456789ab", "runs/placement/runs/part-0.parquet",
+                "actors/__pycache__/driver.cpython-312.pyc", "debate_engine.egg-info/PKG-INFO"]
+    checkout = tmp_path / "checkout"
+    results = ["placement/runs/part-0.parquet", "placement/questions/part-0.parquet"]
+    node = tmp_path / "node"
+    for path in [checkout / rel for rel in code + left_out] + [node / "home/ubuntu/runs" / rel for rel in results]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{path.name}\n")
+    (checkout / ".gitignore").write_text((ROOT / ".gitignore").read_text())
+
+    class Provider(NodeProvider):
+        def external_ip(self, node_id):
+            return "192.0.2.1"
+
+    runner = _LocalRsync(node)
+    updater = NodeUpdater(
+        node_id="head", provider_config=cfg["provider"], provider=Provider(cfg["provider"], cfg["cluster_name"]),
+        auth_config=cfg["auth"], cluster_name=cfg["cluster_name"], file_mounts=cfg["file_mounts"],
+        initialization_commands=[], setup_commands=[], ray_start_commands=[], runtime_hash="",
+        file_mounts_contents_hash="", is_head_node=True, process_runner=runner,
+        rsync_options={"rsync_exclude": cfg.get("rsync_exclude"), "rsync_filter": cfg.get("rsync_filter")})
+    monkeypatch.setattr(updater.cmd_runner, "ssh_control_path", None)  # no ssh: no control folder in /tmp
+    monkeypatch.chdir(checkout)  # `ray up` runs in the checkout: file_mounts' "." is it
+    updater.sync_file_mounts(updater.rsync_up)
+    assert len(runner.rsyncs) == 1, runner.rsyncs
+    synced = _files(node / "home/ubuntu/debate-engine")
+    assert sorted(code) == synced, f"synced {synced}, expected only the code {sorted(code)}"
+    updater.rsync_down("~/runs/", str(tmp_path / "fetched") + "/", False)  # README: ray rsync-down '~/runs/' ./runs/
+    assert _files(tmp_path / "fetched") == sorted(results)
+
+
+def _stub_venv(tmp_path: Path) -> Path:
+    """A .venv whose python only appends its arguments to ``calls``: scripts/setup.sh then runs
+    through in a second and shows what it would install, installing nothing."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    py = venv / "bin" / "python"
+    py.write_text(f'#!/bin/sh\necho "$*" >> "{venv}/calls"\n')
+    py.chmod(0o755)
+    return venv
+
+
+def _setup(venv: Path, command: str = "bash scripts/setup.sh", cwd: Path = ROOT, **env: str
+           ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run a setup ``command`` (README command 1, or a node's setup line) on the stub ``venv``
+    (no vLLM): its result and what each of its ``pip install -e`` calls asked for (``.[test]``)."""
+    calls = venv / "calls"
+    done = len(calls.read_text().splitlines()) if calls.exists() else 0
+    full = {k: v for k, v in os.environ.items() if k != "DEBATE_EXTRAS"}
+    full.update(VENV=str(venv), DEBATE_VLLM="none", PYTHON=sys.executable, **env)
+    r = subprocess.run(["bash", "-c", command], cwd=cwd, env=full, capture_output=True, text=True, timeout=60)
+    new = calls.read_text().splitlines()[done:] if calls.exists() else []
+    return r, [c.split(" -e ", 1)[1].split()[0] for c in new if " -e " in c]
+
+
+def test_setup_installs_the_extras_named_in_debate_extras(tmp_path):
+    """DEBATE_EXTRAS adds pyproject.toml extras to setup's install and is part of its stamp: a
+    re-run with the same extras returns at once, a re-run with another extra installs it, and an
+    extra that pyproject.toml does not define stops setup with one line."""
+    venv = _stub_venv(tmp_path)
+    r, installs = _setup(venv)
+    assert r.returncode == 0 and installs == [".[test]"], r.stderr
+    assert _setup(venv)[1] == []  # the stamp: nothing to do
+    r, installs = _setup(venv, DEBATE_EXTRAS="aws")
+    assert r.returncode == 0 and installs == [".[test,aws]"], r.stderr
+    assert _setup(venv, DEBATE_EXTRAS="aws")[1] == []
+    r, installs = _setup(venv, DEBATE_EXTRAS="aws,no-such")
+    assert r.returncode == 1 and installs == []
+    assert r.stderr.strip().splitlines() == ["setup: error: DEBATE_EXTRAS=aws,no-such: pyproject.toml has no extra 'no-such'"]
+
+
+def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_path):
+    """The head runs the autoscaler, whose AWS node provider imports boto3 (Ray's default
+    head_setup_commands, which cluster.yaml replaces, install it). cluster.yaml's head setup, run
+    as the head runs it (from ~/debate-engine), installs the aws extra; the extra pins boto3, the
+    version installed here (the test extra takes the aws extra); and with it the provider class
+    that Ray looks up for cluster.yaml's provider imports."""
+    from ray.autoscaler._private.providers import _get_node_provider_cls
+    from ray.autoscaler._private.util import prepare_config
+
+    cfg = prepare_config(_cluster())
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "debate-engine").symlink_to(ROOT)
+    venv = _stub_venv(tmp_path)
+    extras: set[str] = set()
+    for command in cfg["head_setup_commands"]:
+        r, installs = _setup(venv, command, cwd=home, HOME=str(home))
+        assert r.returncode == 0, f"{command}: {r.stderr}"
+        extras.update(e for spec in installs for e in spec[spec.index("[") + 1:-1].split(","))
+    assert "aws" in extras, f"the head's setup installs the extras {sorted(extras)}, not aws"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["aws"] == [f"boto3=={version('boto3')}"]
+    assert _get_node_provider_cls(cfg["provider"]).__name__ == "AWSNodeProvider"
 
 
 # ----------------------------------------------------------------- the driver's GPU decision (pure)

@@ -8,9 +8,13 @@ retries), no engine process outlives its replica, and the next run on the same e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +94,25 @@ def _fresh_info(engine) -> dict:
 
     (handle,) = engine._replicas.values()
     return ray.get(handle.info.remote())
+
+
+def test_replica_sigkill_takes_its_engine_processes_with_it():
+    """The opposite case: the replica actor's own process is SIGKILLed (as the OOM killer does),
+    not its engine core. Its vLLM processes (VLLM::EngineCore and its workers) must die with it:
+    an orphaned engine core keeps its GPU memory (~90 % of a GPU) and the restarted replica cannot
+    load. ``init_ray`` starts Ray with per-worker process-group cleanup
+    (``actors.cluster.RAY_WORKER_CLEANUP``); the environment here turns it off, as another Ray
+    release's default or an operator's setting could, so the check fails if the engine leaves it to
+    Ray. Run in a fresh process that owns its Ray instance (``tests/orphan_check.py``)."""
+    _need_vllm()
+    from actors.cluster import RAY_WORKER_CLEANUP
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update({name: "false" for name in RAY_WORKER_CLEANUP}, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, str(root / "tests" / "orphan_check.py"), "20"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "VLLM::EngineCore" in facts["engine"].values(), facts
+    assert facts["alive"] == [], f"outlived the SIGKILLed replica by {facts['waited_s']} s: {facts}"
