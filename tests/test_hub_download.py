@@ -165,7 +165,20 @@ def test_the_files_a_load_reads_are_chosen():
     assert model_store.weights_format(["config.json", "model.gguf", "original/model.safetensors"]) is None
 
 
-def test_a_hub_id_downloads_what_a_load_reads_once_with_progress_lines(hub, lines, monkeypatch):
+@pytest.fixture
+def bars_on():
+    """huggingface_hub's progress bars on for the test (an earlier test in the same process may have
+    turned them off: transformers' own switch does), as they were afterwards."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_off = are_progress_bars_disabled()
+    enable_progress_bars()
+    yield
+    if was_off:
+        disable_progress_bars()
+
+
+def test_a_hub_id_downloads_what_a_load_reads_once_with_progress_lines(hub, lines, monkeypatch, bars_on):
     """One listing request, the small files then the weights, at the commit ``main`` names; the
     cache's ``refs/main`` is written; a line at the start (files, size), lines while it runs, one
     at the end (time); huggingface_hub's own bars are off meanwhile and restored after."""
