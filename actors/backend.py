@@ -62,10 +62,18 @@ class Backend(ABC):
     async def agenerate(self, req: GenRequest) -> GenResult:
         raise NotImplementedError(f"{type(self).__name__} is a {self.mode} backend")
 
+    # Whether the backend loads model files here (actors.model_store.resolve_model: a local folder,
+    # a GGUF converted once, a hub id downloaded once per node), which prepare() fetches first.
+    loads_model_files: ClassVar[bool] = False
+
     @classmethod
     def prepare(cls, model: str) -> None:
         """Fetch what loading ``model`` needs (a hub download, a GGUF conversion) before the replica
-        waits its turn on a GPU it shares (default: nothing to fetch)."""
+        waits its turn on a GPU it shares; the engine's own load then finds it in the cache."""
+        if cls.loads_model_files:
+            from actors.model_store import resolve_model
+
+            resolve_model(model)
 
     # health
     def check_alive(self) -> None:

@@ -48,13 +48,8 @@ class _Row:
 class TransformersBackend(Backend):
     mode = "continuous"
     simulated = False
+    loads_model_files = True  # resolve_model: fetched by prepare() before the engine starts
     accepts_images = False  # a causal LM with a text chat template
-
-    @classmethod
-    def prepare(cls, model: str) -> None:
-        from actors.model_store import resolve_model
-
-        resolve_model(model)  # downloads a hub id / converts a GGUF once; the engine then finds it cached
 
     def __init__(self, model: str, threads: int | None = None, device: str | None = None, max_batch: int | None = None,
                  dtype: str | None = "auto", max_model_len: int | None = None):

@@ -164,8 +164,9 @@ def engine_args(path: Path | str, gpu: bool, *, dtype: str | None, enforce_eager
             args["gpu_memory_utilization"] = gpu_memory_utilization
         if kv_cache_bytes:
             if gpu_memory_utilization is not None:
-                log.warning("--kv-cache-bytes %d and --gpu-memory-utilization %g: vLLM sizes the KV cache from the "
-                            "bytes and ignores the utilization", kv_cache_bytes, gpu_memory_utilization)
+                # the utilization may be the share-sized default (actors.driver.replica_layout), not a flag
+                log.warning("--kv-cache-bytes %d: vLLM sizes the KV cache from it, not from gpu_memory_utilization %g",
+                            kv_cache_bytes, gpu_memory_utilization)
             args["kv_cache_memory_bytes"] = int(kv_cache_bytes)
     else:
         args["kv_cache_memory_bytes"] = int(kv_cache_bytes or default_cpu_kv_bytes())
@@ -195,14 +196,9 @@ def model_takes_images(model_config: Any) -> bool:
 class VLLMBackend(Backend):
     mode = "async"
     simulated = False
+    loads_model_files = True  # resolve_model: fetched by prepare() before the engine starts
     accepts_images = True  # can send images; each instance says whether its loaded model takes them
     _tokenize_pool: ThreadPoolExecutor | None = None  # the tokenizer thread, made on first use
-
-    @classmethod
-    def prepare(cls, model: str) -> None:
-        from actors.model_store import resolve_model
-
-        resolve_model(model)  # downloads a hub id / converts a GGUF once; the engine then finds it cached
 
     def __init__(
         self,

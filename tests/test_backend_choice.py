@@ -290,3 +290,16 @@ def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
     (on_gpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
     (tp,) = replica_layout(RunConfig(backend="vllm", tensor_parallel=2), ["m"], gpu=True)["m"]
     assert [s.backend_options["device"] for s in (cpu, on_gpu, tp)] == ["cpu", "cuda", "cuda"]
+
+
+def test_prepare_fetches_the_model_files_of_the_backends_that_load_them(monkeypatch):
+    """A replica fetches its model (hub download, GGUF conversion) before it waits its turn on a
+    shared GPU: through the backend's ``prepare``, for the backends that load model files only."""
+    import actors.model_store as model_store
+    from actors.replica_actor import backend_class
+
+    fetched: list[str] = []
+    monkeypatch.setattr(model_store, "resolve_model", lambda name: fetched.append(name))
+    for name in ("vllm", "transformers", "simulated", "openai"):
+        backend_class(name).prepare(f"org/{name}")
+    assert fetched == ["org/vllm", "org/transformers"]
