@@ -246,7 +246,8 @@ def gpu_start_lock(timeout_s: float = 3600.0):
     sharing a GPU load one after another (a file lock per node and GPU id, in the node's temp
     folder); nothing is locked for an actor that holds no GPU."""
     import ray
-    from filelock import FileLock, Timeout
+
+    from actors.model_store import file_lock
 
     ctx = ray.get_runtime_context()
     gpus = sorted(str(g) for g in ctx.get_accelerator_ids().get("GPU", []))
@@ -254,17 +255,11 @@ def gpu_start_lock(timeout_s: float = 3600.0):
         yield
         return
     folder = Path(tempfile.gettempdir()) / "debate-engine-gpu-locks"
-    folder.mkdir(parents=True, exist_ok=True)
     node = ctx.get_node_id()[:16]
     with contextlib.ExitStack() as stack:
         for g in gpus:  # sorted: two actors sharing several GPUs never wait on each other crosswise
-            lock = FileLock(str(folder / f"{node}-gpu{g}.lock"), timeout=timeout_s)
-            try:
-                lock.acquire(blocking=False)
-            except Timeout:  # another replica on this GPU is loading
-                log.info("GPU %s: another replica on it is loading; this one waits its turn", g)
-                lock.acquire()
-            stack.callback(lock.release)
+            stack.enter_context(file_lock(folder / f"{node}-gpu{g}.lock", log,
+                                          f"GPU {g}: another replica on it is loading; this one waits its turn", timeout_s))
         yield
 
 

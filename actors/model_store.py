@@ -19,6 +19,7 @@ place, so concurrent replicas never see a half-written model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -119,6 +120,26 @@ def resolve_model(name: str) -> Path:
     )
 
 
+@contextlib.contextmanager
+def file_lock(path: Path, log: logging.Logger, waiting: str, timeout_s: float = -1):
+    """Hold a lock file on this node for the block (``filelock``: released by the OS if the process
+    dies); ``waiting`` is logged when another process holds it first and this one waits
+    (``timeout_s``: at most that long, then filelock's ``Timeout``; -1: no limit)."""
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.info(waiting)
+        lock.acquire(timeout=timeout_s)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 # ---------------------------------------------------------------------------------- hub downloads
 HUB_LOG_EVERY_S = 30.0  # seconds between a download's progress lines
 # (weights suffix, its index) in the order vLLM prefers them; a load reads one format only
@@ -215,7 +236,6 @@ def hub_snapshot(name: str) -> Path:
     repository in the cache, so the replicas of a model on one node download it once: the second
     waits, then finds the snapshot. Any failure is :class:`ModelNotFound`, one line naming the id
     and the reason (the replica's load error)."""
-    from filelock import FileLock, Timeout
     from huggingface_hub import constants
 
     repo, revision = split_hub_id(name)
@@ -229,21 +249,12 @@ def hub_snapshot(name: str) -> Path:
     try:
         storage = _repo_storage(repo)
         lock_file = storage.parent / ".locks" / f"{storage.name}.debate-engine.lock"
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(lock_file))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            out.info("%s: another process on this node is downloading it; waiting for it", name)
-            lock.acquire()
-        try:
+        with file_lock(lock_file, out, f"{name}: another process on this node is downloading it; waiting for it"):
             found = cached_snapshot(repo, revision)  # the process we waited for downloaded it
             if found is not None:
                 out.info("%s: found complete in the Hugging Face cache: %s", name, found)
                 return found
             return _download(name, repo, revision, storage)
-        finally:
-            lock.release()
     except ModelNotFound:
         raise
     except Exception as exc:  # unreachable hub, 404, gated, no token, disk full: one line
