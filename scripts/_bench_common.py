@@ -70,6 +70,18 @@ def add_workload_args(p) -> None:
     p.add_argument("--max-tokens", type=int, default=64)
 
 
+def rich_table(title: str, columns) -> tuple[Any, Any]:
+    """(console, table) for a benchmark's result table: rich, 200 columns wide, no markup, every
+    column right-justified."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="right")
+    return Console(width=200, markup=False, highlight=False), table
+
+
 def log_for(quiet: bool):
     """The progress printer a benchmark's ``measure`` gets: ``print``, or nothing with --quiet."""
     return (lambda *a, **k: None) if quiet else print

@@ -53,7 +53,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, loadavg, log_for, machine_info, procs_running, scratch_dir  # noqa: E402
+from scripts._bench_common import (finish, loadavg, log_for, machine_info, procs_running,  # noqa: E402
+                                   rich_table, scratch_dir)
 from engine.config import RunConfig  # noqa: E402
 
 TARGET_MS = 2.0
@@ -215,16 +216,12 @@ def measure(agent_counts: tuple[int, ...] = (6, 16, 64), questions: int = 40, wa
 
 
 def print_table(res: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    c = Console(width=200, markup=False, highlight=False)
     p = res["params"]
-    t = Table(title=f"Coordinator overhead per agent turn (SIMULATED backend, sim_latency_s=0): {p['protocol']}"
-                    f"{' ring' if p['topology'] else ''}, {p['rounds']} rounds, {p['questions']} questions")
-    for col in ("agents", "turns", "wall s", "replica busy s", "sim compute s", "wall ms/turn", "busy ms/turn",
-                "overhead ms/turn", "strict ms/turn", "turns/s", "actor start s", "load avg before", f"< {TARGET_MS} ms"):
-        t.add_column(col, justify="right")
+    c, t = rich_table(f"Coordinator overhead per agent turn (SIMULATED backend, sim_latency_s=0): {p['protocol']}"
+                      f"{' ring' if p['topology'] else ''}, {p['rounds']} rounds, {p['questions']} questions",
+                      ("agents", "turns", "wall s", "replica busy s", "sim compute s", "wall ms/turn", "busy ms/turn",
+                       "overhead ms/turn", "strict ms/turn", "turns/s", "actor start s", "load avg before",
+                       f"< {TARGET_MS} ms"))
     for r in res["sizes"]:
         t.add_row(str(r["agents"]), str(r["turns"]), f"{r['wall_s']:.2f}", f"{r['backend_busy_s']:.3f}",
                   f"{r['backend_compute_s']:.3f}", f"{r['wall_ms_per_turn']:.3f}", f"{r['backend_ms_per_turn']:.3f}",

@@ -60,7 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, loadavg, log_for, machine_info  # noqa: E402
+from scripts._bench_common import finish, loadavg, log_for, machine_info, rich_table  # noqa: E402
 from engine.config import DEFAULT_MODEL  # noqa: E402
 from engine.records import GenRequest  # noqa: E402
 
@@ -320,16 +320,12 @@ def measure(cases: tuple[str, ...] = ("fits", "truncate"), modes: tuple[str, ...
 
 
 def print_table(res: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    c = Console(width=200, markup=False, highlight=False)
     p = res["params"]
-    t = Table(title=f"vLLM replica event loop during a burst of long debate transcripts ({p['model']}, "
-                    f"{p['repeats']} repetitions, medians; heartbeat every {p['period_ms']:g} ms)")
-    for col in ("case", "requests x tokens", "fit ms/request", "mode", "fitting s", "wall s", "requests/s", "loop late max ms",
-                "late p99 ms", "late total ms", "request latency p50 / max s", "loop/mode wall", "loop/mode late max"):
-        t.add_column(col, justify="right")
+    c, t = rich_table(f"vLLM replica event loop during a burst of long debate transcripts ({p['model']}, "
+                      f"{p['repeats']} repetitions, medians; heartbeat every {p['period_ms']:g} ms)",
+                      ("case", "requests x tokens", "fit ms/request", "mode", "fitting s", "wall s", "requests/s",
+                       "loop late max ms", "late p99 ms", "late total ms", "request latency p50 / max s",
+                       "loop/mode wall", "loop/mode late max"))
     for name, d in res["cases"].items():
         s = d["summary"]
         for m in p["modes"]:
