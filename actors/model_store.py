@@ -258,6 +258,8 @@ def hub_snapshot(name: str) -> Path:
     except ModelNotFound:
         raise
     except Exception as exc:  # unreachable hub, 404, gated, no token, disk full: one line
+        # the traceback too, in the replica's log: a bug here must not pass for a hub failure
+        logging.getLogger(__name__).warning("--model %s: the download failed", name, exc_info=True)
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise ModelNotFound(f"--model {name}: downloading it from the Hugging Face hub failed: "
                             f"{type(exc).__name__}: {reason}") from None

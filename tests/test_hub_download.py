@@ -303,9 +303,10 @@ def test_a_complete_cache_needs_no_network(hub, offline, monkeypatch):
         assert hub.infos == []
 
 
-def test_a_failed_download_is_the_replicas_load_error_in_one_line(hub):
+def test_a_failed_download_is_the_replicas_load_error_in_one_line(hub, caplog):
     """The hub's error, however many lines, is one line naming the model and the reason: the
-    backend raises it, and the replica reports it as its load error."""
+    backend raises it, and the replica reports it as its load error; its traceback goes to the
+    log (a bug in the download must not pass for a hub failure unseen)."""
     from actors.replica_actor import make_backend
 
     hub.error = OSError("401 Client Error: Unauthorized\nAccess to model org/llama is restricted.\n  Cannot access gated repo")
@@ -315,3 +316,5 @@ def test_a_failed_download_is_the_replicas_load_error_in_one_line(hub):
     assert msg == ("--model org/llama: downloading it from the Hugging Face hub failed: OSError: 401 Client Error: "
                    "Unauthorized Access to model org/llama is restricted. Cannot access gated repo")
     assert hub.downloads == [] and not (hub.cache / "models--org--llama" / "snapshots").exists()
+    (record,) = [r for r in caplog.records if "the download failed" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.exc_info and record.exc_info[0] is OSError
