@@ -1,15 +1,23 @@
-"""The agent actor: one debate agent's settings and prompts, bound to one replica.
+"""Agent actors: one Ray actor hosts a group of debate agents, each bound to its replica.
 
-It reserves no CPU (``num_cpus=0``): it only builds prompts and waits on its replica. It holds no
-memory between calls: every :class:`~engine.records.Turn` carries the agent's transcript of the
-question (kept by the debate, :class:`engine.debate.DebateLog`). It renders the call's prompt
-stage from :mod:`engine.prompts`, sends the messages to its replica, parses the answer and
-returns a :class:`~engine.records.TurnResult`. It also serves the summary calls that a protocol
-assigns to its model, and its side calls (:attr:`~engine.protocols.base.AgentCall.side`: a review
-or score of peers, rendered with the agent's transcript like a turn, with a seed of its own and no
-parsed answer; they skip the first-round cache). The coordinator sends it turns in micro-batches
-(:meth:`AgentActor.turns`) and it sends its requests to the replica the same way
-(:mod:`actors.batching`). A restarted agent needs only its configuration (:class:`AgentSetup`).
+An agent is an :class:`AgentCore` (its id, settings, model, prompts and seed stream) plus its
+:class:`AgentSetup` (the replica it calls, the first-round cache); it holds no memory between
+calls: every :class:`~engine.records.Turn` carries the agent's transcript of the question (kept
+by the debate, :class:`engine.debate.DebateLog`). An :class:`AgentGroupActor` hosts one or many
+agents (``--agents-per-actor``): a turn names its agent (``turn.call.agent``) and is rendered,
+sent and parsed by that agent's core exactly as it would be in an actor of its own, so packing
+agents changes no prompt, seed or record. Per turn the agent renders the call's prompt stage
+from :mod:`engine.prompts`, sends the messages to its replica, parses the answer and returns a
+:class:`~engine.records.TurnResult`. It also serves the summary calls that a protocol assigns
+to its model, and its side calls (:attr:`~engine.protocols.base.AgentCall.side`: a review or
+score of peers, rendered with the agent's transcript like a turn, with a seed of its own and no
+parsed answer; they skip the first-round cache).
+
+The actor reserves no CPU (``num_cpus=0``): it only builds prompts and waits on replicas. The
+coordinator sends it turns in micro-batches (:meth:`AgentGroupActor.turns`, one stream for all
+of its agents' turns) and it sends its requests to each replica the same way
+(:mod:`actors.batching`: one stream per replica, carrying every hosted agent's requests). A
+restarted group needs only its agents' configurations (:class:`AgentSetup`).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from engine.records import CallRecord, GenRequest, GenResult, Message, Turn, Tur
 
 @dataclass
 class AgentSetup:
-    """An agent actor's configuration for one run (the coordinator sends it with :meth:`AgentActor.configure`).
+    """One agent's configuration for one run (the coordinator sends a group's with :meth:`AgentGroupActor.configure`).
 
     ``replica``: the replica actor serving the agent's model; ``cache``/``cache_namespace``: the
     first-round cache (``actors/cache_actor.py``) or None; ``retries``: resubmissions of a request
@@ -134,75 +142,86 @@ class AgentCore:
 
 
 class AgentNotConfigured(RuntimeError):
-    """The agent process has no configuration: Ray restarted it (``max_restarts``) since the
+    """The agent group's process has no configuration: Ray restarted it (``max_restarts``) since the
     coordinator configured it. The coordinator configures it again and resends the turn; nothing
     else was lost, since agents keep no memory."""
 
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
-class AgentActor:
-    """One agent. Created once per engine and reused across runs through :meth:`configure`."""
+class AgentGroupActor:
+    """A group of agents in one process. Created by the engine, reused across runs (and across
+    group sizes) through :meth:`configure`."""
 
     def __init__(self):
-        self.core: AgentCore | None = None
-        self.setup: AgentSetup | None = None
-        # Requests to the replica made in the same event-loop turn (this agent's turns in many
-        # questions) travel as one streamed call (actors/batching.py).
+        self.cores: dict[int, AgentCore] = {}
+        self.setups: dict[int, AgentSetup] = {}
+        # Requests to one replica made in the same event-loop turn (any hosted agent's turns in
+        # any question) travel as one streamed call (actors/batching.py); keyed by replica handle.
         self._to_replica = MicroBatcher(self._open_replica_stream)
 
-    def configure(self, setup: AgentSetup) -> int:
-        self.setup = setup
-        self.core = AgentCore(setup.agent_id, setup.spec, setup.prompts, setup.simulated)
+    def configure(self, setups: list[AgentSetup]) -> int:
+        """Host exactly these agents from now on (replacing any earlier run's); returns the pid."""
+        self.setups = {s.agent_id: s for s in setups}
+        self.cores = {s.agent_id: AgentCore(s.agent_id, s.spec, s.prompts, s.simulated) for s in setups}
         return os.getpid()
 
     async def ready(self) -> int:
         return os.getpid()
 
-    async def _open_replica_stream(self, _dest, requests: list[GenRequest]):
-        async for ref in self.setup.replica.generate_stream.remote(requests):
+    def where(self) -> dict[str, Any]:
+        """Node id, node IP, pid and hosted agent ids of this actor (the run's placement record)."""
+        from actors.cluster import here
+
+        return {**here(), "pid": os.getpid(), "agents": sorted(self.cores)}
+
+    async def _open_replica_stream(self, replica, requests: list[GenRequest]):
+        async for ref in replica.generate_stream.remote(requests):
             yield await ref
 
-    async def _generate(self, req: GenRequest) -> GenResult:
+    async def _generate(self, setup: AgentSetup, req: GenRequest) -> GenResult:
         """The replica's reply. A replica that dies mid-request is restarted by Ray; the request
         is sent again, at most ``retries`` times (same seed, so the same reply), after which it
         is an error result (recorded as an error row), not an exception."""
-        for attempt in range(self.setup.retries + 1):
+        for attempt in range(setup.retries + 1):
             try:
-                return await self._to_replica.submit(None, req)
+                return await self._to_replica.submit(setup.replica, req)
             except ray.exceptions.RayActorError as exc:
                 error = exc
         return GenResult("", 0, 0, 0.0, "error",
-                         f"replica unavailable after {self.setup.retries + 1} attempts: {type(error).__name__}: {error}"[:2000])
+                         f"replica unavailable after {setup.retries + 1} attempts: {type(error).__name__}: {error}"[:2000])
 
     @ray.method(max_task_retries=0)
     async def turns(self, turns: list[Turn]):
-        """Several turns at once (the coordinator's micro-batch); yields lists of (index,
-        :class:`TurnResult` or exception) as turns end."""
-        if self.core is None:
+        """Several turns of hosted agents at once (the coordinator's micro-batch); yields lists
+        of (index, :class:`TurnResult` or exception) as turns end."""
+        if not self.cores:
             raise AgentNotConfigured(f"agent process {os.getpid()} was restarted and has no configuration")
         async for chunk in serve_stream(turns, self.turn):
             yield chunk
 
     async def turn(self, turn: Turn) -> TurnResult:
-        req, user = self.core.request(turn)
-        if turn.round == 0 and not turn.is_summary and not turn.is_side and self.setup.cache is not None:
-            return await self._first_round(turn, req, user)
-        return self.core.record(turn, req, await self._generate(req), user)
+        agent = turn.call.agent
+        core, setup = self.cores[agent], self.setups[agent]  # a turn for an agent not hosted here is a bug
+        req, user = core.request(turn)
+        if turn.round == 0 and not turn.is_summary and not turn.is_side and setup.cache is not None:
+            return await self._first_round(core, setup, turn, req, user)
+        return core.record(turn, req, await self._generate(setup, req), user)
 
-    async def _first_round(self, turn: Turn, req: GenRequest, user: Message | None) -> TurnResult:
+    async def _first_round(self, core: AgentCore, setup: AgentSetup, turn: Turn, req: GenRequest,
+                           user: Message | None) -> TurnResult:
         """Round 0 through the cache: a hit is recorded with the original's text and token counts
         and ``reused=True``; on a miss this agent generates and publishes the reply."""
         from actors.cache_actor import first_round_key
 
-        ckey = first_round_key(req, self.core.spec.model, self.setup.cache_namespace)
-        res = await self.setup.cache.acquire.remote(ckey)
+        ckey = first_round_key(req, core.spec.model, setup.cache_namespace)
+        res = await setup.cache.acquire.remote(ckey)
         if res is not None:
-            out = self.core.record(turn, req, res, user)
+            out = core.record(turn, req, res, user)
             out.record.reused = True
             return out
         res = None
         try:
-            res = await self._generate(req)
+            res = await self._generate(setup, req)
         finally:  # always release the key, so agents waiting on it never hang
-            await self.setup.cache.put.remote(ckey, res)
-        return self.core.record(turn, req, res, user)
+            await setup.cache.put.remote(ckey, res)
+        return core.record(turn, req, res, user)

@@ -11,15 +11,18 @@ protocol did not give it. Call and graph rows go to the writer after every step,
 row when the question ends.
 
 Faults. Agents keep no memory (each turn carries the agent's transcript, which the debate
-owns), so a dead agent needs only its configuration: when an agent process dies, Ray restarts it
-(``max_restarts``), and the coordinator configures it again (:class:`AgentSetup`) and resends the
-failed turn, at most ``call_retries`` times per call. A replica that dies is restarted by Ray and
+owns), so a dead agent needs only its configuration: when an agent group's process dies, Ray
+restarts it (``max_restarts``), and the coordinator configures it again (its agents'
+:class:`AgentSetup`, once per death however many of its turns failed) and resends the failed
+turns, at most ``call_retries`` times per call. A replica that dies is restarted by Ray and
 the agent sends its unanswered requests again (same seeds, so the same replies), at most
-``call_retries`` times; after that the agent records an error result. An agent that stays dead
-gives error rows. Any other exception raised by an agent or a protocol is a bug: it stops the run.
+``call_retries`` times; after that the agent records an error result. An agent group that stays
+dead gives error rows for its agents' calls. Any other exception raised by an agent or a
+protocol is a bug: it stops the run.
 
-Calls travel micro-batched (:mod:`actors.batching`): the turns one agent gets in the same
-event-loop turn go as one streamed actor call, and the agent's requests to its replica likewise,
+Calls travel micro-batched (:mod:`actors.batching`): the turns one agent group gets in the same
+event-loop turn (any of its agents, any question) go as one streamed actor call, and the group's
+requests to each replica likewise,
 so the Ray overhead per turn shrinks with the number of questions in flight. A call that still fails becomes an error row (run, question, round, agent, error
 text) and its question is marked ``errored``; a question whose debate cannot continue at all
 (e.g. the embedding actor is gone) still gets its question row, errored. Nothing is dropped.
@@ -55,7 +58,7 @@ def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
 
 
 def _agent_lost(exc: BaseException) -> bool:
-    """The agent process is gone, or was restarted and has no configuration (see AgentActor)."""
+    """The agent group's process is gone, or was restarted and has no configuration (see AgentGroupActor)."""
     from actors.agent_actor import AgentNotConfigured
 
     return isinstance(exc, (ray.exceptions.RayActorError, AgentNotConfigured))
@@ -68,13 +71,18 @@ class CoordinatorActor:
     def __init__(self):
         self.progress_state: dict[str, Any] = {}
 
-    async def setup(self, cfg: RunConfig, run_id: str, agents: list, agent_setups: list[AgentSetup], writer,
+    async def setup(self, cfg: RunConfig, run_id: str, groups: list, group_setups: list[list[AgentSetup]], writer,
                     backend_label: str, simulated: bool, embedder=None, attempt: str = "") -> list[int]:
-        """Configure this coordinator and every agent for a run; returns the agents' process ids."""
+        """Configure this coordinator and every agent group for a run (``group_setups[g]``: the
+        agents group ``g`` hosts); returns the groups' process ids."""
         self.cfg = cfg
         self.run_id = run_id
-        self.agents = agents
-        self.agent_setups = agent_setups
+        self.groups = groups
+        self.group_setups = group_setups
+        self.group_of = {s.agent_id: g for g, setups in enumerate(group_setups) for s in setups}
+        # a group's configuration epoch: the turns that failed on one death restore it once
+        self.epochs = [0] * len(groups)
+        self.restoring = [asyncio.Lock() for _ in groups]
         self.writer = writer
         self.embedder = embedder
         # attempt: which invocation wrote a row; a resumed run re-debates unfinished questions, and
@@ -83,14 +91,24 @@ class CoordinatorActor:
         self.retries = max(0, int(cfg.call_retries))
         self.progress_state = {"questions_done": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                                "correct": 0, "errored": 0, "agent_restores": 0, "call_retries": 0}
-        # Turns for the same agent issued in the same event-loop turn (many questions' rounds)
-        # travel as one streamed actor call; each result comes back as soon as it is done.
+        # Turns for the same group issued in the same event-loop turn (many questions' rounds,
+        # many agents) travel as one streamed actor call; each result comes back as soon as it is done.
         self.to_agents = MicroBatcher(self._open_agent_stream)
-        return list(await asyncio.gather(*(a.configure.remote(s) for a, s in zip(agents, agent_setups))))
+        return list(await asyncio.gather(*(a.configure.remote(s) for a, s in zip(groups, group_setups))))
 
-    async def _open_agent_stream(self, i: int, turns: list[Turn]):
-        async for ref in self.agents[i].turns.remote(turns):
+    async def _open_agent_stream(self, g: int, turns: list[Turn]):
+        async for ref in self.groups[g].turns.remote(turns):
             yield await ref
+
+    async def _restore(self, g: int, epoch: int) -> int:
+        """Configure group ``g`` again unless that happened since ``epoch`` (another of its
+        failed turns did it); returns the group's epoch after."""
+        async with self.restoring[g]:
+            if self.epochs[g] == epoch:
+                await self.groups[g].configure.remote(self.group_setups[g])
+                self.epochs[g] += 1
+                self.progress_state["agent_restores"] += 1
+            return self.epochs[g]
 
     def where(self) -> dict[str, Any]:
         """Node id, node IP and GPU ids of this actor (the run's placement record)."""
@@ -124,20 +142,21 @@ class CoordinatorActor:
         return [t.result() for t in tasks]
 
     async def _call(self, turn: Turn) -> TurnResult:
-        """One turn through its agent; a lost agent is configured again and the turn resent
-        (bounded by ``call_retries``), after which the turn is an error record."""
+        """One turn through its agent's group; a lost group is configured again and the turn
+        resent (bounded by ``call_retries``), after which the turn is an error record."""
         agent = turn.call.agent
+        g = self.group_of[agent]
+        epoch = self.epochs[g]
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
             try:
                 if attempt:
-                    log.warning("agent %d lost (%s): configuring it again and resending round %d of question %s "
-                                "(retry %d of %d)", agent, type(last).__name__, turn.round, turn.question.qid, attempt,
-                                self.retries)
+                    log.warning("agent %d lost (%s): configuring its group again and resending round %d of "
+                                "question %s (retry %d of %d)", agent, type(last).__name__, turn.round,
+                                turn.question.qid, attempt, self.retries)
                     self.progress_state["call_retries"] += 1
-                    await self.agents[agent].configure.remote(self.agent_setups[agent])
-                    self.progress_state["agent_restores"] += 1
-                return await self.to_agents.submit(agent, turn)
+                    epoch = await self._restore(g, epoch)
+                return await self.to_agents.submit(g, turn)
             except Exception as exc:
                 if not _agent_lost(exc):
                     raise  # a bug in the agent: stops the run

@@ -3,7 +3,8 @@
 It checks every input before any actor starts (so a bad flag fails in a second with a message
 naming it: dataset, topology, model files, endpoint), starts or joins Ray, then uses an
 :class:`Engine`: ``--replicas`` replica actors per distinct model (a placement group each for
-tensor parallelism), one agent actor per agent bound to one of its model's replicas, one writer
+tensor parallelism), agent-group actors hosting the agents (``--agents-per-actor``; each agent
+bound to one of its model's replicas, a group's agents to one replica where possible), one writer
 and one coordinator — all kept for the engine's next run — and waits for the coordinator while
 showing progress. Data flows one way: questions -> coordinator -> agents -> replica ->
 coordinator -> writer.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -47,7 +49,8 @@ class RunResult:
     batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
     backend: str = ""  # the backend that ran (--backend auto resolved)
     engine: list[dict[str, Any]] = field(default_factory=list)  # each model's resolved engine settings
-    placement: list[dict[str, Any]] = field(default_factory=list)  # where each replica / embedder / writer / coordinator ran
+    placement: list[dict[str, Any]] = field(default_factory=list)  # where each replica / agent actor / embedder / writer / coordinator ran
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: replicas_s, agents_s (start-up), debate_s
 
     @property
     def dtype(self) -> str:
@@ -164,7 +167,10 @@ def init_ray(address: str | None = None, **options: Any) -> None:
 
     No dashboard; a Ray started here kills a dead worker's processes with it
     (:data:`actors.cluster.RAY_WORKER_CLEANUP`, in the environment its processes inherit; a
-    joined cluster has its own, cluster.yaml's ``ray start`` sets the same). ``options`` go to
+    joined cluster has its own, cluster.yaml's ``ray start`` sets the same). The actors' output
+    and Ray's own warnings (e.g. "N worker processes have been started") reach this terminal
+    unless the engine logs errors only (``-q``: the ``actors`` logger at ERROR); they stay in
+    Ray's session logs (``/tmp/ray/session_latest/logs``) either way. ``options`` go to
     ``ray.init`` (the tests: ``num_cpus``, ``log_to_driver``).
     """
     import ray
@@ -179,7 +185,7 @@ def init_ray(address: str | None = None, **options: Any) -> None:
         "address": address or os.environ.get("RAY_ADDRESS") or None,
         "include_dashboard": False,
         "logging_level": "ERROR",
-        "log_to_driver": True,
+        "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,
         **options,
     })
 
@@ -368,6 +374,32 @@ def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]
     return out
 
 
+AUTO_AGENT_ACTORS = 2  # agent actors that start as fast as one on a 2-core node (measured: docs/scaling.md)
+
+
+def agents_per_actor(setting: int, n_agents: int, cpus: float) -> int:
+    """Agents hosted by one agent actor: ``setting`` (``--agents-per-actor``) when it is >= 1;
+    0 is auto: one actor per agent up to ``max(AUTO_AGENT_ACTORS, cpus)`` agents (``cpus``: the
+    cluster's; Ray starts that many worker processes at once), and above that as many actors,
+    the agents spread evenly over them. An actor is a process (~80 MB, ~0.35 s of a core to
+    start); its agents only render prompts and wait on their replica, so a few hundred share
+    one process without slowing the debate."""
+    if setting >= 1:
+        return setting
+    return max(1, math.ceil(n_agents / max(AUTO_AGENT_ACTORS, int(cpus))))
+
+
+def pack_agents(agent_replicas: list[int], per_actor: int) -> list[list[int]]:
+    """The agents each agent actor hosts (pure): agents bound to the same replica (``agent_replicas[i]``:
+    agent i's replica ordinal) share actors, in agent order, ``per_actor`` at most per actor, so an
+    actor's requests all go to one replica and its prefix cache."""
+    by_replica: dict[int, list[int]] = {}
+    for agent, replica in enumerate(agent_replicas):
+        by_replica.setdefault(replica, []).append(agent)
+    return [agents[i:i + per_actor] for _, agents in sorted(by_replica.items())
+            for i in range(0, len(agents), per_actor)]
+
+
 @dataclass
 class ReplicaSet:
     """The replicas of a run: each model's specs (``layout``), their ``info()`` in layout order,
@@ -391,9 +423,25 @@ class ReplicaSet:
         return list({json.dumps(e, sort_keys=True): e for e in (
             {"model": i["model"], **i.get("settings", {})} for i in self.infos)}.values())
 
-    def for_agents(self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]) -> list[Any]:
-        """The replica handle of each agent (agent j of a model on that model's replica j mod K)."""
-        return [replicas[spec.key(cfg)] for spec in assign_replicas(agent_models, self.layout)]
+    def for_agents(self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]
+                   ) -> tuple[list[Any], list[int]]:
+        """The replica handle of each agent (agent j of a model on that model's replica j mod K),
+        and its replica's ordinal in layout order (index into ``infos``)."""
+        ordinal = {spec.key(cfg): i for i, spec in enumerate(s for specs in self.layout.values() for s in specs)}
+        bound = assign_replicas(agent_models, self.layout)
+        return [replicas[spec.key(cfg)] for spec in bound], [ordinal[spec.key(cfg)] for spec in bound]
+
+
+@dataclass
+class RunActors:
+    """The actors one run's debate uses: the coordinator, the embedder (or None), the agent-group
+    actors and the agents each hosts, with the replica (layout ordinal) they call."""
+
+    coordinator: Any
+    embedder: Any
+    groups: list[Any]
+    packs: list[list[int]]
+    replicas: list[int]
 
 
 class RunInterrupted(RuntimeError):
@@ -415,6 +463,22 @@ def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
         return ray.get(getattr(actor, method).remote(), timeout=timeout)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return None
+
+
+def _probe_all(refs: list, timeout: float = 60.0) -> list[Any]:
+    """The results of ``refs`` (no-argument method calls), None for an actor that is dead or
+    does not answer."""
+    import ray
+
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    done = set(ready)
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref) if ref in done else None)
+        except ray.exceptions.RayActorError:
+            out.append(None)
+    return out
 
 
 def _alive(actor, method: str = "info") -> bool:
@@ -549,7 +613,8 @@ class Engine:
         self._groups: dict[tuple, Any] = {}  # replica key -> its placement group (tensor parallel)
         self._embedders: dict[str, Any] = {}
         self._cache = None  # first-round reply cache (actors/cache_actor.py), made on first use
-        self._agents: list = []  # agent actors, reused by the next run (configured per run)
+        # agent-group actors per node (None: anywhere), reused by the next run (configured per run)
+        self._agent_pool: dict[str | None, list] = {}
         self._writer = None
         self._coordinator = None
 
@@ -563,14 +628,15 @@ class Engine:
         import ray
 
         singles = [x for x in (self._cache, self._writer, self._coordinator) if x is not None]
-        for actor in [*self._replicas.values(), *self._embedders.values(), *self._agents, *singles]:
+        agents = [a for pool in self._agent_pool.values() for a in pool]
+        for actor in [*self._replicas.values(), *self._embedders.values(), *agents, *singles]:
             ray.kill(actor)
         for pg in self._groups.values():
             ray.util.remove_placement_group(pg)
         self._replicas.clear()
         self._groups.clear()
         self._embedders.clear()
-        self._agents.clear()
+        self._agent_pool.clear()
         self._cache = self._writer = self._coordinator = None
 
     def _stop_replica(self, key: tuple) -> None:
@@ -687,24 +753,39 @@ class Engine:
                       for m, specs in layout.items()}
         return self._cache, namespaces
 
-    def agents_for(self, n: int, cfg: RunConfig) -> list:
-        """``n`` agent actors from the engine's pool (new ones started only when it is too small;
-        one whose restarts are used up is replaced)."""
+    def agent_groups_for(self, nodes: list[str | None], cfg: RunConfig) -> list:
+        """One agent-group actor per entry of ``nodes`` (the node of the replica its agents call;
+        None: anywhere, Ray's choice), from the engine's pool of that node: started only where the
+        pool is too small, all at once, on that node where it has room (soft affinity); one whose
+        restarts are used up is replaced. Returns once every one answers."""
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from actors.agent_actor import AgentActor
+        from actors.agent_actor import AgentGroupActor
 
-        def new():
-            return AgentActor.options(max_restarts=cfg.max_restarts, max_task_retries=0).remote()
+        def new(node: str | None):
+            opts: dict[str, Any] = {"max_restarts": cfg.max_restarts, "max_task_retries": 0}
+            if node is not None:
+                opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
+            return AgentGroupActor.options(**opts).remote()
 
-        while len(self._agents) < n:
-            self._agents.append(new())
-        for i in range(n):
+        slots: list[tuple[str | None, int]] = []
+        for node in nodes:
+            pool = self._agent_pool.setdefault(node, [])
+            k = sum(n == node for n, _ in slots)
+            if k == len(pool):
+                pool.append(new(node))
+            slots.append((node, k))
+        refs = [self._agent_pool[node][k].ready.remote() for node, k in slots]
+        replaced = []
+        for (node, k), ref in zip(slots, refs):
             try:
-                ray.get(self._agents[i].ready.remote())
-            except ray.exceptions.RayActorError:
-                self._agents[i] = new()
-        return self._agents[:n]
+                ray.get(ref)
+            except ray.exceptions.RayActorError:  # dead for good in an earlier run
+                self._agent_pool[node][k] = new(node)
+                replaced.append(self._agent_pool[node][k].ready.remote())
+        ray.get(replaced)  # a new actor that cannot start is not a fault the run absorbs
+        return [self._agent_pool[node][k] for node, k in slots]
 
     def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
         """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
@@ -716,7 +797,9 @@ class Engine:
         run_id, attempt, t0 = cfg.run_id(), uuid.uuid4().hex[:12], time.perf_counter()
         previous, todo, old_run = _resume_state(out, run_id, questions)
         writer = self._writer_for(cfg, out)
+        t_replicas = time.perf_counter()
         replicas = self.replicas_for(cfg, list(dict.fromkeys(s.model for s in cfg.agent_specs())))
+        timings = {"replicas_s": time.perf_counter() - t_replicas, "agents_s": 0.0, "debate_s": 0.0}
         check_loaded_images(cfg, questions, replicas.infos)
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
         run_row = {
@@ -726,17 +809,21 @@ class Engine:
             "n_questions": len(questions),
         }
         ray.get(writer.write_run.remote(run_row))
-        rows, progress, coordinator, embedder = [], {}, None, None
+        rows, progress, actors = [], {}, None
         if todo:
-            coordinator, embedder = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
-            rows, progress = self._debate_all(cfg, run_id, out, coordinator, writer, todo, len(questions),
+            t_agents = time.perf_counter()
+            actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
+            t_debate = time.perf_counter()
+            rows, progress = self._debate_all(cfg, run_id, out, actors.coordinator, writer, todo, len(questions),
                                               len(previous), replicas.simulated, progress_cb)
+            timings.update(agents_s=t_debate - t_agents, debate_s=time.perf_counter() - t_debate)
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
-        placement = self._placement(cfg, replicas, writer, coordinator, embedder)
+        placement = self._placement(cfg, replicas, writer, actors)
+        timings = {k: round(v, 3) for k, v in timings.items()}
         run_row.update(
             placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(),
-            wall_s=wall + ((old_run or {}).get("wall_s") or 0.0),
+            wall_s=wall + ((old_run or {}).get("wall_s") or 0.0), timings=json.dumps(timings),
             **{k: summary[k] for k in ("accuracy", "prompt_tokens", "completion_tokens", "n_calls", "effective_rounds",
                                        "consensus_by_round", "accuracy_by_round")})
         ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
@@ -745,7 +832,7 @@ class Engine:
                          faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
                          batching={"agent_calls": progress.get("agent_calls", 0),
                                    "agent_turns": progress.get("agent_turns_shipped", 0)},
-                         backend=cfg.backend, engine=replicas.engine, placement=placement)
+                         backend=cfg.backend, engine=replicas.engine, placement=placement, timings=timings)
 
     def _writer_for(self, cfg: RunConfig, out: Path):
         """The writer actor, pointed at ``out`` (started again if the last one died)."""
@@ -761,9 +848,10 @@ class Engine:
         return self._writer
 
     def _setup_run(self, cfg: RunConfig, run_id: str, attempt: str, prompts: PromptSet, replicas: ReplicaSet,
-                   writer) -> tuple[Any, Any]:
-        """Agents bound to their replicas, the embedder if the protocol needs one, and the
-        coordinator, configured for this run; returns (coordinator, embedder)."""
+                   writer) -> RunActors:
+        """Agents packed into agent-group actors (:func:`pack_agents`, ``--agents-per-actor``) next
+        to the replica they call, the embedder if the protocol needs one, and the coordinator,
+        configured for this run."""
         import ray
 
         from actors.agent_actor import AgentSetup
@@ -771,18 +859,22 @@ class Engine:
 
         specs = cfg.agent_specs()
         cache, namespaces = self.cache_for(cfg, replicas.layout)
-        bound = replicas.for_agents(cfg, [s.model for s in specs], self._replicas)
+        bound, ordinals = replicas.for_agents(cfg, [s.model for s in specs], self._replicas)
         setups = [AgentSetup(i, spec, prompts, replicas.simulated, bound[i], cache, namespaces.get(spec.model, ""),
                              max(0, int(cfg.call_retries))) for i, spec in enumerate(specs)]
-        agents = self.agents_for(len(specs), cfg)
+        per_actor = agents_per_actor(cfg.agents_per_actor, len(specs), ray.cluster_resources().get("CPU", 1))
+        packs = pack_agents(ordinals, per_actor)
+        group_replicas = [ordinals[pack[0]] for pack in packs]
+        groups = self.agent_groups_for([replicas.infos[r].get("node_id") for r in group_replicas], cfg)
+        log.info("%d agents in %d agent actors (%d per actor at most)", len(specs), len(groups), per_actor)
         embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
         if self._coordinator is None or not _alive(self._coordinator, method="progress"):
             self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
-        # Configures every agent and waits for it, so the first round's requests reach the
+        # Configures every group and waits for it, so the first round's requests reach the
         # replicas together and are batched together, instead of trickling in.
-        ray.get(self._coordinator.setup.remote(cfg, run_id, agents, setups, writer, cfg.backend, replicas.simulated,
-                                               embedder, attempt))
-        return self._coordinator, embedder
+        ray.get(self._coordinator.setup.remote(cfg, run_id, groups, [[setups[i] for i in pack] for pack in packs],
+                                               writer, cfg.backend, replicas.simulated, embedder, attempt))
+        return RunActors(self._coordinator, embedder, groups, packs, group_replicas)
 
     def _debate_all(self, cfg: RunConfig, run_id: str, out: Path, coordinator, writer, todo: list[Question],
                     total: int, already: int, simulated: bool, progress_cb) -> tuple[list[dict[str, Any]], dict]:
@@ -811,17 +903,20 @@ class Engine:
                 f"({type(exc).__name__}); the results written so far are in {out} — run the same "
                 f"command again to resume") from None
 
-    def _placement(self, cfg: RunConfig, replicas: ReplicaSet, writer, coordinator, embedder) -> list[dict[str, Any]]:
+    def _placement(self, cfg: RunConfig, replicas: ReplicaSet, writer, actors: RunActors | None
+                   ) -> list[dict[str, Any]]:
         """Where this run's actors ran (the runs row's ``placement``): each replica (model, index,
         node, GPU ids, the Ray resources it holds and, with a placement group, its bundles and
-        their nodes), the embedder, writer and coordinator."""
+        their nodes), each agent-group actor (the agents it hosts, the replica they call, node,
+        pid), the embedder, writer and coordinator."""
         import ray
 
         from actors.cluster import group_nodes
 
         out: list[dict[str, Any]] = []
         where = ("node_id", "node_ip", "gpu_ids")
-        for spec, info in zip((s for specs in replicas.layout.values() for s in specs), replicas.infos):
+        specs = [s for specs in replicas.layout.values() for s in specs]
+        for spec, info in zip(specs, replicas.infos):
             held = {k: spec.actor_options[k] for k in ("num_cpus", "num_gpus", "resources") if spec.actor_options.get(k)}
             entry = {"role": "replica", "model": spec.model, "replica": spec.index,
                      **{k: info.get(k) for k in where}, "resources": held}
@@ -830,13 +925,19 @@ class Engine:
                 entry["bundles"] = [dict(b) for b in spec.bundles]
                 entry["bundle_nodes"] = group_nodes(pg)
             out.append(entry)
-        if embedder is not None:
-            info = ray.get(embedder.info.remote())
+        if actors is None:
+            return out + ([{"role": "writer", **ray.get(writer.where.remote())}] if writer is not None else [])
+        for g, (pack, r, info) in enumerate(zip(actors.packs, actors.replicas,
+                                                 _probe_all([a.where.remote() for a in actors.groups]))):
+            out.append({"role": "agents", "actor": g, "agents": pack, "model": specs[r].model,
+                        "replica": specs[r].index, **({k: info.get(k) for k in (*where[:2], "pid")} if info else
+                                                      {"dead": True})})
+        if actors.embedder is not None:
+            info = ray.get(actors.embedder.info.remote())
             out.append({"role": "embedder", "model": cfg.embedding_model, "device": info.get("device"),
                         **{k: info.get(k) for k in where}})
-        for role, actor in (("writer", writer), ("coordinator", coordinator)):
-            if actor is not None:
-                out.append({"role": role, **ray.get(actor.where.remote())})
+        for role, actor in (("writer", writer), ("coordinator", actors.coordinator)):
+            out.append({"role": role, **ray.get(actor.where.remote())})
         return out
 
     @staticmethod

@@ -66,6 +66,8 @@ _HELP = {
     "placement_timeout": "seconds to wait for the nodes (or the autoscaler) to offer every replica's GPUs/resources, "
                          "all reserved at once, then a one-line error (default 600; 1800 on a cluster with an autoscaler)",
     "out_shared": "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
+    "agents_per_actor": "agents hosted by one agent actor (one process each): 1 = an actor per agent; 0 (default) = "
+                        "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
     "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
 }
@@ -180,7 +182,8 @@ def report_command(args: argparse.Namespace) -> int:
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """The engine's module loggers (``engine.*``, ``actors.*``, ``topologies.*``) to stderr:
     warnings by default (retries, restarts, timeouts), ``-v`` their decisions, ``-vv`` debug,
-    ``-q`` errors only. Actors log in their own processes; Ray forwards their warnings."""
+    ``-q`` errors only. Actors log in their own processes; Ray forwards their output and its own
+    warnings, except under ``-q`` (see :func:`actors.driver.init_ray`)."""
     import logging
 
     level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]

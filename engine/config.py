@@ -155,6 +155,8 @@ class EngineOptions:
     api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
     api_concurrency: int = 16  # --backend openai: requests in flight per replica
     max_concurrent_questions: int = 64
+    # agents hosted by one agent actor (one process); 1 = an actor per agent; 0 = auto (actors/driver.py agents_per_actor)
+    agents_per_actor: int = 0
     # model engine settings (vllm / transformers); None = the backend's own default, see
     # actors/backend_vllm.py. Per model too, under placement_resources.
     dtype: str = "auto"  # auto = bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32
@@ -316,7 +318,7 @@ class EngineOptions:
         for name in ("replicas", "tensor_parallel", "max_concurrent_questions"):
             if getattr(self, name) < 1:
                 raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
-        for name in ("max_restarts", "call_retries"):
+        for name in ("max_restarts", "call_retries", "agents_per_actor"):
             if getattr(self, name) < 0:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
@@ -379,8 +381,8 @@ class EngineOptions:
 
 
 # Engine options that do not change results, left out of the run id (and so no sweep axis).
-UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "replica_cpus", "api_concurrency",
-            "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
+UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "agents_per_actor", "replica_cpus",
+            "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
             "call_retries", "device", "embedding_device", "placement_timeout", "out_shared", "gpus_per_replica",
             *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS))
 

@@ -113,6 +113,8 @@ RUNS_SCHEMA = pa.schema(
         ("consensus_by_round", pa.list_(pa.float64())),
         ("accuracy_by_round", pa.list_(pa.float64())),  # share correct after each round (stopped questions carry)
         ("wall_s", pa.float64()),
+        # JSON: seconds spent starting the replicas (replicas_s) and the agent actors (agents_s), and debating (debate_s)
+        ("timings", pa.string()),
     ]
 )
 

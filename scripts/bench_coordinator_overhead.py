@@ -111,7 +111,7 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     on ``repeats`` disjoint sets of ``questions`` questions; the fastest repeat is reported."""
     import ray
 
-    from actors.agent_actor import AgentActor, AgentSetup
+    from actors.agent_actor import AgentGroupActor, AgentSetup
     from actors.coordinator_actor import CoordinatorActor
     from actors.driver import prepare
     from actors.writer_actor import WriterActor
@@ -126,11 +126,11 @@ def run_size(engine, n_agents: int, questions: int, warmup_questions: int, round
     specs = cfg.agent_specs()
     t = time.perf_counter()
     writer = WriterActor.remote(cfg.out)
-    agents = [AgentActor.remote() for _ in specs]
+    agents = [AgentGroupActor.remote() for _ in specs]  # one agent per actor
     ray.get([a.ready.remote() for a in agents] + [writer.flush.remote()])
     coordinator = CoordinatorActor.remote()
     setups = [AgentSetup(i, spec, prompts, True, replica) for i, spec in enumerate(specs)]
-    ray.get(coordinator.setup.remote(cfg, cfg.run_id(), agents, setups, writer, cfg.backend, True, None,
+    ray.get(coordinator.setup.remote(cfg, cfg.run_id(), agents, [[s] for s in setups], writer, cfg.backend, True, None,
                                      uuid.uuid4().hex[:12]))
     actors_s = time.perf_counter() - t
     reps = []

@@ -1,9 +1,10 @@
-"""Fault tolerance through real Ray actors: agents and replicas killed mid-run with ``ray.kill``.
+"""Fault tolerance through real Ray actors: agent actors and replicas killed mid-run with ``ray.kill``.
 
 The simulated backend is deterministic per request seed, so a run that loses actors and recovers
 (stateless agents configured again and their turns resent, replica calls resubmitted by Ray) must
 produce exactly the calls of an undisturbed run. When restarts are used up, every question still
-ends with a row: answered, or errored with the failed calls recorded as error rows.
+ends with a row: answered, or errored with the failed calls recorded as error rows. Every test
+runs with one actor per agent and with agents packed two per actor (``--agents-per-actor``).
 """
 
 from __future__ import annotations
@@ -23,11 +24,26 @@ def engine():
         yield e
 
 
-def sim(tmp_path, name: str, **kw) -> RunConfig:
+@pytest.fixture(params=[1, 2], ids=["actor-per-agent", "packed"])
+def per_actor(request) -> int:
+    return request.param
+
+
+def sim(tmp_path, name: str, per_actor: int = 1, **kw) -> RunConfig:
     base = dict(protocol="mad", agents=3, rounds=3, limit=8, seed=5, backend="simulated", sim_latency_s=0.05,
-                max_batch=4, max_concurrent_questions=4, progress=False, out=str(tmp_path / name))
+                max_batch=4, max_concurrent_questions=4, progress=False, out=str(tmp_path / name),
+                agents_per_actor=per_actor)
     base.update(kw)
     return RunConfig(**base)
+
+
+def host_of(engine, agent: int):
+    """The agent actor that hosts ``agent`` in the current run, and all the agents it hosts."""
+    for actor in (a for pool in engine._agent_pool.values() for a in pool):
+        hosted = ray.get(actor.where.remote())["agents"]
+        if agent in hosted:
+            return actor, hosted
+    raise AssertionError(f"no agent actor hosts agent {agent}")
 
 
 def killer(after_calls: int, victims):
@@ -50,27 +66,28 @@ def calls_of(out) -> list[tuple]:
                   for r in rows)
 
 
-def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_path):
-    clean = engine.run(sim(tmp_path, "clean"))
+def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_path, per_actor):
+    clean = engine.run(sim(tmp_path, "clean", 1))  # undisturbed, one actor per agent
     assert clean.summary["n_errors"] == 0
 
     def victims():
         replica = next(iter(engine._replicas.values()))
-        return [(engine._agents[0], True), (engine._agents[2], True), (replica, True)]
+        return [(host_of(engine, 0)[0], True), (host_of(engine, 2)[0], True), (replica, True)]
 
     cb, state = killer(20, victims)
-    hurt = engine.run(sim(tmp_path, "hurt"), progress_cb=cb)
+    hurt = engine.run(sim(tmp_path, "hurt", per_actor), progress_cb=cb)
     assert len(state["killed"]) == 3, "the run ended before the kill point"
+    assert sum(p["role"] == "agents" for p in hurt.placement) == (3 if per_actor == 1 else 2)
     assert hurt.summary["n_questions"] == 8 and hurt.summary["n_errors"] == 0
-    assert hurt.faults["agent_restores"] >= 2  # both killed agents were configured again
+    assert hurt.faults["agent_restores"] >= 2  # both killed agent actors were configured again
     # Turns carry the transcripts, so resent turns reproduce every call exactly (same prompts => same tokens).
     assert calls_of(hurt.out_dir) == calls_of(clean.out_dir)
     assert [r["final_answer"] for r in sorted(hurt.questions, key=lambda r: r["question_id"])] == \
         [r["final_answer"] for r in sorted(clean.questions, key=lambda r: r["question_id"])]
 
 
-def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tmp_path):
-    cfg = sim(tmp_path, "dead", max_restarts=0, call_retries=0, limit=6)
+def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tmp_path, per_actor):
+    cfg = sim(tmp_path, "dead", per_actor, max_restarts=0, call_retries=0, limit=6)
 
     def victims():
         return [(h, False) for k, h in engine._replicas.items() if '"max_restarts": 0' in k[5]]
@@ -96,24 +113,27 @@ def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tm
     assert [r["errored_questions"] for r in rep.rows] == [len(errored)]
     assert any("errored, counted wrong" in n for n in rep.notes)
     # The engine notices the dead replica and starts a fresh one for the next run.
-    again = engine.run(sim(tmp_path, "after", max_restarts=0, call_retries=0, limit=2))
+    again = engine.run(sim(tmp_path, "after", per_actor, max_restarts=0, call_retries=0, limit=2))
     assert again.summary["n_errors"] == 0 and again.summary["n_questions"] == 2
 
 
-def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_path):
-    cfg = sim(tmp_path, "agentdead", call_retries=1, limit=6)
+def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_path, per_actor):
+    cfg = sim(tmp_path, "agentdead", per_actor, call_retries=1, limit=6)
+    lost = {}
 
     def victims():
-        return [(engine._agents[1], False)]
+        actor, lost["agents"] = host_of(engine, 1)
+        return [(actor, False)]
 
     cb, state = killer(6, victims)
     res = engine.run(cfg, progress_cb=cb)
     assert state["killed"]
+    assert lost["agents"] == ([1] if per_actor == 1 else [0, 1])
     qrows = read_table(res.out_dir, "questions").to_pylist()
     assert len(qrows) == 6
     calls = read_table(res.out_dir, "calls").to_pylist()
     dead = [r for r in calls if r["error"]]
-    assert dead and {r["agent_id"] for r in dead} == {1}
+    assert dead and {r["agent_id"] for r in dead} == set(lost["agents"])
     assert all("ActorDied" in r["error"] or "RayActorError" in r["error"] for r in dead)
     # every question either answered cleanly or is marked errored (and then counted wrong)
     for r in qrows:
@@ -121,17 +141,17 @@ def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_pat
         if r["errored"]:
             assert not r["correct"]
     # the pool replaces the dead agent for the next run
-    again = engine.run(sim(tmp_path, "agentafter", limit=2))
+    again = engine.run(sim(tmp_path, "agentafter", per_actor, limit=2))
     assert again.summary["n_errors"] == 0
 
 
-def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path):
+def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path, per_actor):
     """The writer has no restarts (its buffer is gone with it): the run stops with one clear
     error, what was flushed stays readable, a new writer is started and the re-run finishes
     each question exactly once."""
     from actors.driver import RunInterrupted
 
-    cfg = sim(tmp_path, "writer", limit=10)
+    cfg = sim(tmp_path, "writer", per_actor, limit=10)
     cb, state = killer(12, lambda: [(engine._writer, False)])
     with pytest.raises(RunInterrupted, match="writer actor died.*run the same command again to resume"):
         engine.run(cfg, progress_cb=cb)
