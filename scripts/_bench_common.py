@@ -1,10 +1,11 @@
-"""Helpers shared by the benchmark scripts: machine facts, load, scratch folders, process CPU time."""
+"""Helpers shared by the benchmark scripts: machine facts, the commit, load, scratch folders, process CPU time."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +25,19 @@ def machine_info() -> dict[str, Any]:
         pass
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
             "cpu": cpu or platform.processor(), "bf16_features": sorted(cpu_flags() & FAST_BF16_FLAGS)}
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (with ``+`` when the working tree has changes), or None outside git."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return rev + ("+" if dirty else "")
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:

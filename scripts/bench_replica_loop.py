@@ -51,7 +51,6 @@ import argparse
 import asyncio
 import random
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +59,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, loadavg, log_for, machine_info, rich_table  # noqa: E402
+from scripts._bench_common import finish, git_commit, loadavg, log_for, machine_info, rich_table  # noqa: E402
 from engine.config import DEFAULT_MODEL  # noqa: E402
 from engine.records import GenRequest  # noqa: E402
 
@@ -225,19 +224,6 @@ def fit_cost_ms(backend, req: GenRequest) -> float:
         fit_prompt(backend.encode, req, backend.max_model_len)
         best = min(best, time.perf_counter() - t)
     return round(1000 * best, 2)
-
-
-def git_commit() -> str | None:
-    """The checkout's commit (with ``+`` when the working tree has changes), or None outside git."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return rev + ("+" if dirty else "")
 
 
 def summarise(runs: list[dict[str, Any]], modes: tuple[str, ...]) -> dict[str, Any]:
