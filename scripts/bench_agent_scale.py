@@ -42,6 +42,12 @@ Per command:
 * after the command exits, the script waits for every process it saw to end (``exit_lag_s``) and
   kills, by pid, any still running 10 s later (``leftover_killed``), so no run overlaps the next.
 
+Then, unless ``--sweep ""``, one ``debate sweep -q`` over ``agents: [4, 16, 64, 256, 1000]``
+(``--sweep``; same protocol, ``--sweep-questions`` 2 questions, the default layout) runs alone
+the same way: its whole seconds and peak memory (one engine serves every cell, so the peak
+shows whether memory stays bounded as the cells grow) and each cell's seconds and calls from
+its runs row (``sweep`` in the JSON).
+
 ``per-agent`` skips an N above ``--max-per-agent`` (128) or whose agent processes, at
 ``--agent-process-mb`` (80 MB) each, would not fit in the available memory less
 ``--memory-margin-gb``; the row says why. The targets (:data:`TARGETS`) are checked on the rows
@@ -49,7 +55,7 @@ of the engine's default layout (``packed``), and shown for every mode.
 
 Usage:
   .venv/bin/python scripts/bench_agent_scale.py                       # every size, both modes
-  .venv/bin/python scripts/bench_agent_scale.py --agents 6,32 --modes per-agent
+  .venv/bin/python scripts/bench_agent_scale.py --agents 6,32 --modes per-agent --sweep ""
 """
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ TARGETS = (
     {"agents": 128, "questions": 4, "whole_s_max": 20.0, "extra_gb_max": 1.5},
 )
 DEFAULT_AGENTS = "6,32,128,512,1000:2"
+DEFAULT_SWEEP = "4,16,64,256,1000"
 AGENT_TITLE = re.compile(r"^Agent\w*Actor$")
 GB = 1024 ** 3
 MB = 1024 ** 2
@@ -342,8 +349,31 @@ def read_run(out: Path) -> dict[str, Any]:
     return run_facts(read_table(out, "runs").to_pylist(), read_table(out, "calls", ["run_id"]).num_rows)
 
 
-def run_one(cmd: list[str], out: Path, interval_s: float, timeout_s: float) -> dict[str, Any]:
-    """Run one command alone, sampling its process tree; its times, calls and memory peaks."""
+def sweep_command(debate: str, agents: list[int], questions: int, rounds: int, out: Path) -> list[str]:
+    """``debate sweep`` over ``agents`` (a simulated sparse-ring debate per cell, default layout);
+    writes its YAML next to ``out``."""
+    spec = out.parent / f"{out.name}.yaml"
+    spec.write_text(json.dumps({"backend": "simulated", "protocol": "sparse", "topology": "ring", "rounds": rounds,
+                                "limit": questions, "progress": False, "grid": {"agents": agents}}))  # JSON is YAML
+    return [debate, "sweep", "-q", str(spec), "--out", str(out)]
+
+
+def read_sweep(out: Path) -> dict[str, Any]:
+    """Each cell of a sweep folder (agents, its runs row's phases and calls), by agent count."""
+    from engine.results import read_table
+
+    cells = []
+    for runs_dir in sorted(out.glob("*/runs")):
+        runs = read_table(runs_dir.parent, "runs").to_pylist()
+        agents = json.loads(runs[-1]["config"])["agents"] if runs else None
+        cells.append({"agents": agents, **run_facts(runs, read_table(runs_dir.parent, "calls", ["run_id"]).num_rows)})
+    cells.sort(key=lambda c: c["agents"] or 0)
+    return {"cells": cells, "calls": sum(c["calls"] or 0 for c in cells)}
+
+
+def run_one(cmd: list[str], out: Path, interval_s: float, timeout_s: float, facts=None) -> dict[str, Any]:
+    """Run one command alone, sampling its process tree; its times, calls and memory peaks
+    (``facts(out)``: what its output says, default :func:`read_run`)."""
     import psutil
 
     env = {**os.environ, "RAY_ADDRESS": "local"}  # its own Ray, never a cluster left on the machine
@@ -382,9 +412,9 @@ def run_one(cmd: list[str], out: Path, interval_s: float, timeout_s: float) -> d
     if rc != 0:
         row.update(status="failed" if rc is not None else f"timed out after {timeout_s:g} s", output_tail=tail)
         return row
-    facts = read_run(out)
+    facts = (facts or read_run)(out)
     row.update(status="ok", **facts)
-    if facts["debate_s"] is not None:
+    if facts.get("debate_s") is not None:
         row["overhead_s"] = round(whole - facts["debate_s"], 3)
     return row
 
@@ -428,7 +458,8 @@ def check_targets(rows: list[dict[str, Any]], modes: list[str]) -> list[dict[str
 
 def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max_per_agent: int = 128,
             agent_mb: float = 80.0, margin_gb: float = 2.0, interval_s: float = 0.2, timeout_s: float = 900.0,
-            settle_s: float = 2.0, log=print) -> dict[str, Any]:
+            settle_s: float = 2.0, sweep: list[int] | None = None, sweep_questions: int = 2,
+            log=print) -> dict[str, Any]:
     import psutil
 
     unknown = [m for m in modes if m not in MODES]
@@ -444,7 +475,8 @@ def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max
         "loadavg_before": loadavg(), "simulated": True, "layout_flag": flag,
         "params": {"sizes": [list(s) for s in sizes], "modes": {m: list(MODES[m]) for m in modes}, "rounds": rounds,
                    "max_per_agent": max_per_agent, "agent_process_mb": agent_mb, "memory_margin_gb": margin_gb,
-                   "interval_s": interval_s, "timeout_s": timeout_s, "settle_s": settle_s},
+                   "interval_s": interval_s, "timeout_s": timeout_s, "settle_s": settle_s,
+                   "sweep": sweep or [], "sweep_questions": sweep_questions},
         "memory": "peak over the run of the summed PSS (/proc/<pid>/smaps_rollup) of the command's whole process "
                   "tree (driver, gcs_server, raylet, every Ray worker); extra memory = that peak (the tree's own); "
                   "system_extra_gb = the machine's used memory at its peak minus before the command",
@@ -482,6 +514,14 @@ def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max
                     f"peak {row['peak_pss_gb']:.2f} GB PSS ({row['peak_rss_gb']:.2f} GB RSS), "
                     f"{row.get('calls')} calls, {row['peak_processes']} processes")
                 time.sleep(settle_s)
+        if sweep:
+            out = Path(tmp.name) / "sweep"
+            cmd = sweep_command(debate, sweep, sweep_questions, rounds, out)
+            res["sweep"] = {"agents": sweep, "questions": sweep_questions, "command": shlex.join(cmd),
+                            **run_one(cmd, out, interval_s, timeout_s, facts=read_sweep)}
+            sw = res["sweep"]
+            log(f"sweep over agents {sweep}: {sw['status']}, whole {sw['whole_s']:.1f} s, "
+                f"peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls")
     finally:
         tmp.cleanup()
     per_agent_memory(rows)
@@ -517,6 +557,12 @@ def print_table(res: dict[str, Any]) -> None:
                 f"peak <= {tg['extra_gb_max']:g} GB"
                 + (f", {tg['calls']} calls" if "calls" in tg else "")
                 + (f", >= {tg['calls_per_s_min']:g} calls/s" if "calls_per_s_min" in tg else "") + f": {verdict}")
+    sw = res.get("sweep")
+    if sw:
+        cells = ", ".join(f"N={c['agents']} {_num(c.get('debate_s'), '.1f')} s" for c in sw.get("cells", []))
+        c.print(f"sweep over agents {sw['agents']} (Q={sw['questions']}, one engine): {sw['status']}, whole "
+                f"{sw['whole_s']:.1f} s, peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls; debate per "
+                f"cell: {cells}")
     c.print(f"load average {res['loadavg_before']} -> {res['loadavg_after']} on {res['machine']['cpus']} CPUs, "
             f"{res['machine']['memory_total_gb']} GB memory")
 
@@ -576,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval-s", type=float, default=0.2, help="memory sampling period")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="a command running longer is stopped")
     ap.add_argument("--settle-s", type=float, default=2.0, help="pause after each command")
+    ap.add_argument("--sweep", default=DEFAULT_SWEEP,
+                    help="agent counts of the one debate sweep run after the sizes (default %(default)s; '' skips it)")
+    ap.add_argument("--sweep-questions", type=int, default=2, help="questions per sweep cell")
     ap.add_argument("--out", default="bench/agent_scale.json")
     ap.add_argument("--png", default=None, help="the plot (default: --out with .png)")
     ap.add_argument("--quiet", action="store_true")
@@ -583,7 +632,8 @@ def main(argv: list[str] | None = None) -> int:
     res = measure(parse_sizes(args.agents, args.questions), [m.strip() for m in args.modes.split(",") if m.strip()],
                   rounds=args.rounds, max_per_agent=args.max_per_agent, agent_mb=args.agent_process_mb,
                   margin_gb=args.memory_margin_gb, interval_s=args.interval_s, timeout_s=args.timeout_s,
-                  settle_s=args.settle_s, log=log_for(args.quiet))
+                  settle_s=args.settle_s, sweep=[int(n) for n in args.sweep.split(",") if n.strip()],
+                  sweep_questions=args.sweep_questions, log=log_for(args.quiet))
     png = Path(args.png or Path(args.out).with_suffix(".png"))
     res["png"] = str(plot(res, png))
     return finish(res, args.out, argv, args.quiet, print_table)

@@ -122,10 +122,11 @@ def test_the_sampler_sums_a_whole_tree_and_reaps_it():
 
 @pytest.mark.ray
 def test_script_json_and_plot_on_a_tiny_run(tmp_path):
-    """The script end to end at 3 agents, 1 question, per-agent: one real ``debate run`` on its own Ray."""
+    """The script end to end at 3 agents, 1 question, per-agent: one real ``debate run`` on its own Ray,
+    then a ``debate sweep`` over 2 and 3 agents."""
     out = tmp_path / "scale.json"
     assert bench.main(["--agents", "3", "--questions", "1", "--modes", "per-agent", "--settle-s", "0", "--quiet",
-                       "--out", str(out)]) == 0
+                       "--sweep", "2,3", "--sweep-questions", "1", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["benchmark"] == "agent_scale" and r["simulated"] and r["commit"] and r["loadavg_before"]
     assert r["machine"]["cpus"] >= 1 and r["machine"]["memory_total_gb"] > 0 and "--agents 3 --questions 1" in r["command"]
@@ -149,6 +150,10 @@ def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     assert 0.1 < row["peak_uss_gb"] < row["peak_pss_gb"] < row["peak_rss_gb"]
     assert row["samples"] >= 10 and row["leftover_killed"] == [] and row["memory_per_agent_mb"] is None
     assert [t["agents"] for t in r["targets"]] == [1000, 128] and all(t["met"] is None for t in r["targets"])
+    sw = r["sweep"]
+    assert sw["status"] == "ok" and "debate sweep -q" in sw["command"] and sw["ray_in_tree"]
+    assert [(c["agents"], c["calls"]) for c in sw["cells"]] == [(2, 2 * 3), (3, 3 * 3)] and sw["calls"] == 15
+    assert all(c["debate_s"] > 0 for c in sw["cells"]) and sw["peak_pss_gb"] > 0.1
     png = Path(r["png"])
     assert png == out.with_suffix(".png") and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
