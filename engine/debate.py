@@ -194,7 +194,7 @@ class DebateLog:
 
 
 CallHook = Callable[[Turn], Awaitable[TurnResult]]
-SimilarityHook = Callable[[list[str]], Awaitable[list[list[float]]]]
+SimilarityHook = Callable[[list[str]], Awaitable[Any]]  # an n x n matrix: numpy array or lists
 StepHook = Callable[[list[CallRecord], list[dict[str, Any]]], None]
 
 
