@@ -36,6 +36,8 @@ import time
 from collections import Counter
 from fractions import Fraction
 
+import numpy as np
+
 from actors.backend import Backend
 from engine.prompts import message_text
 from engine.records import GenRequest, GenResult, Message
@@ -48,7 +50,21 @@ _FILLER = ("let", "me", "work", "through", "this", "step", "by", "carefully", "a
 def count_tokens(messages: list[Message]) -> int:
     """Whitespace tokens of the messages' text plus the fixed framing. Image parts count 0 tokens:
     only the text parts of a content list are counted (a real server counts an image's tokens)."""
-    return sum(len(message_text(m).split()) + FRAMING_PER_MESSAGE for m in messages) + GENERATION_PROMPT
+    return sum(_words(message_text(m)) + FRAMING_PER_MESSAGE for m in messages) + GENERATION_PROMPT
+
+
+_SPACE = np.array([chr(i).isspace() for i in range(128)])  # str.split()'s whitespace among ASCII
+
+
+def _words(text: str) -> int:
+    """``len(text.split())``, without making the words: an ASCII text (every simulated prompt) is
+    counted with numpy, ~3x faster on the ~150 kB prompt of an agent reading 999 peers."""
+    if not text.isascii():
+        return len(text.split())
+    space = _SPACE[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+    if not len(space):
+        return 0
+    return int(np.count_nonzero(space[:-1] & ~space[1:])) + (not space[0])  # word starts
 
 
 def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> str:

@@ -9,6 +9,10 @@ backend's cache (earlier rounds) are not encoded again.
 
 A backend exception neither kills the loop nor hangs callers: every request of that batch
 gets the exception (the caller's ``await actor.similarity.remote(...)`` raises it).
+
+A similarity matrix is answered as a float64 numpy array (``[]`` for no texts): Ray sends it as
+one buffer, where the 10^6 Python floats of a 1,000-text matrix as lists take ~100x longer to
+pickle and unpickle. The protocols read either form (:class:`engine.protocols.base.Similarity`).
 """
 
 from __future__ import annotations
@@ -40,13 +44,13 @@ class EmbeddingCore:
         self._task: asyncio.Task | None = None
         self.stats: dict[str, Any] = {"requests": 0, "batches": 0, "batch_texts": 0, "busy_s": 0.0, "errors": 0}
 
-    async def similarity(self, texts: list[str]) -> list[list[float]]:
+    async def similarity(self, texts: list[str]) -> np.ndarray | list:
         return await self._submit("similarity", texts)
 
     async def encode(self, texts: list[str]) -> list[list[float]]:
         return await self._submit("encode", texts)
 
-    async def _submit(self, kind: str, texts: list[str]) -> list[list[float]]:
+    async def _submit(self, kind: str, texts: list[str]) -> Any:
         texts = [str(t) for t in texts]
         if not texts:
             return []
@@ -67,14 +71,15 @@ class EmbeddingCore:
         batch, self._pending = self._pending[:n], self._pending[n:]
         return batch
 
-    def _serve(self, batch: list[tuple[str, list[str], asyncio.Future]]) -> list[list[list[float]]]:
-        """Runs in a worker thread: one encode call for the whole batch, then each request's answer."""
+    def _serve(self, batch: list[tuple[str, list[str], asyncio.Future]]) -> list[Any]:
+        """Runs in a worker thread: one encode call for the whole batch, then each request's answer
+        (a similarity: an ``n x n`` float64 array; an encoding: lists)."""
         emb = self.backend.encode_array([t for _, texts, _ in batch for t in texts])
         out, i = [], 0
         for kind, texts, _ in batch:
             part = emb[i: i + len(texts)]
             i += len(texts)
-            out.append(cosine_matrix(part).tolist() if kind == "similarity" else part.astype(np.float64).tolist())
+            out.append(cosine_matrix(part) if kind == "similarity" else part.astype(np.float64).tolist())
         return out
 
     async def _loop(self) -> None:
@@ -118,8 +123,8 @@ class EmbeddingActor:
                                         cache_size=cache_size)
         self.core = EmbeddingCore(self.backend, max_texts=max_texts)
 
-    async def similarity(self, texts: list[str]) -> list[list[float]]:
-        """``n x n`` cosine similarity of ``texts`` (``[]`` for none)."""
+    async def similarity(self, texts: list[str]) -> np.ndarray | list:
+        """``n x n`` cosine similarity of ``texts`` as a float64 array (``[]`` for none)."""
         return await self.core.similarity(texts)
 
     async def encode(self, texts: list[str]) -> list[list[float]]:

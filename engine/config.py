@@ -228,14 +228,19 @@ class EngineOptions:
         """
         defaults = [self.model] * self.n_agents
         if self.models:
-            from topologies import fully_connected  # imported here: avoid import cycles
-            from topologies.placement import assign_models, parse_models
+            from topologies import TopologyError  # imported here: avoid import cycles
+            from topologies.placement import PLACEMENTS, assign_models, parse_models
 
             from engine.protocols import protocol_spec
 
             graph = protocol_spec(self.protocol).topology
-            topo = fully_connected(self.n_agents) if graph is None else graph(self)
-            defaults = assign_models(parse_models(self.models, self.n_agents), topo, self.placement)
+            ranked = parse_models(self.models, self.n_agents)
+            if graph is None:  # the fully connected graph: every agent ties, any placement is "none"
+                if self.placement not in PLACEMENTS:
+                    raise TopologyError(f"--placement {self.placement!r}: choose one of {', '.join(PLACEMENTS)}")
+                defaults = ranked
+            else:
+                defaults = assign_models(ranked, graph(self), self.placement)
         specs = []
         for i in range(self.n_agents):
             over = self.agent_settings[i] if i < len(self.agent_settings) else {}

@@ -9,6 +9,12 @@ memory: each :class:`~engine.records.Turn` carries the agent's history). The coo
 drives questions with Ray-backed hooks; :func:`actors.local_run.run_local` with in-process ones;
 both get the same question rows.
 
+Scale. The log keeps what each call read as one entry per call (its round, reader, the list of
+agents it read and their weights), never one Python object per edge: a fully connected round of
+1,000 agents is 1,000 entries, not 10^6. :meth:`DebateLog.graph_rows` turns entries into the
+graphs table's rows (one per call, :mod:`engine.results`) from a given entry on, so streaming a
+step costs that step's calls only.
+
 Errors. A call that fails is an error *record* (its question is marked ``errored``: data). A
 :class:`~engine.records.ServiceLost` (an agent or the embedder gone for good) ends the question
 as an errored row. Any other exception is a bug: it propagates and stops the run.
@@ -42,12 +48,31 @@ def call_seed(agent_seed: int, key: int, round_: int, salt: str = "") -> int:
     return int.from_bytes(h[:4], "big")
 
 
-def call_edges(call: Call) -> list[tuple[int, int, float]]:
-    """Information edges (src, dst, weight) of one call: who this call reads."""
+@dataclass(frozen=True)
+class Reads:
+    """What one call read: the information edges ``src -> dst`` for every ``src`` in ``srcs``,
+    in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0."""
+
+    round: int
+    dst: int
+    srcs: list[int]
+    weights: list[float] | None = None
+
+
+def call_reads(round_: int, call: Call) -> Reads | None:
+    """Who ``call`` reads (its reader is the agent, or :data:`SUMMARIZER` for a summary call);
+    None when it reads nobody (a first answer, a self-check)."""
     if isinstance(call, AgentCall):
-        weights = call.weights or [1.0] * len(call.peers)
-        return [(src, call.agent, float(w)) for src, w in zip(call.peers, weights)]
-    return [(src, SUMMARIZER, 1.0) for src in call.sources]
+        dst, srcs, weights = call.agent, call.peers, call.weights
+    else:
+        dst, srcs, weights = SUMMARIZER, call.sources, None
+    if not srcs:
+        return None
+    if weights is not None:
+        weights = [float(w) for w in weights]
+        if all(w == 1.0 for w in weights):
+            weights = None
+    return Reads(round_, dst, list(srcs), weights)
 
 
 def graded_columns(answers_by_round: list[list[str | None]], final_answer: str | None, gold: str, task: str,
@@ -86,7 +111,7 @@ class DebateLog:
 
     question: Question
     records: list[CallRecord] = field(default_factory=list)
-    edges: list[tuple[int, int, int, float]] = field(default_factory=list)  # (round, src, dst, weight)
+    reads: list[Reads] = field(default_factory=list)  # one entry per call that read anybody
     histories: dict[int, list[Message]] = field(default_factory=dict)
     answers: dict[int, str | None] = field(default_factory=dict)
 
@@ -103,7 +128,9 @@ class DebateLog:
         the transcript and the latest answer alone."""
         rec = result.record
         self.records.append(rec)
-        self.edges.extend((round_, s, d, w) for s, d, w in call_edges(call))
+        reads = call_reads(round_, call)
+        if reads is not None:
+            self.reads.append(reads)
         if isinstance(call, AgentCall) and not call.side and rec.error is None and result.user is not None:
             self.histories.setdefault(call.agent, []).extend(
                 [result.user, {"role": "assistant", "content": rec.text}])
@@ -151,13 +178,23 @@ class DebateLog:
             "protocol_info": json.dumps(outcome.info, default=str, sort_keys=True) if outcome.info else None,
         }
 
-    def graph_rows(self) -> list[dict[str, Any]]:
-        return [{"question_id": self.question.qid, "round": r, "src": s, "dst": d, "weight": w}
-                for r, s, d, w in self.edges]
+    @property
+    def edges(self) -> list[tuple[int, int, int, float]]:
+        """Every information edge as ``(round, src, dst, weight)``, in call order: one tuple per
+        edge, for tests and small debates (the log itself keeps :attr:`reads`)."""
+        return [(r.round, s, r.dst, w) for r in self.reads
+                for s, w in zip(r.srcs, r.weights if r.weights is not None else [1.0] * len(r.srcs))]
+
+    def graph_rows(self, start: int = 0) -> list[dict[str, Any]]:
+        """The graphs table's rows (:data:`engine.results.GRAPHS_SCHEMA`) of :attr:`reads` from
+        entry ``start`` on: one row per call, with the agents it read and their weights."""
+        qid = self.question.qid
+        return [{"question_id": qid, "round": r.round, "dst": r.dst, "srcs": r.srcs, "weights": r.weights}
+                for r in self.reads[start:]]
 
 
 CallHook = Callable[[Turn], Awaitable[TurnResult]]
-SimilarityHook = Callable[[list[str]], Awaitable[list[list[float]]]]
+SimilarityHook = Callable[[list[str]], Awaitable[Any]]  # an n x n matrix: numpy array or lists
 StepHook = Callable[[list[CallRecord], list[dict[str, Any]]], None]
 
 
@@ -192,10 +229,10 @@ async def debate(question: Question, cfg, call: CallHook, similarity: Similarity
             if not isinstance(request, Step):
                 raise TypeError(f"protocol {cfg.protocol} yielded {type(request).__name__}, not a Step or Similarity")
             results = await asyncio.gather(*(call(log.turn(request.round, c, key)) for c in request.calls))
-            n_edges = len(log.edges)
+            seen = len(log.reads)
             response = [log.add(request.round, c, r) for c, r in zip(request.calls, results)]
             if on_step is not None:
-                on_step([r.record for r in results], log.graph_rows()[n_edges:])
+                on_step([r.record for r in results], log.graph_rows(seen))
     except ServiceLost as exc:  # the debate cannot go on: an errored question row, not a lost question
         gen.close()
         outcome = Outcome(None, [], info={"error": f"{type(exc).__name__}: {exc}"[:2000]})

@@ -31,7 +31,9 @@ answer, and an agent that reads no peer is asked to double-check its answer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from operator import itemgetter
 from string import Template
 from typing import Any, Mapping
 
@@ -144,13 +146,50 @@ class PromptSet:
         return self.render("first", question=question)
 
     def peers_block(self, peer_texts: list[tuple[Any, str]]) -> str:
-        return "".join(self.render("peer", text=text, agent=str(label)) for label, text in peer_texts)
+        """``$peers``: each (label, text) rendered with the "peer" stage, concatenated. The same
+        text as rendering each with :meth:`render`, made in one pass (a fully connected round of
+        1,000 agents renders 10^6 of them): a template of literals and ``$text`` is one join."""
+        if not peer_texts:
+            return ""
+        compiled = _compiled(self.templates.get("peer", ""))
+        if compiled is None or not compiled[1] <= {"text", "agent", "intro", "format"}:
+            return "".join(self.render("peer", text=text, agent=str(label)) for label, text in peer_texts)
+        fmt, names = compiled
+        fixed = {"intro": INTROS[self.task], "format": FORMATS[self.task]}
+        if names <= {"text", "intro", "format"}:
+            head, sep, tail = fmt.format(text="\0", **fixed).partition("\0")
+            if sep and "\0" not in head + tail:
+                try:
+                    return head + (tail + head).join(map(itemgetter(1), peer_texts)) + tail
+                except TypeError:  # a text that is no str: str() it, as render() does
+                    return head + (tail + head).join(str(text) for _, text in peer_texts) + tail
+        return "".join(fmt.format(text=str(text), agent=str(label), **fixed) for label, text in peer_texts)
 
     def debate(self, question: str, peer_texts: list[tuple[Any, str]]) -> str:
         return self.render("debate", question=question, peers=self.peers_block(peer_texts))
 
     def self_check(self, question: str) -> str:
         return self.render("self_check", question=question)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(template: str) -> tuple[str, frozenset[str]] | None:
+    """``template`` as a :meth:`str.format` string and the placeholders it uses, or None when
+    it is not a valid template (:meth:`PromptSet.render` then raises the error)."""
+    out, names, at = [], set(), 0
+    for m in Template.pattern.finditer(template):
+        out.append(template[at:m.start()].replace("{", "{{").replace("}", "}}"))
+        at = m.end()
+        if m.group("escaped") is not None:
+            out.append("$")
+        elif m.group("invalid") is not None:
+            return None
+        else:
+            name = m.group("named") or m.group("braced")
+            names.add(name)
+            out.append("{" + name + "}")
+    out.append(template[at:].replace("{", "{{").replace("}", "}}"))
+    return "".join(out), frozenset(names)
 
 
 def image_parts(text: str, url: str) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ engine (state machine, accounting, results) can be tested without Ray or a model
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # {"role": "system"|"user"|"assistant", "content": str}. A request's first user message may instead carry
@@ -83,7 +83,14 @@ class CallRecord:
     side: bool = False  # a side call (AgentCall.side: a review or score BY agent_id OF peers), not a turn
 
     def to_row(self) -> dict[str, Any]:
-        return asdict(self)
+        """The calls table's columns of this record (a shallow copy; ``peers`` a new list).
+        Not ``dataclasses.asdict``: its deep copy costs a Python call per peer."""
+        row = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        row["peers"] = list(self.peers)
+        return row
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(CallRecord))
 
 
 @dataclass

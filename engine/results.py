@@ -4,13 +4,24 @@ A run directory holds one sub-directory per table, each a set of Parquet part fi
 
     OUT/calls/part-<writer>-00000.parquet     one row per LLM call
     OUT/questions/part-<writer>-00000.parquet one row per question
-    OUT/graphs/part-<writer>-00000.parquet    one row per information edge per round
+    OUT/graphs/part-<writer>-00000.parquet    one row per call that read other agents' outputs
     OUT/runs/<run_id>.parquet                 one row per run (rewritten at the end)
 
 Read any of them with ``pyarrow.dataset.dataset(OUT / "calls")``, ``pandas.read_parquet`` or
 DuckDB (``SELECT * FROM 'OUT/calls/*.parquet'``). Rows are flushed as they are produced (every
 ``flush_rows`` rows or ``flush_seconds`` seconds), each part written to a temporary name and
 renamed into place, so a reader never sees a half-written file.
+
+What is stored in ``graphs`` (:data:`GRAPHS_SCHEMA`): the information edges of every round, one
+row per call that read anybody — ``dst`` the reader (an agent id, or -1 for a summary call),
+``srcs`` the agents it read (a list, in the order the call read them) and ``weights`` their edge
+weights in the same order, null when they are all 1.0 (every protocol but CortexDebate). Row
+``(round, dst, srcs=[a, b], weights=null)`` stands for the edges ``a -> dst`` and ``b -> dst``
+of weight 1. A fully connected round of 1,000 agents is 1,000 rows (not 10^6). A reader may
+have several rows in a round (PRD's reviews, one per judged agent, then its revision). Take
+the edges apart with :func:`graph_edges` (or :func:`read_edges`): one row per edge ``(round,
+src, dst, weight)``, as run directories written before this layout stored them; those older
+parts (columns ``src``, ``dst``, ``weight``) are still read, by :func:`read_table` in this layout.
 """
 
 from __future__ import annotations
@@ -21,7 +32,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 CALLS_SCHEMA = pa.schema(
@@ -123,6 +136,22 @@ GRAPHS_SCHEMA = pa.schema(
         ("run_id", pa.string()),
         ("question_id", pa.string()),
         ("round", pa.int32()),
+        ("dst", pa.int32()),  # the reader: an agent, or -1 (a summary call)
+        ("srcs", pa.list_(pa.int32())),  # the agents it read: one edge src -> dst each
+        ("weights", pa.list_(pa.float64())),  # each edge's weight; null: all 1.0
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("attempt", pa.string()),
+    ]
+)
+
+# The graphs table's layout before one row per call (parts written then are still read): one row
+# per edge. Also the layout graph_edges returns.
+EDGES_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("round", pa.int32()),
         ("src", pa.int32()),
         ("dst", pa.int32()),
         ("weight", pa.float64()),
@@ -190,11 +219,34 @@ def _atomic_write(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _int_lists(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """A ``list<int>`` column from Python lists through numpy: pyarrow's own conversion of Python
+    ints costs ~300 ns each, too slow for the 10^6 peers of a fully connected 1,000-agent round."""
+    if any(v is None for v in values):
+        return pa.array(values, type=type_)
+    item = type_.value_type.to_pandas_dtype()
+    parts = [np.asarray(v, dtype=item) for v in values]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=item)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat, type=type_.value_type))
+
+
+def rows_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """``rows`` of ``table`` in its schema, built column by column (a key a row lacks is null)."""
+    schema = SCHEMAS[table]
+    columns = []
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        int_list = pa.types.is_list(f.type) and pa.types.is_integer(f.type.value_type)
+        columns.append(_int_lists(values, f.type) if int_list else pa.array(values, type=f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def write_part(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
     """``rows`` of ``table`` as one Parquet file at ``path``, in the table's schema, atomically
     (:func:`_atomic_write`). Rows are checked by the caller (:func:`check_rows`)."""
-    schema = SCHEMAS[table]
-    _atomic_write(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema), path)
+    _atomic_write(rows_table(table, rows), path)
 
 
 class ParquetSink:
@@ -251,11 +303,62 @@ def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, 
     files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else []
     if not files:
         return pa.schema([schema.field(c) for c in cols]).empty_table()
+    if table == "graphs":
+        return _read_graphs(files, cols)
     data = ds.dataset(files, schema=schema, format="parquet")
     if table not in GRADED_KEYS:
         return data.to_table(columns=cols)
     extra = [c for c in (*GRADED_KEYS[table], "graded") if c not in cols]
     return latest_grades(data.to_table(columns=cols + extra), GRADED_KEYS[table]).drop_columns(extra)
+
+
+def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
+    """The graphs parts in :data:`GRAPHS_SCHEMA`; parts in the older one-row-per-edge layout
+    (:data:`EDGES_SCHEMA`) follow, each edge a row with a one-source list (its weight list null
+    where the weight is 1.0, as the writer stores it)."""
+    import pyarrow.dataset as ds
+
+    schema = pa.schema([GRAPHS_SCHEMA.field(c) for c in cols])
+    current = [f for f in files if "srcs" in pq.read_schema(f).names]
+    older = [f for f in files if f not in set(current)]
+    parts = [ds.dataset(current, schema=GRAPHS_SCHEMA, format="parquet").to_table(columns=cols)] if current else []
+    if older:
+        old = ds.dataset(older, schema=EDGES_SCHEMA, format="parquet").to_table()
+        offsets = pa.array(np.arange(old.num_rows + 1, dtype=np.int32))
+        weight = old.column("weight").combine_chunks()
+        ones = pc.fill_null(pc.equal(weight, 1.0), True)
+        converted = {**{n: old.column(n) for n in old.column_names},
+                     "srcs": pa.ListArray.from_arrays(offsets, old.column("src").combine_chunks()),
+                     "weights": pa.ListArray.from_arrays(offsets, weight, mask=ones)}
+        parts.append(pa.Table.from_arrays([converted[c] for c in cols], schema=schema))
+    return pa.concat_tables(parts)
+
+
+def graph_edges(graphs: pa.Table) -> pa.Table:
+    """The graphs table (:data:`GRAPHS_SCHEMA`) as one row per information edge, in
+    :data:`EDGES_SCHEMA` (``src``, ``dst``, ``weight``: 1.0 where ``weights`` is null), in row
+    order and each row's sources in order. Vectorised (pyarrow), no Python object per edge."""
+    srcs = graphs.column("srcs").combine_chunks()
+    row = pc.list_parent_indices(srcs)
+    weights = graphs.column("weights").combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(srcs), 0)
+    has = pc.is_valid(weights)
+    # a null weights list stands for all 1.0: give it a list of ones of its sources' length
+    ones = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths.to_numpy())]).astype(np.int32)),
+                                    pa.array(np.ones(len(row), dtype=np.float64)))
+    filled = pc.if_else(has, weights, ones)
+    out = {name: pc.take(graphs.column(name), row) for name in EDGES_SCHEMA.names if name in graphs.column_names
+           and name not in ("srcs", "weights")}
+    out["src"] = pc.list_flatten(srcs)
+    out["weight"] = pc.list_flatten(filled)
+    names = [n for n in EDGES_SCHEMA.names if n in out]
+    return pa.Table.from_arrays([out[n] for n in names], schema=pa.schema([EDGES_SCHEMA.field(n) for n in names]))
+
+
+def read_edges(out_dir: str | Path) -> pa.Table:
+    """Every information edge of a run directory, one row each (:func:`graph_edges` of its graphs
+    table; old one-row-per-edge parts included)."""
+    return graph_edges(read_table(out_dir, "graphs"))
 
 
 # Tables that `debate rescore` adds rows to, and what identifies a row: readers keep the newest.

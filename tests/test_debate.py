@@ -1,7 +1,7 @@
 """MAD-family protocols driven without Ray: who speaks, who reads whom, when it ends, what it answers."""
 
 from engine.config import RunConfig
-from engine.debate import DebateLog, call_edges, call_seed, question_key
+from engine.debate import DebateLog, Reads, call_reads, call_seed, question_key
 from engine.protocols import AgentCall, Context, Reply, Step, consensus, effective_rounds, get_protocol
 from tests.protocol_driver import drive
 from engine.records import CallRecord, TurnResult
@@ -70,14 +70,16 @@ def test_log_counts_tokens_and_edges():
     rec = CallRecord("q1", 1, 2, "debate", "m", [0, 1], "t \\boxed{2}", "2", 40, 7, 0.1, "stop", None, 0, 0.7)
     reply = log.add(1, call, TurnResult(rec))
     assert reply.answer == "2" and reply.prompt_tokens == 40
-    assert call_edges(call) == [(0, 2, 0.5), (1, 2, 2.0)]
+    assert call_reads(1, call) == Reads(1, 2, [0, 1], [0.5, 2.0])
+    assert call_reads(1, AgentCall(agent=0, stage="debate", peers=[1], weights=[1.0])).weights is None  # all 1.0
+    assert call_reads(0, AgentCall(agent=0, stage="first")) is None  # reads nobody: no entry
     from engine.protocols import Outcome
 
     row = log.question_row(Outcome("2", [["2", "3", "2"], ["2", "2", "2"]]), 3)
     assert row["correct"] and row["prompt_tokens"] == 40 and row["effective_rounds"] == 2
     assert row["consensus"] == [2 / 3, 1.0]
-    assert log.graph_rows() == [{"question_id": "q1", "round": 1, "src": 0, "dst": 2, "weight": 0.5},
-                                {"question_id": "q1", "round": 1, "src": 1, "dst": 2, "weight": 2.0}]
+    assert log.graph_rows() == [{"question_id": "q1", "round": 1, "dst": 2, "srcs": [0, 1], "weights": [0.5, 2.0]}]
+    assert log.edges == [(1, 0, 2, 0.5), (1, 1, 2, 2.0)]
 
 
 def test_errored_question_is_counted_wrong_even_when_its_vote_matches_gold():

@@ -87,7 +87,7 @@ def test_core_batches_concurrent_requests_into_one_encode():
 
     sims = asyncio.run(main())
     assert fake.calls == [["a", "bb", "ccc", "a", "dddd", "ee", "xy"]]  # one encode for all requests
-    assert sims[1] == [[1.0]]
+    assert isinstance(sims[1], np.ndarray) and sims[1].tolist() == [[1.0]]  # one buffer over Ray, not lists
     assert sims[3] == [[1.0, 2.0]]  # encode returns the backend's rows
     assert sims[4] == []
     # each request gets the cosine matrix of its own slice

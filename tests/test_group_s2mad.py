@@ -1,5 +1,6 @@
 """GroupDebate and S2-MAD: groups, schedule, decision mechanism, token equations, protocol runs (no Ray)."""
 
+import numpy as np
 import pytest
 
 from engine.config import RunConfig
@@ -114,8 +115,8 @@ def test_similarity_filter_participation():
     assert participates(1) and not participates(0)
     assert all_similar([0, 1], sim) and not all_similar([0, 2], sim) and not all_similar([], sim)
     cos = [[1.0, 0.9, 0.2], [0.9, 1.0, 0.5], [0.2, 0.5, 1.0]]
-    assert similar_by_cosine(cos, 0.5) == [[True, True, False], [True, True, True], [False, True, True]]
-    assert similar_by_cosine(cos, 0.95)[0][1] is False  # tau decides
+    assert similar_by_cosine(cos, 0.5).tolist() == [[True, True, False], [True, True, True], [False, True, True]]
+    assert similar_by_cosine(np.array(cos), 0.95).tolist()[0][1] is False  # tau decides; an array reads the same
     with pytest.raises(TopologyError, match="square"):
         similar_by_cosine([[1.0, 0.2]], 0.5)
 

@@ -170,6 +170,14 @@ class Topology(abc.ABC):
         """
         return self.graph(1, 0)
 
+    def orbits(self) -> list[list[int]] | None:
+        """Classes of agents that a symmetry of :meth:`centrality_graph` maps onto each other
+        (so every centrality ties within a class), when the topology knows them: one class for
+        a vertex-transitive graph (regular circulant graphs, the ring, the complete graph, the
+        expected graph of ProbMAD), the centre and the leaves of a star. None: not known.
+        :func:`topologies.centrality_order` uses them to skip computing centralities."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary for result records."""
         return {

@@ -73,6 +73,7 @@ __all__ = [
     "CortexRound",
     "MDMState",
     "ablation_weights",
+    "by_weight",
     "credibility",
     "debate_peers",
     "edge_graph",
@@ -193,34 +194,40 @@ def weight_matrix(c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: 
 
     Credibility, reliability and self-orientation belong to the head ``i`` (the agent being read,
     sec. 3.2: "credibility evaluates the professional competence of A_i"), intimacy to the pair.
+    Elementwise :func:`trust` (the same products in the same order), vectorised.
     """
     c, r, s = (np.asarray(x, dtype=float) for x in (c, r, s))
     i_mat = np.asarray(i_mat, dtype=float)
     n = len(c)
     if i_mat.shape != (n, n) or len(r) != n or len(s) != n:
         raise ValueError(f"shapes disagree: C {c.shape}, R {r.shape}, S {s.shape}, I {i_mat.shape}")
-    w = np.full((n, n), np.nan)
-    for a in range(n):
-        for b in range(n):
-            if a != b:
-                w[a, b] = trust(c[a], r[a], i_mat[a, b], s[a])
+    num = (c * r)[:, None] * i_mat
+    head = np.broadcast_to(s[:, None], (n, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(head == 0.0, np.where(num > 0, math.inf, 0.0), num / head)
+    np.fill_diagonal(w, np.nan)
     return w
 
 
+def _off_diagonal_columns(w: np.ndarray) -> np.ndarray:
+    """``out[j]`` = column ``j`` of the square ``w`` without its diagonal entry (``i`` ascending)."""
+    n = w.shape[0]
+    return w.T[~np.eye(n, dtype=bool)].reshape(n, n - 1)
+
+
 def mean_incoming(w: np.ndarray) -> np.ndarray:
-    """Eq. 10: ``mean_j = 1/(n-1) * sum_{i != j} W[i, j]`` — the mean of column ``j`` off the diagonal.
+    """Eq. 10: ``mean_j = 1/(n-1) * sum_{i != j} W[i, j]`` — the mean of column ``j`` off the diagonal
+    (an exact sum, :func:`math.fsum`; ``+inf`` when the column holds an infinite weight).
 
     ``n = 1`` has no edges: the mean is ``nan``.
     """
     w = np.asarray(w, dtype=float)
     n = w.shape[0]
-    out = np.full(n, np.nan)
     if n < 2:
-        return out
-    for j in range(n):
-        col = [w[i, j] for i in range(n) if i != j]
-        out[j] = math.fsum(col) / (n - 1) if not any(math.isinf(x) for x in col) else math.inf
-    return out
+        return np.full(n, np.nan)
+    cols = _off_diagonal_columns(w)
+    infinite = np.isinf(cols).any(axis=1)
+    return np.array([math.inf if inf else math.fsum(col) / (n - 1) for col, inf in zip(cols.tolist(), infinite)])
 
 
 def prune(w: np.ndarray, mean: np.ndarray | None = None, rtol: float = PRUNE_RTOL) -> np.ndarray:
@@ -230,26 +237,33 @@ def prune(w: np.ndarray, mean: np.ndarray | None = None, rtol: float = PRUNE_RTO
     ``+inf >= +inf`` holds, so with infinite weights exactly the infinite edges stay.
     """
     w = np.asarray(w, dtype=float)
-    n = w.shape[0]
     mean = mean_incoming(w) if mean is None else np.asarray(mean, dtype=float)
-    keep = np.zeros((n, n), dtype=bool)
-    for j in range(n):
-        m = mean[j]
-        for i in range(n):
-            if i == j or math.isnan(w[i, j]):
-                continue
-            if math.isinf(m):
-                keep[i, j] = w[i, j] == m
-            else:
-                keep[i, j] = w[i, j] >= m - rtol * max(abs(m), 1e-300)
+    m = mean[None, :]
+    with np.errstate(invalid="ignore"):
+        threshold = m - rtol * np.maximum(np.abs(m), 1e-300)
+        keep = np.where(np.isinf(m), w == m, w >= threshold)
+    keep &= ~np.isnan(w)
+    np.fill_diagonal(keep, False)
     return keep
 
 
 def debate_peers(keep: np.ndarray) -> list[list[int]]:
     """Eq. 12: ``Deb_j = [i : keep[i, j], i != j]`` for every reader ``j`` (ascending ``i``)."""
-    keep = np.asarray(keep, dtype=bool)
-    n = keep.shape[0]
-    return [[i for i in range(n) if i != j and keep[i, j]] for j in range(n)]
+    keep = np.array(keep, dtype=bool)
+    np.fill_diagonal(keep, False)
+    return [np.flatnonzero(col).tolist() for col in keep.T]
+
+
+def by_weight(w: np.ndarray) -> list[list[int]]:
+    """Every reader ``j``'s heads ``i != j`` by descending ``W[i, j]``, then ascending ``i``
+    (the fully connected graph's reading order)."""
+    w = np.asarray(w, dtype=float)
+    n = w.shape[0]
+    if n < 2:
+        return [[] for _ in range(n)]
+    order = np.argsort(-_off_diagonal_columns(w), axis=1, kind="stable")  # stable: ties by ascending i
+    heads = order + (order >= np.arange(n)[:, None])  # positions in the column without j -> agent ids
+    return heads.tolist()
 
 
 WEIGHTS = ("mdm", "mdm-individual", "self", "peer", "none")
@@ -300,9 +314,8 @@ def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
     n = np.asarray(w).shape[0]
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
-    for j, peers in enumerate(debate_peers(keep)):
-        for i in peers:
-            g.add_edge(i, j, weight=float(w[i, j]))
+    readers, heads = np.nonzero((np.array(keep, dtype=bool) & ~np.eye(n, dtype=bool)).T)  # by reader, then head
+    g.add_weighted_edges_from(zip(heads.tolist(), readers.tolist(), np.asarray(w, dtype=float)[heads, readers].tolist()))
     return g
 
 
@@ -324,7 +337,7 @@ class CortexRound:
 
     def peer_weights(self, j: int) -> list[float]:
         """Pre-pruning weights (eq. 9) of the edges agent ``j`` keeps, in ``peers[j]`` order."""
-        return [float(self.weights[i, j]) for i in self.peers[j]]
+        return self.weights[self.peers[j], j].tolist()
 
     def graph(self) -> nx.DiGraph:
         return edge_graph(self.weights, self.keep)
@@ -379,7 +392,7 @@ class MDMState:
         w, mean = ablation_weights(self.weights_mode, self.credibility, self.r, i_mat, s, head)  # eqs. 9-10
         if self.graph == "full":  # ablation: no pruning; heads listed by descending weight, then id
             keep = full_keep(n)
-            peers = [sorted((i for i in range(n) if i != j), key=lambda i, j=j: (-w[i, j], i)) for j in range(n)]
+            peers = by_weight(w)
         else:
             keep = prune(w, mean)  # eq. 11
             peers = debate_peers(keep)  # eq. 12
@@ -387,9 +400,9 @@ class MDMState:
         self.d = d
         return CortexRound(
             d=d,
-            reliability=[float(x) for x in self.r],
-            intimacy=[[float(x) for x in row] for row in i_mat],
-            self_orientation=[float(x) for x in s],
+            reliability=np.asarray(self.r, dtype=float).tolist(),
+            intimacy=np.asarray(i_mat, dtype=float).tolist(),
+            self_orientation=np.asarray(s, dtype=float).tolist(),
             weights=w,
             mean=mean,
             keep=keep,

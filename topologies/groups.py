@@ -23,12 +23,15 @@ group agents are listed in increasing id.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
+
+import numpy as np
 
 from .base import TopologyError, check_n
 
@@ -160,11 +163,15 @@ class Groups:
     def sizes(self) -> list[int]:
         return [len(g) for g in self.members]
 
+    @functools.cached_property
+    def _group_index(self) -> dict[int, int]:
+        return {a: j for j, g in enumerate(self.members) for a in g}
+
     def group_of(self, agent: int) -> int:
-        for j, g in enumerate(self.members):
-            if agent in g:
-                return j
-        raise TopologyError(f"agent {agent} is in no group (agents 0..{self.n - 1})")
+        try:
+            return self._group_index[agent]
+        except (KeyError, TypeError):
+            raise TopologyError(f"agent {agent} is in no group (agents 0..{self.n - 1})") from None
 
     def mates(self, agent: int) -> list[int]:
         """The other members of ``agent``'s group (whom it reads in an intra-group round)."""
@@ -250,28 +257,34 @@ def stage_plan(rounds: int, stage_rounds: int) -> list[RoundPlan]:
 # S2-MAD Decision-Making Mechanism (sec. 3.2, Alg. 1 lines 17-31, 46-47)
 # ---------------------------------------------------------------------------
 
-Matrix = Sequence[Sequence[bool]]
+Matrix = Union[np.ndarray, Sequence[Sequence[bool]]]  # [i][j]: views i and j are similar
 
 
-def similar_by_answer(answers: Sequence[str | None]) -> list[list[bool]]:
+def similar_by_answer(answers: Sequence[str | None]) -> np.ndarray:
     """Similarity Calculation Module, regular-expression variant: two views are similar when
     their extracted (canonical) answers are equal. An unparseable answer (``None``) is similar
     to nothing, not even to another ``None``, so an agent without an answer always debates
     (our choice: the paper does not say; treating "no answer" as agreement would silence the
-    agents that most need the debate). The diagonal is True."""
-    n = len(answers)
-    return [[i == j or (answers[i] is not None and answers[i] == answers[j]) for j in range(n)] for i in range(n)]
+    agents that most need the debate). The diagonal is True. A boolean ``n x n`` array."""
+    codes: dict[str, int] = {}
+    keys = np.array([-1 - i if a is None else codes.setdefault(a, len(codes)) for i, a in enumerate(answers)],
+                    dtype=np.int64)
+    return keys[:, None] == keys[None, :]
 
 
-def similar_by_cosine(cos: Sequence[Sequence[float]], tau: float) -> list[list[bool]]:
+def similar_by_cosine(cos: Sequence[Sequence[float]] | np.ndarray, tau: float) -> np.ndarray:
     """Embedding variant (sec. 3.2 / 4.3): similar when cosine similarity ``>= tau``
     (eq. 1's ``Sim(.,.) < eps`` counts a view as *different*; ``eps`` is ``--tau``).
-    The diagonal is True."""
+    The diagonal is True. A boolean ``n x n`` array."""
     n = len(cos)
-    for row in cos:
-        if len(row) != n:
-            raise TopologyError(f"similarity matrix must be square, got a row of {len(row)} in a {n} x {n} matrix")
-    return [[i == j or float(cos[i][j]) >= tau for j in range(n)] for i in range(n)]
+    if not isinstance(cos, np.ndarray):
+        for row in cos:
+            if len(row) != n:
+                raise TopologyError(f"similarity matrix must be square, got a row of {len(row)} in a {n} x {n} matrix")
+    m = np.asarray(cos, dtype=float).reshape(n, -1) if n else np.zeros((0, 0))
+    if m.shape != (n, n):
+        raise TopologyError(f"similarity matrix must be square, got a row of {m.shape[1]} in a {n} x {n} matrix")
+    return (m >= tau) | np.eye(n, dtype=bool)
 
 
 def differing(own: int, candidates: Sequence[int], similar: Matrix) -> list[int]:
@@ -279,16 +292,28 @@ def differing(own: int, candidates: Sequence[int], similar: Matrix) -> list[int]
 
     ``len(differing(...))`` is eq. 1's ``D_i``: the number of group mates (intra-group round) or
     group summaries (inter-group round) that are not similar to the agent's latest view."""
-    return [c for c in candidates if c != own and not similar[own][c]]
+    cand = np.asarray(candidates, dtype=np.int64)
+    if not len(cand):
+        return []
+    row = np.asarray(similar[own], dtype=bool)
+    return cand[(cand != own) & ~row[cand]].tolist()
 
 
 def dedup(candidates: Sequence[int], similar: Matrix) -> list[int]:
     """``F`` (Alg. 1 line 46): among mutually similar views keep one — the first in the given
-    order; a view is dropped when it is similar to one already kept."""
+    order; a view is dropped when it is similar to one already kept (either way round)."""
+    cand = list(candidates)
+    if not cand:
+        return []
+    idx = np.asarray(cand, dtype=np.int64)
+    sub = np.asarray(similar, dtype=bool)[np.ix_(idx, idx)]
+    near = sub | sub.T  # near[p, q]: candidates p and q are similar one way or the other
+    blocked = np.zeros(len(cand), dtype=bool)
     kept: list[int] = []
-    for c in candidates:
-        if not any(similar[k][c] or similar[c][k] for k in kept):
+    for p, c in enumerate(cand):
+        if not blocked[p]:
             kept.append(c)
+            blocked |= near[p]
     return kept
 
 

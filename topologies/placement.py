@@ -29,11 +29,10 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-import networkx as nx
 
 from .base import Topology, TopologyError
-from .factory import centrality_order
-from .static import StaticTopology
+from .factory import centrality_classes
+from .static import StaticTopology, star
 
 __all__ = ["PLACEMENTS", "parse_models", "assign_models", "placement_order", "paper_placement_graph"]
 
@@ -99,17 +98,6 @@ def parse_models(spec: str, n_agents: int) -> list[str]:
 # placement
 # ---------------------------------------------------------------------------
 
-def _degree_key(g: nx.Graph) -> dict[int, tuple[int, float]]:
-    """The (degree, betweenness) pair on which ``centrality_order(measure="degree")`` sorts.
-
-    Same definition as :func:`topologies.centrality_order`: out-degree along the flow of
-    information for a directed graph, betweenness rounded to 9 decimals.
-    """
-    btw = nx.betweenness_centrality(g) if g.number_of_nodes() else {}
-    deg = g.out_degree if g.is_directed() else g.degree
-    return {v: (int(deg(v)), round(float(btw.get(v, 0.0)), 9)) for v in g.nodes()}
-
-
 def placement_order(topology: Topology, placement: str) -> list[int]:
     """Agent ids in the order in which they receive the ranked models (strongest first).
 
@@ -128,17 +116,10 @@ def placement_order(topology: Topology, placement: str) -> list[int]:
     n = topology.n
     if placement == "none":
         return list(range(n))
-    central = centrality_order(topology, "degree")
-    if placement == "central":
-        return central
-    key = _degree_key(topology.centrality_graph())
-    classes: list[list[int]] = []
-    for v in central:
-        if classes and key[classes[-1][-1]] == key[v]:
-            classes[-1].append(v)
-        else:
-            classes.append([v])
-    return [v for cls in reversed(classes) for v in cls]
+    classes = centrality_classes(topology, "degree")
+    if placement == "peripheral":
+        classes = classes[::-1]
+    return [v for cls in classes for v in cls]
 
 
 def assign_models(ranked_models: list[str], topology: Topology, placement: str, key: int = 0) -> list[str]:
@@ -193,5 +174,6 @@ def paper_placement_graph(n: int = 6) -> StaticTopology:
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise TopologyError(f"--agents {n!r}: the sec. 6 placement graph needs at least 2 agents")
-    g = nx.star_graph(n - 1)  # node 0 joined to 1..n-1
-    return StaticTopology(g, name=f"sec6-star(n={n})")
+    topo = star(n, 0)  # node 0 joined to 1..n-1
+    topo.name = f"sec6-star(n={n})"
+    return topo

@@ -91,7 +91,7 @@ class ProbMAD(Topology):
 
     def _peers(self, round: int, key: int) -> dict[int, list[int]]:  # noqa: A002
         m = self.reads_matrix(round, key)
-        return {i: [int(j) for j in np.flatnonzero(m[i])] for i in range(self.n)}
+        return {i: np.flatnonzero(row).tolist() for i, row in enumerate(m)}
 
     def centrality_graph(self) -> nx.Graph:
         """All agents are exchangeable in expectation: the complete digraph
@@ -100,6 +100,10 @@ class ProbMAD(Topology):
             self.n, create_using=nx.DiGraph
         )
         return g
+
+    def orbits(self) -> list[list[int]]:
+        """The expected graph is complete or empty: one class."""
+        return [list(range(self.n))]
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -23,6 +23,7 @@ import re
 from typing import Any, Iterable
 
 import networkx as nx
+import numpy as np
 
 from .base import Topology, TopologyError, check_n, check_unit_interval, fmt_num
 
@@ -53,6 +54,12 @@ class StaticTopology(Topology):
         self-loops are rejected.  The graph is copied.
     name:
         Label for logs/records (default ``"static"``).
+
+    The topology keeps each agent's sorted peer list; the networkx graph is
+    made only when asked for (:attr:`base_graph`, centrality, connectivity),
+    so the built-in constructors (:func:`fully_connected`, :func:`regular`,
+    :func:`ring`, :func:`star`) build a 1,000-agent graph of any density
+    from arrays, without 10^5-10^6 networkx edge insertions.
     """
 
     def __init__(self, graph: nx.Graph, name: str | None = None):
@@ -76,18 +83,32 @@ class StaticTopology(Topology):
                     "keeps its own previous answer, list only other agents"
                 )
             g.add_edge(u, v)
+        readers = [sorted(g.predecessors(i) if directed else g.neighbors(i)) for i in range(n)]
+        self._init(readers, directed, name, g.number_of_edges())
         self._g = g
-        self.n = n
+
+    def _init(self, readers: list[Any], directed: bool, name: str | None, n_edges: int,
+              orbits: list[list[int]] | None = None) -> None:
+        self.n = len(readers)
         self.directed = directed
         self.name = name or "static"
-        if directed:
-            self._readers_of = {i: sorted(g.predecessors(i)) for i in range(n)}
-        else:
-            self._readers_of = {i: sorted(g.neighbors(i)) for i in range(n)}
+        self._readers_of = [np.asarray(r, dtype=np.int64) for r in readers]  # ~8 bytes an edge, not a Python int
+        self._n_edges = n_edges
+        self._orbits = orbits
+        self._g: nx.Graph | None = None
+
+    @classmethod
+    def _from_readers(cls, readers: list[Any], name: str, orbits: list[list[int]] | None = None
+                      ) -> "StaticTopology":
+        """An undirected topology from each agent's sorted peer list (symmetric, no self-loops:
+        the constructors below guarantee it), with the graph's orbits when they are known."""
+        topo = cls.__new__(cls)
+        topo._init(readers, False, name, sum(map(len, readers)) // 2, orbits)
+        return topo
 
     # -- Topology API ----------------------------------------------------------
     def _peers(self, round: int, key: int) -> dict[int, list[int]]:  # noqa: A002
-        return {i: list(p) for i, p in self._readers_of.items()}
+        return {i: p.tolist() for i, p in enumerate(self._readers_of)}
 
     @property
     def density(self) -> float:
@@ -96,33 +117,41 @@ class StaticTopology(Topology):
         n = self.n
         if n < 2:
             return 0.0
-        e = self._g.number_of_edges()
+        e = self._n_edges
         return (e if self.directed else 2 * e) / (n * (n - 1))
 
     def degrees(self, round: int = 1, key: int = 0) -> dict[int, int]:  # noqa: A002
         """Number of peers each agent reads (the same in every round >= 1)."""
-        return {i: len(p) for i, p in self._readers_of.items()}
+        return {i: len(p) for i, p in enumerate(self._readers_of)}
 
     def centrality_graph(self) -> nx.Graph:
         return self.base_graph
+
+    def orbits(self) -> list[list[int]] | None:
+        return None if self._orbits is None else [list(o) for o in self._orbits]
 
     # -- extras ----------------------------------------------------------------
     @property
     def base_graph(self) -> nx.Graph:
         """A copy of the underlying (undirected or directed) graph."""
+        if self._g is None:
+            g: nx.Graph = nx.DiGraph() if self.directed else nx.Graph()
+            g.add_nodes_from(range(self.n))
+            g.add_edges_from(self.edges())
+            self._g = g
         return self._g.copy()
 
     def edges(self) -> list[tuple[int, int]]:
         """Sorted edge list; undirected edges are given as ``(min, max)``."""
         if self.directed:
-            return sorted(self._g.edges())
-        return sorted((min(u, v), max(u, v)) for u, v in self._g.edges())
+            return sorted((src, dst) for dst, srcs in enumerate(self._readers_of) for src in srcs.tolist())
+        return [(u, v) for u, peers in enumerate(self._readers_of) for v in peers[peers > u].tolist()]
 
     def is_connected(self) -> bool:
         """Connected (undirected) / weakly connected (directed)."""
         if self.directed:
-            return nx.is_weakly_connected(self._g)
-        return nx.is_connected(self._g)
+            return nx.is_weakly_connected(self.base_graph)
+        return nx.is_connected(self.base_graph)
 
     def is_regular(self) -> bool:
         return len(set(self.degrees().values())) <= 1
@@ -140,7 +169,7 @@ class StaticTopology(Topology):
 def fully_connected(n: int) -> StaticTopology:
     """Every agent reads every other agent (standard MAD, ``D = 1``)."""
     n = check_n(n)
-    return StaticTopology(nx.complete_graph(n), name="full")
+    return _circulant(n, range(1, n // 2 + 1), "full")
 
 
 def possible_regular_densities(n: int) -> list[tuple[int, float]]:
@@ -229,9 +258,20 @@ def regular(n: int, density: float) -> StaticTopology:
     offsets = list(range(1, k // 2 + 1))
     if k % 2:
         offsets.append(n // 2)
-    g = nx.circulant_graph(n, offsets) if offsets else nx.empty_graph(n)
     d = k / (n - 1) if n > 1 else 0.0
-    return StaticTopology(g, name=f"regular(D={fmt_num(d)},k={k})")
+    return _circulant(n, offsets, f"regular(D={fmt_num(d)},k={k})")
+
+
+def _circulant(n: int, offsets: Iterable[int], name: str) -> StaticTopology:
+    """``networkx.circulant_graph(n, offsets)`` (agent ``i`` linked to ``i +- s (mod n)``) as a
+    topology, built with numpy. A circulant graph is vertex-transitive: one orbit."""
+    offs = np.asarray(sorted(set(offsets)), dtype=np.int64)
+    if not len(offs) or n < 2:
+        return StaticTopology._from_readers([[] for _ in range(n)], name, [list(range(n))])
+    shifts = np.unique(np.concatenate([offs % n, (-offs) % n]))
+    shifts = shifts[shifts != 0]
+    readers = np.sort((np.arange(n)[:, None] + shifts[None, :]) % n, axis=1)
+    return StaticTopology._from_readers(list(readers), name, [list(range(n))])
 
 
 def ring(n: int) -> StaticTopology:
@@ -241,11 +281,7 @@ def ring(n: int) -> StaticTopology:
     ``n = 2`` is the single edge 0-1 and ``n = 1`` has no edges.
     """
     n = check_n(n)
-    if n >= 3:
-        g = nx.cycle_graph(n)
-    else:
-        g = nx.path_graph(n)  # n=2: one edge, n=1: lone node
-    return StaticTopology(g, name="ring")
+    return _circulant(n, [1], "ring")  # n=2: one edge, n=1: lone node
 
 
 def star(n: int, center: int = 0) -> StaticTopology:
@@ -264,10 +300,11 @@ def star(n: int, center: int = 0) -> StaticTopology:
         raise TopologyError(
             f"--center {c} with --agents {n}: the centre must be an agent id 0..{n - 1}"
         )
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    g.add_edges_from((c, j) for j in range(n) if j != c)
-    return StaticTopology(g, name=f"star(center={c})")
+    leaves = [j for j in range(n) if j != c]
+    readers = [[c] for _ in range(n)]
+    readers[c] = leaves
+    orbits = [[c], leaves] if leaves else [[c]]
+    return StaticTopology._from_readers(readers, f"star(center={c})", orbits)
 
 
 # ---------------------------------------------------------------------------

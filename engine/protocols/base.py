@@ -7,7 +7,8 @@ needs something from the outside world it *yields* a request and receives the an
   calls: an agent reviewing or scoring others, :attr:`AgentCall.side`);
   the protocol receives one :class:`Reply` per call, in order.
 * :class:`Similarity` — texts whose pairwise cosine similarity is needed (embedding actor);
-  the protocol receives an ``n x n`` list of lists of floats.
+  the protocol receives an ``n x n`` matrix of floats: a numpy array from the embedding actor
+  (one buffer over Ray), or a list of lists (tests, local hooks); protocols read both.
 
 When it is done it *returns* an :class:`Outcome`. The engine's one driver,
 :func:`engine.debate.debate`, runs the generator (the coordinator actor with Ray-backed hooks,
@@ -100,7 +101,8 @@ class Step:
 
 @dataclass
 class Similarity:
-    """Pairwise cosine similarity of ``texts`` (one matrix per round per question)."""
+    """Pairwise cosine similarity of ``texts`` (one matrix per round per question): answered
+    with an ``n x n`` numpy array or list of lists of floats."""
 
     texts: list[str]
 

@@ -89,6 +89,8 @@ import math
 import re
 from typing import Any, Generator
 
+import numpy as np
+
 from engine.protocols.base import (AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, judge_every_other,
                                    read_judgements, unanimous, vote)
 
@@ -328,23 +330,23 @@ def parse_score(text: str | None, keyword: str = SCORE_KEYWORD) -> float | None:
 # --------------------------------------------------------------------------- the protocol
 
 
-def _clean_cos(matrix: Any, n: int) -> tuple[list[list[float]], int]:
+def _clean_cos(matrix: Any, n: int) -> tuple[np.ndarray, int]:
     """The n x n similarity matrix as floats clipped to [-1, 1]; non-finite entries become 0."""
-    out, bad = [], 0
-    for a in range(n):
-        row = []
-        for b in range(n):
-            x = float(matrix[a][b])
-            if not math.isfinite(x):
-                x, bad = 0.0, bad + 1
-            row.append(min(1.0, max(-1.0, x)))
-        out.append(row)
-    return out, bad
+    m = np.array(matrix, dtype=float)[:n, :n] if n else np.zeros((0, 0))
+    bad = ~np.isfinite(m)
+    return np.clip(np.where(bad, 0.0, m), -1.0, 1.0), int(bad.sum())
 
 
 def _jsonable(x: float) -> float | None:
     x = float(x)
     return None if math.isnan(x) else x
+
+
+def _jsonable_matrix(m: np.ndarray) -> list[list[float | None]]:
+    """A float matrix as lists, nan (the diagonal) as None."""
+    out = np.asarray(m, dtype=float).astype(object)
+    out[np.isnan(np.asarray(m, dtype=float))] = None
+    return out.tolist()
 
 
 LOWEST_SCORE = 1.0  # a peer score when none of an agent's received scores can be read
@@ -427,7 +429,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             cos, bad = _clean_cos((yield Similarity(list(texts))), n)  # eq. 6 input: cos(O_i^{d-1}, O_j^{d-1})
             info["nonfinite_similarity"] += bad
         else:  # the ablation's weights read no intimacy (eq. 7): no embedding call
-            cos = [[0.0] * n for _ in range(n)]
+            cos = np.zeros((n, n))
         scored = (yield from peer_scores(d, texts, answers)) if cfg.cortex_weights == "peer" else None
         rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # steps 1-2: eqs. 5-12
         info["rounds"].append({
@@ -435,7 +437,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             "R": rnd.reliability,
             "I": rnd.intimacy,
             "S": rnd.self_orientation,
-            "W": [[_jsonable(x) for x in row] for row in rnd.weights],
+            "W": _jsonable_matrix(rnd.weights),
             "mean": [_jsonable(x) for x in rnd.mean],
             "peers": rnd.peers,
             **({} if scored is None else {"peer_scores": scored}),
@@ -446,8 +448,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             if peers:
                 calls.append(AgentCall(
                     agent=j, stage="cortex_debate", peers=list(peers),
-                    peer_texts=[(i, texts[i]) for i in peers],
-                    peer_answers=[answers[i] for i in peers],
+                    peer_texts=list(zip(peers, map(texts.__getitem__, peers))),
+                    peer_answers=list(map(answers.__getitem__, peers)),
                     memory=memory, weights=rnd.peer_weights(j),
                 ))
             else:

@@ -136,6 +136,7 @@ def group_debate(ctx: Context) -> ProtocolGen:
 
     for rp in plan:
         calls: list[AgentCall] = []
+        summarised = sorted({a for summary in summaries for a in summary[2]})  # every source of a summary
         for i in range(n):
             if rp.kind == "first":  # (1) initial thinking, Alg. 1 lines 12-15
                 calls.append(AgentCall(agent=i, stage="first", memory=memory))
@@ -143,13 +144,14 @@ def group_debate(ctx: Context) -> ProtocolGen:
                 mates = groups.mates(i)
                 calls.append(AgentCall(
                     agent=i, stage="gd_intra" if mates else "self_check", peers=mates,
-                    peer_texts=[(j, texts[j]) for j in mates], peer_answers=[answers[j] for j in mates],
+                    peer_texts=list(zip(mates, map(texts.__getitem__, mates))),
+                    peer_answers=list(map(answers.__getitem__, mates)),
                     memory=memory,
                 ))
             else:  # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
                 own = groups.group_of(i)
                 others = [j for j in range(groups.n_groups) if j != own]
-                read_from = sorted({a for j in range(groups.n_groups) for a in summaries[j][2]} - {i})
+                read_from = [a for a in summarised if a != i]
                 calls.append(AgentCall(
                     agent=i, stage="gd_inter", peers=read_from,
                     values={

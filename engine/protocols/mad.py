@@ -23,6 +23,8 @@ summaries; the debate prompt is our ``debate`` prompt with the summary in place 
 
 from __future__ import annotations
 
+import functools
+
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
@@ -32,14 +34,21 @@ from topologies import Topology, make_topology
 
 
 def build_topology(ctx_cfg) -> Topology:
+    """The run's graph (the same object for every question of a run: topologies are immutable)."""
     cfg = ctx_cfg
     n = cfg.n_agents
     if cfg.protocol in ("cot", "sc", "mad"):
-        return make_topology("full", n)
+        return _topology("full", n)
     if cfg.protocol == "probmad":
-        return make_topology("probmad", n, density=cfg.density, seed=cfg.seed)
+        return _topology("probmad", n, cfg.density, seed=cfg.seed)
     kind = cfg.topology or ("edges" if cfg.edges else "regular")
-    return make_topology(kind, n, density=cfg.density, edges=cfg.edges, center=cfg.center, seed=cfg.seed)
+    return _topology(kind, n, cfg.density, cfg.edges, cfg.center, cfg.seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _topology(kind: str, n: int, density: float | None = None, edges: str | None = None, center: int = 0,
+              seed: int = 0) -> Topology:
+    return make_topology(kind, n, density=density, edges=edges, center=center, seed=seed)
 
 
 def validate(cfg) -> None:
@@ -65,8 +74,8 @@ def _turn(i: int, peers: list[int], texts: list[str], answers: list[str | None],
         return AgentCall(agent=i, stage="mad_summary_debate", peers=peers, values={"summary": summary.shown_text},
                          peer_answers=[summary.answer], memory=memory)
     return AgentCall(agent=i, stage="debate" if peers else "self_check", peers=peers,
-                     peer_texts=[(j, texts[j]) for j in peers], peer_answers=[answers[j] for j in peers],
-                     memory=memory)
+                     peer_texts=list(zip(peers, map(texts.__getitem__, peers))),
+                     peer_answers=list(map(answers.__getitem__, peers)), memory=memory)
 
 
 def _summaries(t: int, readers: list[int], peers: list[list[int]], texts: list[str], answers: list[str | None]):
@@ -94,8 +103,8 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
     answers = [r.answer for r in replies]
     history = [answers]
     for t in range(1, ctx.n_rounds):
-        reads = topo.peers(t, ctx.key)
-        peers = [[j for j in reads.get(i, []) if j != i] for i in range(n)]
+        reads = topo.peers(t, ctx.key)  # never lists an agent as its own peer
+        peers = [reads.get(i, []) for i in range(n)]
         if not one_by_one:  # simultaneous talk: everyone reads round t-1
             readers = [i for i in range(n) if peers[i]] if summarise else []
             summaries = yield from _summaries(t - 1, readers, peers, texts, answers)

@@ -68,8 +68,11 @@ two corrections, explained in :func:`engine.cost_model.s2_intra_round_tokens`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Sequence
+
+import numpy as np
 
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
@@ -191,7 +194,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
     skipped = 0
     skipped_by_round: list[list[int]] = []
     pool: list[tuple[str, str | None, list[int]]] = []  # group summaries: text, answer, sources
-    pool_sim: Matrix = []  # similarity over agents 0..n-1 and summaries n..n+N-1
+    pool_sim: Matrix = np.zeros((0, 0), dtype=bool)  # similarity over agents 0..n-1 and summaries n..n+N-1
     summary_answers: list[list[str | None]] = []
     stopped = False
 
@@ -214,7 +217,8 @@ def s2mad(ctx: Context) -> ProtocolGen:
                     continue
                 calls.append(AgentCall(
                     agent=i, stage="s2_intra" if use_filter else "gd_intra", peers=read,
-                    peer_texts=[(j, texts[j]) for j in read], peer_answers=[answers[j] for j in read],
+                    peer_texts=list(zip(read, map(texts.__getitem__, read))),
+                    peer_answers=list(map(answers.__getitem__, read)),
                     memory=MEMORY,
                 ))
         else:  # inter-group round, Alg. 1 lines 18-23, then 31-34
@@ -290,7 +294,13 @@ def s2mad(ctx: Context) -> ProtocolGen:
 
 def _sources(pool: list[tuple[str, str | None, list[int]]], read: list[int], agent: int) -> list[int]:
     """Agents whose replies went into the summaries ``read`` (minus the reader: no self-loops)."""
-    return sorted({a for j in read for a in pool[j][2]} - {agent})
+    return [a for a in _summarised(tuple(tuple(pool[j][2]) for j in read)) if a != agent]
+
+
+@functools.lru_cache(maxsize=256)
+def _summarised(sources: tuple[tuple[int, ...], ...]) -> list[int]:
+    """The sorted union of the summaries' sources (the same few sets for every agent of a round)."""
+    return sorted({a for src in sources for a in src})
 
 
 # ---------------------------------------------------------------------------
