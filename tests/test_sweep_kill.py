@@ -121,6 +121,7 @@ def _run_and_kill(cfg: Path, out: Path, log: Path, cells, rng: random.Random) ->
             "calls_on_disk": _n_calls(out)}
 
 
+@pytest.mark.slow  # a minute of SIGKILLed sweeps: CI runs it, the fast suite leaves it out
 def test_sigkilled_sweep_resumes_without_duplicates(tmp_path):
     assert DEBATE.exists(), DEBATE
     cfg = tmp_path / "sweep.yaml"
