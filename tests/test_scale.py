@@ -200,3 +200,25 @@ def test_simulated_word_count_is_str_split():
     for _ in range(500):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         assert _words(text) == len(text.split())
+
+
+@pytest.mark.parametrize("n", [3, 65])
+def test_cortex_info_keeps_the_n_by_n_matrices_only_for_small_debates(n):
+    """W and I are N x N per round: kept in protocol_info up to 64 agents, left out (and said so)
+    above, where the graphs table still has every kept edge's weight."""
+    import json
+
+    from engine.protocols.cortex import MATRIX_INFO_MAX_AGENTS
+
+    cfg = RunConfig(protocol="cortex", agents=n, rounds=2, backend="simulated")
+    ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=4), SimulatedBackend(reply_tokens=8),
+                              similarity=lambda texts: np.full((len(texts), len(texts)), 0.5))
+    info = json.loads(row["protocol_info"])
+    debate_round = info["rounds"][0]
+    if n <= MATRIX_INFO_MAX_AGENTS:
+        assert len(debate_round["W"]) == len(debate_round["I"]) == n and "matrices" not in info
+    else:
+        assert "W" not in debate_round and "I" not in debate_round and f"{n} agents > 64" in info["matrices"]
+    assert len(debate_round["R"]) == n and debate_round["peers"]  # the per-agent vectors stay
+    weighted = [g for g in log.graph_rows() if g["round"] == 1]
+    assert weighted and all(g["weights"] is not None and len(g["weights"]) == len(g["srcs"]) for g in weighted)

@@ -25,7 +25,9 @@ from text and keeps the record. Every call carries ``peers`` (who it reads: the 
 ``i -> j`` left after pruning) and ``weights`` (their eq. 9 weights *before* pruning to 0/1), so
 the graphs table holds each round's weighted sparse graph. ``Outcome.info`` has, per round, the
 full weight matrix, the means, R, I, S, the raw and recalibrated confidences and which replies had
-no readable confidence.
+no readable confidence. Above :data:`MATRIX_INFO_MAX_AGENTS` agents the two N x N matrices (W and
+I: 10^6 numbers per round at N = 1,000, tens of MB of JSON per question row) are left out of
+``info`` (``info["matrices"]`` says so); the kept edges' weights stay in the graphs table.
 
 Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 8, 9, 11):
 
@@ -370,6 +372,9 @@ def peer_scores(d: int, texts: list[str], answers: list[str | None]) -> Generato
     return {"given": given, "score": score, "mean": math.fsum(score) / n, "unparsed": scored.unread}
 
 
+MATRIX_INFO_MAX_AGENTS = 64  # above this many agents, info keeps no N x N matrices (W, I)
+
+
 def cortex_debate(ctx: Context) -> ProtocolGen:
     cfg = ctx.cfg
     n, n_rounds = ctx.n_agents, ctx.n_rounds
@@ -393,6 +398,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         },
         "defaults_used": sorted({m for m, (_, _, s) in zip(models, sizes) if s != "model_info"}),
         "memory": memory,
+        **({"matrices": f"W and I omitted: {n} agents > {MATRIX_INFO_MAX_AGENTS}; the graphs table has the "
+                        f"kept edges' weights"} if n > MATRIX_INFO_MAX_AGENTS else {}),
         "s_offset": s_offset,
         "graph": cfg.cortex_graph,
         "weights": cfg.cortex_weights,
@@ -435,9 +442,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         info["rounds"].append({
             "round": d,
             "R": rnd.reliability,
-            "I": rnd.intimacy,
+            **({"I": rnd.intimacy, "W": _jsonable_matrix(rnd.weights)} if n <= MATRIX_INFO_MAX_AGENTS else {}),
             "S": rnd.self_orientation,
-            "W": _jsonable_matrix(rnd.weights),
             "mean": [_jsonable(x) for x in rnd.mean],
             "peers": rnd.peers,
             **({} if scored is None else {"peer_scores": scored}),
