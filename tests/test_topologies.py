@@ -200,6 +200,18 @@ def test_exact_message_format_example():
     )
 
 
+@pytest.mark.parametrize("n, density, rule, nearest", [
+    (1000, 0.5, "k/999 for any whole number k of peers from 1 to 999", "0.499499 (k=499), 0.500501 (k=500)"),
+    (1001, 0.301, "k/1000 for k an even number of peers from 2 to 1000", "0.3 (k=300), 0.302 (k=302)"),
+])
+def test_many_agents_get_a_short_message_with_the_nearest_densities(n, density, rule, nearest):
+    with pytest.raises(TopologyError) as ei:
+        regular(n, density)
+    msg = str(ei.value)
+    assert f"densities possible for {n} agents: {rule}; nearest: {nearest} (" in msg
+    assert len(msg) < 400 and "\n" not in msg
+
+
 def test_topology_error_is_value_error():
     assert issubclass(TopologyError, ValueError)
     with pytest.raises(ValueError):

@@ -180,13 +180,21 @@ def possible_regular_densities(n: int) -> list[tuple[int, float]]:
     return [(k, k / (n - 1)) for k in range(1, n) if (n * k) % 2 == 0]
 
 
-def _possible_text(n: int) -> str:
+LISTED_DENSITIES = 10  # more possible densities than this: the message names the rule and the nearest ones
+
+
+def _possible_text(n: int, asked: float | None = None) -> str:
+    """The densities a regular graph on ``n`` agents can have: all of them when there are few,
+    else the rule and the ones nearest ``asked`` (one short line at 1,000 agents)."""
     opts = possible_regular_densities(n)
     if not opts:
         return f"densities possible for {n} agent{'s' if n != 1 else ''}: only 0 (no communication)"
-    return f"densities possible for {n} agents: " + ", ".join(
-        f"{fmt_num(d)} (k={k})" for k, d in opts
-    )
+    if len(opts) <= LISTED_DENSITIES or asked is None:
+        return f"densities possible for {n} agents: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in opts)
+    rule = "k an even number" if n % 2 else "any whole number k"
+    nearest = sorted(sorted(opts, key=lambda kd: abs(kd[1] - asked))[:2])
+    return (f"densities possible for {n} agents: k/{n - 1} for {rule} of peers from {opts[0][0]} to {opts[-1][0]}; "
+            f"nearest: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in nearest))
 
 
 def regular_degree(n: int, density: float) -> int:
@@ -213,12 +221,12 @@ def regular_degree(n: int, density: float) -> int:
     head = f"--density {fmt_num(d)} with --agents {n}: no regular graph has that density; "
     if abs(kf - k) > _TOL:
         raise TopologyError(
-            head + _possible_text(n)
+            head + _possible_text(n, d)
             + f" ({fmt_num(d)} x {n - 1} = {kf:.6g} is not a whole number of peers)"
         )
     if (n * k) % 2:
         raise TopologyError(
-            head + _possible_text(n)
+            head + _possible_text(n, d)
             + f" (k = {fmt_num(d)} x {n - 1} = {k}, but a {k}-regular graph needs "
             f"agents x k even and {n} x {k} = {n * k} is odd)"
         )
