@@ -210,6 +210,9 @@ def test_many_agents_get_a_short_message_with_the_nearest_densities(n, density, 
     msg = str(ei.value)
     assert f"densities possible for {n} agents: {rule}; nearest: {nearest} (" in msg
     assert len(msg) < 400 and "\n" not in msg
+    for printed in nearest.split(", "):  # what the message prints is accepted as it is printed
+        d, k = printed.split(" (k=")
+        assert regular_degree(n, float(d)) == int(k.rstrip(")"))
 
 
 def test_topology_error_is_value_error():

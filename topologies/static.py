@@ -202,7 +202,8 @@ def regular_degree(n: int, density: float) -> int:
     given density, after checking that such a graph exists.
 
     ``D (N-1)`` must be an integer within 1e-6 (so ``0.4`` and ``2/5`` are both
-    fine for 6 agents), ``0 <= k <= N-1``, and ``N*k`` must be even (a
+    fine for 6 agents), or ``D`` must equal ``k/(N-1)`` to the 6 significant digits the
+    error messages print (``0.500501`` for 500 of 999 peers), ``0 <= k <= N-1``, and ``N*k`` must be even (a
     k-regular graph on N nodes exists iff ``k < N`` and ``N*k`` is even).
     Otherwise :class:`TopologyError`, e.g.::
 
@@ -219,7 +220,8 @@ def regular_degree(n: int, density: float) -> int:
     kf = d * (n - 1)
     k = int(round(kf))
     head = f"--density {fmt_num(d)} with --agents {n}: no regular graph has that density; "
-    if abs(kf - k) > _TOL:
+    # a density as the engine prints it (6 significant digits: 0.500501 for 500/999) is accepted too
+    if abs(kf - k) > _TOL and fmt_num(d) != fmt_num(k / (n - 1)):
         raise TopologyError(
             head + _possible_text(n, d)
             + f" ({fmt_num(d)} x {n - 1} = {kf:.6g} is not a whole number of peers)"
