@@ -75,6 +75,7 @@ def hosts(res) -> list[dict]:
     return [p for p in res.placement if p["role"] == "agents"]
 
 
+@pytest.mark.ray
 def test_packed_agents_make_exactly_the_calls_of_one_actor_per_agent(engine, tmp_path):
     alone = engine.run(sim(tmp_path, "alone", agents_per_actor=1))
     packed = engine.run(sim(tmp_path, "packed", agents_per_actor=3))
@@ -96,6 +97,7 @@ def test_packed_agents_make_exactly_the_calls_of_one_actor_per_agent(engine, tmp
     assert set(timings) == {"replicas_s", "agents_s", "debate_s"} and timings["debate_s"] > 0
 
 
+@pytest.mark.ray
 def test_agent_actors_are_reused_by_later_runs(engine, tmp_path):
     first = engine.run(sim(tmp_path, "a", agents_per_actor=2, replicas=1))
     second = engine.run(sim(tmp_path, "b", agents_per_actor=4, replicas=1))  # fewer actors: all reused

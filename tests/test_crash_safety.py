@@ -31,6 +31,7 @@ for i in itertools.count():
 """
 
 
+@pytest.mark.slow  # 20 SIGKILLs at random points: CI runs it, the fast suite leaves it out
 @pytest.mark.timeout(300)
 def test_sink_killed_at_random_points_never_leaves_a_corrupt_part(tmp_path):
     seed = random.randrange(1_000_000)

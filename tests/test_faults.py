@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
 
 from actors.driver import Engine  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
