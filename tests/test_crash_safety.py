@@ -42,7 +42,7 @@ def test_sink_killed_at_random_points_never_leaves_a_corrupt_part(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(out), f"w{k}"], cwd=ROOT, start_new_session=True)
         deadline = time.monotonic() + 60
         while not list((out / "calls").glob(f"part-w{k}-*.parquet")):  # started writing
-            assert proc.poll() is None and time.monotonic() < deadline, f"writer {k} did not start"
+            assert proc.poll() is None and time.monotonic() < deadline, f"seed {seed}: writer {k} did not start"
             time.sleep(0.02)
         time.sleep(rng.uniform(0.0, 0.7))
         _kill_session(proc)
@@ -87,7 +87,7 @@ def test_debate_run_killed_at_random_points_resumes_to_each_question_once(tmp_pa
             time.sleep(rng.uniform(1.0, 8.0))
         else:  # after this launch has written new question rows, plus a random 0-3 s
             while on_disk() <= before and proc.poll() is None:
-                assert time.monotonic() - t0 < 180, "no new question rows within 180 s"
+                assert time.monotonic() - t0 < 180, f"seed {seed}: no new question rows within 180 s"
                 time.sleep(0.1)
             time.sleep(rng.uniform(0.0, 3.0))
         finished = proc.poll() is not None
@@ -99,11 +99,11 @@ def test_debate_run_killed_at_random_points_resumes_to_each_question_once(tmp_pa
     with open(log, "ab") as fh:
         code = subprocess.run(argv, cwd=tmp_path, env=_env(), stdout=fh, stderr=subprocess.STDOUT, timeout=600).returncode
     print(f"\nrun kill seed {seed}: (kill after s, questions on disk, had finished) {kills}")
-    assert code == 0, log.read_text()[-3000:]
+    assert code == 0, f"seed {seed}: " + log.read_text()[-3000:]
     assert any(0 < n < LIMIT for _, n, _ in kills), f"seed {seed}: no kill landed mid-run: {kills}"
     want = {q.qid for q in load_questions("arithmetic", None, LIMIT, 0)}
     qs = read_table(out, "questions").to_pandas()
-    assert len(qs) == LIMIT and set(qs.question_id) == want and qs.run_id.nunique() == 1
+    assert len(qs) == LIMIT and set(qs.question_id) == want and qs.run_id.nunique() == 1, (seed, kills)
     calls = read_table(out, "calls").to_pandas()
     keep = calls.merge(qs[["run_id", "question_id", "attempt"]], on=["run_id", "question_id", "attempt"])
     assert (keep.groupby("question_id").size() == AGENTS * ROUNDS).all() and keep.question_id.nunique() == LIMIT

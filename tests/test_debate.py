@@ -1,5 +1,7 @@
 """MAD-family protocols driven without Ray: who speaks, who reads whom, when it ends, what it answers."""
 
+import hashlib
+
 from engine.config import RunConfig
 from engine.debate import DebateLog, Reads, call_reads, call_seed, question_key
 from engine.protocols import AgentCall, Context, Reply, Step, consensus, effective_rounds, get_protocol
@@ -140,7 +142,13 @@ def test_question_row_has_the_vote_after_each_round():
     log = DebateLog(Question("q1", "numeric", "1+1?", "2"))
     row = log.question_row(Outcome("2", [["3", "3", "2"], ["2", "3", "4"], ["2", "2", "3"]]), 3, tie_key=11)
     assert row["answer_by_round"][0] == "3" and row["answer_by_round"][2] == "2"
-    assert row["answer_by_round"][1] in ("2", "3", "4")  # a three-way tie after round 2: drawn
+    # a three-way tie after round 2: majority_vote's documented draw, sha1("tie:<key>:<n>") over the
+    # tied answers sorted, picks "3" for key 11 -- not "2", the first seen (what ignoring the key gives)
+    h = hashlib.sha1(b"tie:11:3").digest()
+    assert ["2", "3", "4"][int.from_bytes(h[:8], "big") % 3] == "3"
+    assert row["answer_by_round"][1] == "3"
+    first = log.question_row(Outcome("2", [["3", "3", "2"], ["2", "3", "4"], ["2", "2", "3"]]), 3, tie_key=None)
+    assert first["answer_by_round"] == ["3", "2", "2"]  # --tie-break first: the answer agent 0 gave
     assert row["correct_by_round"][0] is False and row["correct_by_round"][-1] is True is row["correct"]
     assert row["tie"] is False
     tied = log.question_row(Outcome("3", [["2", "3"]]), 2, tie_key=11)
@@ -239,3 +247,22 @@ def test_a_failed_side_call_is_an_error_not_a_transcript_entry():
 
     row = log.question_row(Outcome(None, [[None, None]]), 2)
     assert row["errored"] and row["n_errors"] == 1 and row["n_invalid"] == 0
+
+
+def test_a_failed_turn_leaves_the_transcript_and_the_answer_alone():
+    log = DebateLog(Q)
+    _, first = _serve(log, [AgentCall(agent=i, stage="first") for i in range(3)], 0)
+    before = {i: list(h) for i, h in log.histories.items()}
+    answers = dict(log.answers)
+    turn = AgentCall(agent=0, stage="debate", peers=[1, 2], peer_texts=[(1, first[1].text), (2, first[2].text)])
+    # the agent's round-1 turn fails (after the engine's retries): partial text, even a parsable answer
+    bad = CallRecord("q1", 1, 0, "debate", "m", [1, 2], "The answer is 99", "99", 5, 0, 0.0, "error", "boom", 0, 0.7)
+    reply = log.add(1, turn, TurnResult(bad, {"role": "user", "content": "round 1 prompt"}))
+    assert reply.error == "boom" and reply.answer == "99"  # the protocol sees the failure
+    assert log.histories == before and log.answers == answers and answers[0] is not None
+    # the agent's next turn reads the transcript as it was before the failure
+    nxt = log.turn(2, turn, 5)
+    assert nxt.history == before[0] and nxt.own_answer == answers[0]
+    reqs, _ = _serve(log, [turn], 2)
+    assert reqs[0].messages[:2] == before[0] and "round 1 prompt" not in str(reqs[0].messages)
+    assert len(log.histories[0]) == 4 and log.histories[1] == before[1]  # only the good turn joined

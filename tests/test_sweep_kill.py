@@ -136,11 +136,11 @@ def test_sigkilled_sweep_resumes_without_duplicates(tmp_path):
     for _ in range(2):  # two kills at different (random) points
         info = _run_and_kill(cfg, out, log, cells, rng)
         timings.append(info)
-        assert info["statuses"].count("finished") < 4 and "partial" in info["statuses"], info
+        assert info["statuses"].count("finished") < 4 and "partial" in info["statuses"], (seed, info)
         for d in (c.out for c in cells if c.out.is_dir()):  # a killed writer's leftovers do not break reads
             for t in ("calls", "questions", "graphs", "runs"):
                 read_table(d, t)
-    assert timings[1]["calls_on_disk"] > timings[0]["calls_on_disk"]  # the second launch made progress
+    assert timings[1]["calls_on_disk"] > timings[0]["calls_on_disk"], (seed, timings)  # the second made progress
 
     t0 = time.monotonic()
     proc = _start(cfg, out, log)
@@ -150,8 +150,8 @@ def test_sigkilled_sweep_resumes_without_duplicates(tmp_path):
         _kill_session(proc)
     final_s = time.monotonic() - t0
     text = log.read_text()
-    assert code == 0, text[-3000:]
-    assert "(resuming)" in text
+    assert code == 0, f"seed {seed}: " + text[-3000:]
+    assert "(resuming)" in text, f"seed {seed}"
     print(f"\nkill test seed {seed}: kills {timings}; final run {final_s:.1f} s")
 
     import json
