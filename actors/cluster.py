@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.errors import UserError
+
 log = logging.getLogger(__name__)
 
 GPU_RESOURCE = re.compile("gpu", re.IGNORECASE)  # custom node resources that mark a GPU node type
@@ -58,7 +60,7 @@ MODEL_BACKENDS = ("vllm", "transformers")
 RAY_WORKER_CLEANUP = {"RAY_process_group_cleanup_enabled": "true"}
 
 
-class PlacementTimeout(RuntimeError):
+class PlacementTimeout(UserError, RuntimeError):
     """No node offered what an actor's placement group asks for within the placement timeout."""
 
 

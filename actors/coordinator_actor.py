@@ -26,6 +26,13 @@ requests to each replica likewise,
 so the Ray overhead per turn shrinks with the number of questions in flight. A call that still fails becomes an error row (run, question, round, agent, error
 text) and its question is marked ``errored``; a question whose debate cannot continue at all
 (e.g. the embedding actor is gone) still gets its question row, errored. Nothing is dropped.
+
+Error rate. With ``--max-error-rate R`` below 1 the run stops once it has made at least
+:data:`ERROR_RATE_MIN_CALLS` calls (so one early failure does not stop it) and more than R of
+them errored (error rows over all call rows of this attempt, summary and side calls included):
+the coordinator cancels every debate still running or waiting, flushes the writer and returns
+the finished questions' rows, with ``progress()["stopped"]`` saying why. Calls and questions
+written so far stay; a re-run resumes the questions left unfinished.
 """
 
 from __future__ import annotations
@@ -44,6 +51,9 @@ from engine.records import CallRecord, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 
 log = logging.getLogger(__name__)
+
+# --max-error-rate is checked only once a run has made this many calls
+ERROR_RATE_MIN_CALLS = 20
 
 
 def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
@@ -90,7 +100,9 @@ class CoordinatorActor:
         self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated, "attempt": attempt}
         self.retries = max(0, int(cfg.call_retries))
         self.progress_state = {"questions_done": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                               "correct": 0, "errored": 0, "agent_restores": 0, "call_retries": 0}
+                               "correct": 0, "errored": 0, "agent_restores": 0, "call_retries": 0,
+                               "call_errors": 0, "first_error": None, "stopped": None}
+        self.tasks: list[asyncio.Future] = []
         # Turns for the same group issued in the same event-loop turn (many questions' rounds,
         # many agents) travel as one streamed actor call; each result comes back as soon as it is done.
         self.to_agents = MicroBatcher(self._open_agent_stream)
@@ -129,9 +141,9 @@ class CoordinatorActor:
             async with sem:
                 return await self._debate(q)
 
-        tasks = [asyncio.ensure_future(one(q)) for q in questions]
+        tasks = self.tasks = [asyncio.ensure_future(one(q)) for q in questions]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t for t in done if t.exception() is not None]
+        failed = [t for t in done if not t.cancelled() and t.exception() is not None]
         if failed:  # a bug: the other debates stop too (nothing of this run may write on), then it surfaces
             for t in pending:
                 t.cancel()
@@ -139,7 +151,7 @@ class CoordinatorActor:
             await self.writer.flush.remote()  # what finished before the bug is on disk and resumable
             raise failed[0].exception()
         await self.writer.flush.remote()
-        return [t.result() for t in tasks]
+        return [t.result() for t in tasks if not t.cancelled()]  # cancelled: stopped on the error rate
 
     async def _call(self, turn: Turn) -> TurnResult:
         """One turn through its agent's group; a lost group is configured again and the turn
@@ -178,9 +190,26 @@ class CoordinatorActor:
             self.progress_state["calls"] += 1
             self.progress_state["prompt_tokens"] += rec.prompt_tokens
             self.progress_state["completion_tokens"] += rec.completion_tokens
+            if rec.error is not None:
+                self.progress_state["call_errors"] += 1
+                self.progress_state["first_error"] = self.progress_state["first_error"] or rec.error
         self.writer.write.remote("calls", rows)
         if graph:
             self.writer.write.remote("graphs", [{**e, **self.labels} for e in graph])
+        self._check_error_rate()
+
+    def _check_error_rate(self) -> None:
+        """Stop the run (cancel every debate) once more than ``max_error_rate`` of at least
+        :data:`ERROR_RATE_MIN_CALLS` calls errored; see the module docstring."""
+        state, limit = self.progress_state, self.cfg.max_error_rate
+        calls, errors = state["calls"], state["call_errors"]
+        if state["stopped"] or calls < ERROR_RATE_MIN_CALLS or errors <= limit * calls:
+            return
+        state["stopped"] = "error rate"
+        log.warning("run %s: %d of %d calls errored, more than --max-error-rate %g: stopping", self.run_id, errors,
+                    calls, limit)
+        for t in self.tasks:
+            t.cancel()
 
     async def _debate(self, q: Question) -> dict[str, Any]:
         row, _ = await debate(q, self.cfg, self._call, self._similarity if self.embedder is not None else None,

@@ -27,10 +27,11 @@ from typing import Any
 
 from actors.cluster import driver_node_strategy
 from engine.accounting import summarize
-from engine.config import RunConfig
+from engine.config import ConfigError, RunConfig
+from engine.errors import UserError
 from engine.protocols import validate_protocol
 from engine.prompts import PromptSet
-from engine.tasks import Question, load_questions
+from engine.tasks import DatasetError, Question, load_questions
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
                          f"(--device gpu)")
 
 
-class EndpointError(ValueError):
+class EndpointError(UserError, ValueError):
     """An OpenAI-compatible endpoint that cannot be reached (checked before any actor starts)."""
 
 
@@ -150,7 +151,7 @@ def check_endpoint(api_base: str, timeout: float = 5.0) -> None:
         raise EndpointError(f"--api-base {api_base}: cannot connect to {url.hostname}:{port} ({reason})") from None
 
 
-class ReplicaStartError(RuntimeError):
+class ReplicaStartError(UserError, RuntimeError):
     """A replica actor whose model could not be loaded."""
 
 
@@ -267,15 +268,15 @@ def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> di
     over = dict(cfg.placement_resources.get(model) or {})
     unknown = set(over) - set(_placement_keys())
     if unknown:
-        raise ValueError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}")
+        raise ConfigError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}")
     if "gpus_per_replica" in over:  # the per-model name of --gpus-per-replica; Ray calls it num_gpus
         share = over.pop("gpus_per_replica")
         if over.get("num_gpus", share) != share:
-            raise ValueError(f"placement_resources[{model!r}]: gpus_per_replica {share} and num_gpus {over['num_gpus']} "
+            raise ConfigError(f"placement_resources[{model!r}]: gpus_per_replica {share} and num_gpus {over['num_gpus']} "
                              f"disagree (they are the same setting; give one)")
         over["num_gpus"] = share
     if over.get("num_gpus") is not None and not float(over["num_gpus"]) >= 0:
-        raise ValueError(f"placement_resources[{model!r}]: num_gpus must be >= 0 (got {over['num_gpus']})")
+        raise ConfigError(f"placement_resources[{model!r}]: num_gpus must be >= 0 (got {over['num_gpus']})")
     ray_keys = ("num_cpus", "num_gpus", "resources")
     return {**default, **{k: v for k, v in over.items() if k in ray_keys}}
 
@@ -316,9 +317,9 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         n = int(over.get("replicas", cfg.replicas))
         tp = int(over.get("tensor_parallel_size", cfg.tensor_parallel))
         if n < 1 or tp < 1:
-            raise ValueError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
+            raise ConfigError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
         if tp > 1 and (cfg.backend not in ("vllm", "simulated") or not gpu):
-            raise ValueError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
+            raise ConfigError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
                              f"(placement_resources num_gpus, or --device gpu)")
         per_model[m] = (n, tp)
     actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()), gpu)
@@ -354,11 +355,11 @@ def _check_gpu_share(cfg: RunConfig, model: str, share: float, tp: int) -> None:
     key = next((k for k in ("gpus_per_replica", "num_gpus") if k in over), None)
     where = f"placement_resources[{model!r}].{key}" if key else "--gpus-per-replica"
     if tp == 1 and share > 1:
-        raise ValueError(f"{where} {share:g}: a replica without tensor parallelism uses one GPU, so {share - 1:g} would be "
+        raise ConfigError(f"{where} {share:g}: a replica without tensor parallelism uses one GPU, so {share - 1:g} would be "
                          f"reserved for nothing; set tensor_parallel_size {share:g} (--tensor-parallel) to spread the "
                          f"model over {share:g} GPUs, or ask for 1")
     if tp > 1 and share not in (1, tp):
-        raise ValueError(f"{where} {share:g} with tensor parallel {tp}: a tensor-parallel replica takes {tp} whole GPUs, "
+        raise ConfigError(f"{where} {share:g} with tensor parallel {tp}: a tensor-parallel replica takes {tp} whole GPUs, "
                          f"one per rank; leave it out")
 
 
@@ -449,10 +450,30 @@ class RunInterrupted(RuntimeError):
     coordinator) died; everything written so far is whole and a re-run resumes it."""
 
 
+class ErrorRateExceeded(RunInterrupted):
+    """A run stopped by ``--max-error-rate``: more than that share of its calls errored (see
+    :mod:`actors.coordinator_actor`). What was written stays; a re-run resumes it."""
+
+    def __init__(self, message: str, rate_text: str):
+        super().__init__(message)
+        self.rate_text = rate_text  # the rate and the limit, for a sweep's cell line
+
+
 class EngineError(RuntimeError):
     """An exception the engine did not expect (a bug: in a protocol, an agent, the writer's schema
     check) stopped the run. Its traceback is logged; everything written so far is whole and a
     re-run resumes it once the bug is fixed."""
+
+
+def _error_rate_exceeded(cfg: RunConfig, run_id: str, out: Path, progress: dict[str, Any]) -> ErrorRateExceeded:
+    """The one-line error of a run the coordinator stopped on ``--max-error-rate``."""
+    calls, errors = progress["calls"], progress["call_errors"]
+    rate = f"{errors} of {calls} calls errored ({errors / calls:.0%}), more than --max-error-rate {cfg.max_error_rate:g}"
+    first = (progress.get("first_error") or "").splitlines()[0][:200] if progress.get("first_error") else ""
+    return ErrorRateExceeded(
+        f"run {run_id} stopped: {rate}" + (f"; first error: {first}" if first else "") + f". The results written so "
+        f"far are in {out}: fix the cause (the calls table's error column) and run the same command again to resume "
+        f"(a higher --max-error-rate resumes the same run)", rate)
 
 
 def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
@@ -561,11 +582,11 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     if questions is None:
         questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
     if not questions:
-        raise ValueError(f"--dataset {cfg.dataset}: no questions selected")
+        raise DatasetError(f"--dataset {cfg.dataset}: no questions selected")
     check_images(cfg, questions)
     tasks = {q.task for q in questions}
     if len(tasks) != 1:
-        raise ValueError(f"--dataset {cfg.dataset}: questions of several tasks {sorted(tasks)} in one run")
+        raise DatasetError(f"--dataset {cfg.dataset}: questions of several tasks {sorted(tasks)} in one run")
     # Imports the protocol's module (registering its prompt stages) and runs its own checks,
     # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
     validate_protocol(cfg)
@@ -821,12 +842,16 @@ class Engine:
         summary = summarize(previous + rows)
         placement = self._placement(cfg, replicas, writer, actors)
         timings = {k: round(v, 3) for k, v in timings.items()}
+        stopped = progress.get("stopped")
         run_row.update(
-            placement=json.dumps(placement, sort_keys=True), status="finished", finished=_now(),
+            placement=json.dumps(placement, sort_keys=True), status=f"stopped: {stopped}" if stopped else "finished",
+            finished=_now(),
             wall_s=wall + ((old_run or {}).get("wall_s") or 0.0), timings=json.dumps(timings),
             **{k: summary[k] for k in ("accuracy", "prompt_tokens", "completion_tokens", "n_calls", "effective_rounds",
                                        "consensus_by_round", "accuracy_by_round")})
         ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
+        if stopped:
+            raise _error_rate_exceeded(cfg, run_id, out, progress)
         return RunResult(run_id, out, summary, wall, previous + rows, replicas.simulated,
                          [_stats(r) for r in replicas.all_handles], resumed=len(previous),
                          faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},

@@ -33,6 +33,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from engine.errors import UserError
+
 DEFAULT_MODEL = "smollm2-135m-instruct"
 # Bumped whenever the converted folder's layout changes, so old caches are not reused.
 # v2: tied embeddings stored under model.embed_tokens.weight (vLLM ignores safetensors aliases
@@ -44,7 +46,7 @@ ALIASES = {
 }
 
 
-class ModelNotFound(ValueError):
+class ModelNotFound(UserError, ValueError):
     pass
 
 

@@ -8,8 +8,10 @@
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
 file takes the same keys, and flags given on the command line win over it. The help of a
 protocol's own options comes from its spec (:data:`engine.config.PROTOCOL_OPTIONS`), prefixed
-with the protocols that read them. Bad input exits with
-status 2 and a one-line message naming the flag, file or row.
+with the protocols that read them. Bad input (:class:`engine.errors.UserError`) exits with
+status 2 and a one-line message naming the flag, file or row; a run that stops (an actor died,
+``--max-error-rate`` passed, a bug in the engine) exits with status 1 and one line on how to
+resume; any other exception is a bug and surfaces with its traceback (status 1).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Sequence
 
 from engine.protocols import SPECS
 from engine.config import (BACKENDS, CONTEXT_OVERFLOW, DEVICES, DTYPES, EMBEDDING_DEVICES, PLACEMENTS, PROTOCOL_OPTIONS,
-                           TIE_BREAKS, ConfigError, RunConfig, config_from_mapping, load_config_file, option_readers)
+                           TIE_BREAKS, RunConfig, config_from_mapping, load_config_file, option_readers)
 
 _HELP = {
     "protocol": "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
@@ -70,6 +72,8 @@ _HELP = {
                         "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
     "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
     "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
+    "max_error_rate": "stop the run (resumable, exit 1) when more than this share of its calls errored, counted "
+                      "once it has made 20 calls; 0 stops at the first error after those, 1 (default) never stops",
 }
 
 _HELP.update({name: f"{', '.join(option_readers(name))}: {opt.help}" for name, opt in PROTOCOL_OPTIONS.items()})
@@ -234,16 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return rescore_command(args.dir, args.dry_run)
 
-    from actors.model_store import ModelNotFound
-    from engine.prompts import PromptError
-    from engine.tasks import DatasetError
-    from topologies import TopologyError
+    from actors.driver import EngineError, RunInterrupted
+    from engine.errors import UserError
 
-    from actors.cluster import PlacementTimeout
-    from actors.driver import EngineError, ReplicaStartError, RunInterrupted
-
-    user_errors = (ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ValueError, ReplicaStartError,
-                   PlacementTimeout)
     try:
         if args.command == "run":
             cfg = parse_run_config(args)
@@ -256,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from engine.sweep import sweep_command
 
             return sweep_command(args.config, args.out, args.list)
-    except user_errors as exc:
+    except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
     except (RunInterrupted, EngineError) as exc:  # not the user's input: exit 1, one line, how to resume

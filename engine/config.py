@@ -183,6 +183,9 @@ class EngineOptions:
     out_shared: bool = False  # --out is storage every node sees: the writer may run on any node
     max_restarts: int = 3  # Ray restarts of a dead replica / agent / embedding actor
     call_retries: int = 2  # retries of one call after its agent or replica died, then an error row
+    # stop the run when more than this share of its calls so far errored (after ERROR_RATE_MIN_CALLS
+    # calls, actors/coordinator_actor.py); 1.0 = never stop
+    max_error_rate: float = 1.0
     ray_address: str | None = None
     progress: bool = True
     # simulated backend only (labelled "simulated" in every output row)
@@ -371,6 +374,10 @@ class EngineOptions:
             raise bad("max_tokens", f"must be positive (got {self.max_tokens})")
         if not 0 <= self.sim_accuracy <= 1:
             raise bad("sim_accuracy", f"must be within [0, 1] (got {self.sim_accuracy})")
+        if self.backend == "simulated" and self.sim_reply_tokens < 8:
+            raise bad("sim_reply_tokens", f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})")
+        if not 0 <= self.max_error_rate <= 1:
+            raise bad("max_error_rate", f"is a fraction of calls in [0, 1]; 1 never stops (got {self.max_error_rate})")
         if len(self.agent_settings) > self.n_agents:
             raise ConfigError(
                 f"agent_settings has {len(self.agent_settings)} entries but the run has {self.n_agents} agents"
@@ -388,7 +395,8 @@ class EngineOptions:
 # Engine options that do not change results, left out of the run id (and so no sweep axis).
 UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "agents_per_actor", "replica_cpus",
             "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
-            "call_retries", "device", "embedding_device", "placement_timeout", "out_shared", "gpus_per_replica",
+            "call_retries", "max_error_rate", "device", "embedding_device", "placement_timeout", "out_shared",
+            "gpus_per_replica",
             *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS))
 
 

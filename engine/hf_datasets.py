@@ -209,7 +209,7 @@ def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
         raise DatasetError(f"--dataset {spec}: no row of the split is a question of this set "
                            f"({_where_text(known)})")
     if offset >= len(kept):
-        raise ValueError(f"--offset {offset} is past the end of {spec} ({len(kept)} rows)")
+        raise DatasetError(f"--offset {offset} is past the end of {spec} ({len(kept)} rows)")
     chosen = kept[offset:] if limit is None else kept[offset:offset + limit]
     convert = known.convert if known else (lambda rec: rec)
     if task is None:

@@ -15,11 +15,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from engine.errors import UserError
+
 _TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
                list: "a list"}
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A bad flag or config key. The message names the flag (``--density``) or file key."""
 
 

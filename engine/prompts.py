@@ -37,6 +37,7 @@ from operator import itemgetter
 from string import Template
 from typing import Any, Mapping
 
+from engine.errors import UserError
 from engine.records import Message
 
 FORMATS = {
@@ -71,7 +72,7 @@ _ALWAYS = {"intro", "format", "question"}
 _BASE_FIELDS: dict[str, set[str]] = {"peer": {"agent", "text"}}  # usable even if the default omits them
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     pass
 
 

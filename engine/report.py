@@ -56,6 +56,7 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.errors import UserError
 from engine.results import read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
@@ -71,7 +72,7 @@ _QUESTION_COLUMNS = ("run_id", "question_id", "attempt", "protocol", "n_agents",
                      "completion_tokens", "consensus", "correct_by_round", "tie", "backend", "simulated")
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """Bad input to ``debate report`` (missing directory, no results); the message names the path."""
 
 

@@ -69,6 +69,7 @@ import yaml
 
 from engine.protocols import SPECS
 from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
+from engine.errors import UserError
 
 GRID = "grid"
 MANIFEST = "sweep.json"
@@ -135,7 +136,7 @@ def check_cell(cfg: RunConfig) -> str | None:
         cfg.validate()
         validate_protocol(cfg)
         cfg.agent_specs()
-    except (ValueError, TypeError) as exc:  # ConfigError, TopologyError, ... are ValueErrors
+    except (UserError, TypeError) as exc:  # ConfigError, TopologyError, ...; a bug's ValueError surfaces
         return str(exc) or type(exc).__name__
     return None
 
@@ -397,7 +398,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
     """Run every valid, unfinished cell on one :class:`actors.driver.Engine` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
     ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
-    dataset) gets status ``error`` and the sweep goes on. ``progress=False``: no progress bar
+    dataset) gets status ``error`` and the sweep goes on; so does one stopped by ``--max-error-rate``
+    (status ``stopped``: its rows stay on disk, and running the sweep again resumes it). Any other
+    stopped run (an engine actor died, a bug) stops the sweep. ``progress=False``: no progress bar
     (callers that print their own). Returns the cells."""
     from tqdm import tqdm
 
@@ -426,8 +429,9 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
         for c in valid:
             if c.status == "finished":
                 continue
+            from actors.driver import Engine, ErrorRateExceeded
+
             if engine is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                from actors.driver import Engine
 
                 engine = Engine(c.config.ray_address)
             say(f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
@@ -436,10 +440,16 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
             save()
             try:
                 res = engine.run(c.config)
-            except ValueError as exc:  # bad input found at run time (dataset, model, ...): next cell
+            except UserError as exc:  # bad input found at run time (dataset, model, ...): next cell
                 log.warning("sweep cell %s (%s) failed on its input: %s", c.run_id, c.label, exc)
                 c.status, c.error = "error", str(exc)
                 say(f"[{done}/{len(valid)}] error {c.run_id}  {c.label}: {exc}")
+                save()
+                continue
+            except ErrorRateExceeded as exc:  # too many errored calls in this cell: its rows stay, next cell
+                log.warning("sweep cell %s (%s) stopped: %s", c.run_id, c.label, exc.rate_text)
+                c.status, c.error = "stopped", exc.rate_text
+                say(f"[{done}/{len(valid)}] stopped {c.run_id}  {c.label}: {exc.rate_text}")
                 save()
                 continue
             s = res.summary
@@ -465,7 +475,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
 
 def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     """``debate sweep``: 0 when every valid cell finished, 1 when a cell's run failed (bad
-    input found at run time); file errors raise :class:`SweepError` (exit status 2)."""
+    input found at run time) or stopped on ``--max-error-rate``; file errors raise
+    :class:`SweepError` (exit status 2)."""
     spec = load_sweep(config)
     out_dir = out or spec.out
     if not out_dir:
@@ -479,4 +490,4 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     cells = run_sweep(spec, out_dir)
     print("\n".join(format_cells(cells) + format_seeds(across_seeds(cells))))
     print(f"manifest: {Path(out_dir) / MANIFEST}")
-    return 1 if any(c.status == "error" for c in cells) else 0
+    return 1 if any(c.status in ("error", "stopped") for c in cells) else 0

@@ -131,6 +131,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.errors import UserError
+
 __all__ = [
     "TASKS",
     "FIELD_NAMES",
@@ -202,7 +204,7 @@ class Question:
         return image_ref(self.image)
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A data file cannot be used. The message names the file and, for row problems,
     the 1-based row/line: ``"data.jsonl:17: missing field 'answer' (have: id, question)"``."""
 
@@ -264,7 +266,7 @@ def load_questions(
     _check_offset(offset)
     if isinstance(dataset, str) and dataset == "arithmetic":
         if task not in (None, "numeric"):
-            raise ValueError(f"--task {task!r} does not fit the arithmetic dataset (it is 'numeric')")
+            raise DatasetError(f"--task {task!r} does not fit the arithmetic dataset (it is 'numeric')")
         n = limit or 100
         return arithmetic_questions(offset + n, seed)[offset:]
     if isinstance(dataset, str) and dataset.startswith("hf:"):  # a Hugging Face data set by name
@@ -379,7 +381,7 @@ def load_dataset(
     if count == 0:
         raise DatasetError(f"{display}: empty file (no rows)")
     if not selected:
-        raise ValueError(f"--offset {offset} is past the end of {display} ({count} rows)")
+        raise DatasetError(f"--offset {offset} is past the end of {display} ({count} rows)")
     return questions_from_rows(selected, task, display, stem, overrides, base=Path(path).parent)
 
 
@@ -412,23 +414,23 @@ def _check_task(task: str | None, allow_none: bool = False) -> None:
     if task is None and allow_none:
         return
     if task not in TASKS:
-        raise ValueError(f"--task must be one of {', '.join(TASKS)} (got {task!r})")
+        raise DatasetError(f"--task must be one of {', '.join(TASKS)} (got {task!r})")
 
 
 def _check_limit(limit: int | None) -> None:
     if limit is None:
         return
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ValueError(f"--limit must be a positive integer (got {limit!r})")
+        raise DatasetError(f"--limit must be a positive integer (got {limit!r})")
     if limit <= 0:
-        raise ValueError(f"--limit must be positive (got {limit})")
+        raise DatasetError(f"--limit must be positive (got {limit})")
 
 
 def _check_offset(offset: int) -> None:
     if isinstance(offset, bool) or not isinstance(offset, int):
-        raise ValueError(f"--offset must be a non-negative integer (got {offset!r})")
+        raise DatasetError(f"--offset must be a non-negative integer (got {offset!r})")
     if offset < 0:
-        raise ValueError(f"--offset must be >= 0 (got {offset})")
+        raise DatasetError(f"--offset must be >= 0 (got {offset})")
 
 
 def _check_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
@@ -437,9 +439,9 @@ def _check_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
     out = {}
     for ours, theirs in fields.items():
         if ours not in FIELD_NAMES:
-            raise ValueError(f"unknown field name {ours!r} in fields; use one of {', '.join(FIELD_NAMES)}")
+            raise DatasetError(f"unknown field name {ours!r} in fields; use one of {', '.join(FIELD_NAMES)}")
         if not isinstance(theirs, str) or not theirs:
-            raise ValueError(f"fields[{ours!r}] must be a column name (got {theirs!r})")
+            raise DatasetError(f"fields[{ours!r}] must be a column name (got {theirs!r})")
         out[ours] = theirs
     return out
 

@@ -114,3 +114,87 @@ def test_gguf_that_cannot_load_stops_the_run_with_one_line(capsys, tmp_path, ray
                                "--out", str(tmp_path / "out")])
     assert code == 2 and text.startswith(f"debate: error: --model {bad}: the replica could not load it:")
     assert len(text.splitlines()) == 1
+
+
+def _user_errors():
+    """Every UserError subclass the engine defines, imported where it lives."""
+    from actors.backend import ImagesNotSupported, VLLMBuildError
+    from actors.backend_embedding import EmbeddingModelNotFound
+    from actors.cluster import PlacementTimeout
+    from actors.driver import EndpointError, ReplicaStartError
+    from actors.model_store import ModelNotFound
+    from engine.config import ConfigError
+    from engine.prompts import PromptError
+    from engine.report import ReportError
+    from engine.sweep import SweepError
+    from engine.tasks import DatasetError
+    from topologies import TopologyError
+
+    return [ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ReplicaStartError, PlacementTimeout,
+            EndpointError, VLLMBuildError, ImagesNotSupported, EmbeddingModelNotFound, ReportError, SweepError]
+
+
+def _raising(monkeypatch, exc: BaseException) -> None:
+    """``load_questions`` (inside ``debate run``, after the config checks) raises ``exc``; no Ray starts."""
+    import actors.driver
+
+    def load_questions(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(actors.driver, "load_questions", load_questions)
+    monkeypatch.setattr(actors.driver, "init_ray", lambda *a, **k: None)
+
+
+def own_lines(text: str) -> list[str]:
+    """stderr without the lines Ray forwards from actors of earlier tests."""
+    return [line for line in text.splitlines() if "pid=" not in line]
+
+
+@pytest.mark.parametrize("cls", _user_errors(), ids=lambda c: c.__name__)
+def test_every_user_error_is_exit_2_with_one_line(capsys, monkeypatch, tmp_path, cls):
+    from engine.errors import UserError
+
+    assert issubclass(cls, UserError)
+    _raising(monkeypatch, cls("--dataset x.jsonl:3: bad row"))
+    code, text = fail(capsys, ["run", "--no-progress", "--backend", "simulated", "--out", str(tmp_path / "o")])
+    assert code == 2 and own_lines(text) == ["debate: error: --dataset x.jsonl:3: bad row"]
+
+
+def test_a_plain_value_error_is_a_bug_not_a_user_error(capsys, monkeypatch, tmp_path):
+    """A ValueError from a bug inside the run path is not turned into a one-line exit 2."""
+    _raising(monkeypatch, ValueError("boom"))
+    with pytest.raises(ValueError, match="boom"):
+        main(["run", "--no-progress", "--backend", "simulated", "--out", str(tmp_path / "o")])
+    assert "debate: error" not in capsys.readouterr().err
+
+
+def test_a_bug_exits_1_with_its_traceback(tmp_path):
+    """Through the real entry point: the traceback on stderr and exit status 1."""
+    import subprocess
+    import sys
+
+    script = ("import sys, actors.driver as d\n"
+              "def boom(*a, **k):\n    raise ValueError('boom')\n"
+              "d.load_questions = boom\n"
+              "d.init_ray = lambda *a, **k: None\n"
+              "from engine.cli import main\n"
+              f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback (most recent call last)" in proc.stderr and "ValueError: boom" in proc.stderr
+    assert "debate: error" not in proc.stderr
+
+
+def test_a_run_stopped_on_the_error_rate_is_exit_1_with_one_line(capsys, monkeypatch, tmp_path):
+    import actors.driver
+
+    stop = actors.driver.ErrorRateExceeded("run mad-x stopped: 9 of 20 calls errored (45%), more than "
+                                           "--max-error-rate 0.2. The results ...", "9 of 20 calls errored")
+    _raising(monkeypatch, stop)
+    code, text = fail(capsys, ["run", "--no-progress", "--backend", "simulated", "--out", str(tmp_path / "o")])
+    assert code == 1 and len(own_lines(text)) == 1 and own_lines(text)[0].startswith("debate: error: run mad-x stopped:")
+
+
+def test_max_error_rate_must_be_a_fraction(capsys):
+    code, text = fail(capsys, ["run", "--no-progress", "--max-error-rate", "1.5"])
+    assert code == 2 and text.startswith("debate: error: --max-error-rate is a fraction") and "1.5" in text

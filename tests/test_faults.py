@@ -118,6 +118,44 @@ def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tm
     assert again.summary["n_errors"] == 0 and again.summary["n_questions"] == 2
 
 
+def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(engine, tmp_path):
+    """Every call fails once the only replica is gone: with --max-error-rate 0.2 the run stops
+    early (fewer calls than the full run), says so, and leaves resumable output; with the default
+    the same run finishes with error rows, as before."""
+    from actors.coordinator_actor import ERROR_RATE_MIN_CALLS
+    from actors.driver import ErrorRateExceeded
+
+    def victims():
+        return [(h, False) for k, h in engine._replicas.items() if '"max_restarts": 0' in k[5]]
+
+    full = 16 * 3 * 3  # questions x agents x rounds
+    cfg = sim(tmp_path, "rate", max_restarts=0, call_retries=0, limit=16, max_error_rate=0.2)
+    cb, state = killer(6, victims)
+    with pytest.raises(ErrorRateExceeded, match=r"calls errored \(\d+%\), more than --max-error-rate 0.2.*"
+                                                r"run the same command again to resume"):
+        engine.run(cfg, progress_cb=cb)
+    assert state["killed"], "the run ended before the kill point"
+    calls = read_table(cfg.out, "calls").to_pylist()
+    errors = sum(r["error"] is not None for r in calls)
+    assert ERROR_RATE_MIN_CALLS <= len(calls) < full and errors > 0.2 * len(calls)
+    run_row = read_table(cfg.out, "runs").to_pylist()[-1]
+    assert run_row["status"] == "stopped: error rate"
+    stopped_questions = read_table(cfg.out, "questions").to_pylist()
+    assert len(stopped_questions) < 16
+    # The engine starts a fresh replica; the same command resumes and finishes each question once.
+    again = engine.run(cfg)
+    qs = read_table(cfg.out, "questions").to_pandas()
+    assert len(qs) == 16 and qs.question_id.nunique() == 16 and again.summary["n_questions"] == 16
+    assert again.resumed == len(stopped_questions)
+    assert read_table(cfg.out, "runs").to_pylist()[-1]["status"] == "finished"
+    # The default (1.0) never stops: the same fault ends "finished" with error rows.
+    cfg = sim(tmp_path, "default", max_restarts=0, call_retries=0, limit=16)
+    cb, state = killer(6, victims)
+    res = engine.run(cfg, progress_cb=cb)
+    assert state["killed"] and res.summary["n_questions"] == 16 and res.summary["n_errors"] > 0
+    assert read_table(cfg.out, "runs").to_pylist()[-1]["status"] == "finished"
+
+
 def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_path, per_actor):
     cfg = sim(tmp_path, "agentdead", per_actor, call_retries=1, limit=6)
     lost = {}

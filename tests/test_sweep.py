@@ -217,14 +217,17 @@ def test_unhashed_options_really_do_not_change_the_run_id():
 class FakeEngine:
     """Writes what Engine.run would (a finished run row, one question row per question)."""
 
-    def __init__(self, fail_on: str | None = None):
+    def __init__(self, fail_on: str | None = None, error: Exception | None = None):
         self.calls: list[str] = []
         self.fail_on = fail_on
+        self.error = error
 
     def run(self, cfg: RunConfig):
+        from engine.tasks import DatasetError
+
         self.calls.append(cfg.run_id())
         if self.fail_on and self.fail_on == cfg.protocol:
-            raise ValueError(f"--dataset {cfg.dataset}: no such file")
+            raise self.error or DatasetError(f"--dataset {cfg.dataset}: no such file")
         sink = ParquetSink(cfg.out)
         n = cfg.limit
         have = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
@@ -291,6 +294,25 @@ def test_a_failing_cell_does_not_stop_the_sweep(tmp_path):
     assert "no such file" in cells[0].error
     m = json.loads((tmp_path / MANIFEST).read_text())
     assert m["counts"] == {"error": 1, "finished": 1}
+
+
+def test_a_cell_stopped_on_the_error_rate_is_marked_and_the_sweep_goes_on(tmp_path):
+    from actors.driver import ErrorRateExceeded
+
+    spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "probmad"], "density": [0.5]}})
+    stop = ErrorRateExceeded("run x stopped: ...", "9 of 20 calls errored (45%), more than --max-error-rate 0.2")
+    cells = run_sweep(spec, tmp_path, engine=FakeEngine(fail_on="mad", error=stop), echo=lambda s: None)
+    assert [c.status for c in cells] == ["stopped", "finished"] and "--max-error-rate 0.2" in cells[0].error
+    assert json.loads((tmp_path / MANIFEST).read_text())["counts"] == {"stopped": 1, "finished": 1}
+    assert disk_status(cells[0]) == ("pending", {})  # read from disk again: a re-run resumes it
+
+
+def test_a_value_error_from_a_bug_stops_the_sweep(tmp_path):
+    spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "probmad"], "density": [0.5]}})
+    eng = FakeEngine(fail_on="mad", error=ValueError("boom"))
+    with pytest.raises(ValueError, match="boom"):
+        run_sweep(spec, tmp_path, engine=eng, echo=lambda s: None)
+    assert eng.calls == [eng.calls[0]]  # the next cell never ran
 
 
 def test_disk_status_needs_every_question(tmp_path):

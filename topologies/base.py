@@ -23,10 +23,12 @@ from typing import Any
 
 import networkx as nx
 
+from engine.errors import UserError
+
 __all__ = ["TopologyError", "Topology"]
 
 
-class TopologyError(ValueError):
+class TopologyError(UserError, ValueError):
     """Invalid topology request.
 
     Messages name the command-line flags (``--agents``, ``--density``,

@@ -8,6 +8,7 @@ the engine looks protocols up with :func:`protocol_spec`.
 
 from __future__ import annotations
 
+from engine.options import ConfigError
 from engine.protocols import chateval, cortex, group_debate, mad, prd, reconcile, s2mad
 from engine.protocols.base import (
     SUMMARIZER,
@@ -39,7 +40,7 @@ def protocol_spec(name: str) -> ProtocolSpec:
     try:
         return SPECS[name]
     except KeyError:
-        raise ValueError(f"--protocol {name!r} is not one of {', '.join(SPECS)}") from None
+        raise ConfigError(f"--protocol {name!r} is not one of {', '.join(SPECS)}") from None
 
 
 def get_protocol(name: str) -> ProtocolFn:

@@ -179,10 +179,10 @@ def model_size(name: str, model_info: dict[str, dict[str, float]]) -> tuple[floa
         params = float(entry["params_b"]) if "params_b" in entry else None
         tokens = float(entry["tokens_t"]) if "tokens_t" in entry else None
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"model_info[{name!r}]: params_b / tokens_t must be numbers ({exc})") from None
+        raise ConfigError(f"model_info[{name!r}]: params_b / tokens_t must be numbers ({exc})") from None
     for key, val in (("params_b", params), ("tokens_t", tokens)):
         if val is not None and not (val > 0 and math.isfinite(val)):
-            raise ValueError(f"model_info[{name!r}].{key} must be a positive number (got {val})")
+            raise ConfigError(f"model_info[{name!r}].{key} must be a positive number (got {val})")
     full = params is not None and tokens is not None
     return (params if params is not None else fallback[0], tokens if tokens is not None else fallback[1],
             "model_info" if full else f"model_info+{source}")
@@ -198,7 +198,7 @@ def validate(cfg) -> None:
         return
     unknown = [m for m in models if "default" in model_size(m, cfg.model_info or {})[2]]
     if unknown:
-        raise ValueError(
+        raise ConfigError(
             f"--protocol cortex: agents use different models ({', '.join(models)}), weighted by model size "
             f"(credibility, eqs. 3-4), but the size of {', '.join(unknown)} is unknown: add "
             f"model_info: {{{unknown[0]}: {{params_b: <billions of parameters>, tokens_t: <trillions of training "
