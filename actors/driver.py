@@ -808,12 +808,15 @@ class Engine:
         ray.get(replaced)  # a new actor that cannot start is not a fault the run absorbs
         return [self._agent_pool[node][k] for node, k in slots]
 
-    def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
+    def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None,
+            prepared: tuple[list[Question], PromptSet] | None = None) -> RunResult:
         """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
-        questions already in ``cfg.out``. Returns totals and where everything ran."""
+        questions already in ``cfg.out``. Returns totals and where everything ran.
+        ``prepared``: what :func:`prepare` returned for this ``cfg``, when the caller checked the
+        inputs already (:func:`run` does, before Ray starts)."""
         import ray
 
-        questions, prompts = prepare(cfg, questions)
+        questions, prompts = prepared if prepared is not None else prepare(cfg, questions)
         out = Path(cfg.out) if cfg.out else default_out_dir()
         run_id, attempt, t0 = cfg.run_id(), uuid.uuid4().hex[:12], time.perf_counter()
         previous, todo, old_run = _resume_state(out, run_id, questions)
@@ -994,6 +997,9 @@ class Engine:
 
 
 def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
-    """Run one configuration on fresh actors (stopped afterwards). See :class:`Engine` for reuse."""
+    """Run one configuration on fresh actors (stopped afterwards). Every input is checked
+    (:func:`prepare`) before Ray starts, so bad input fails in a second with one line. See
+    :class:`Engine` for reuse."""
+    prepared = prepare(cfg, questions)
     with Engine(cfg.ray_address) as engine:
-        return engine.run(cfg, questions, progress_cb)
+        return engine.run(cfg, progress_cb=progress_cb, prepared=prepared)

@@ -50,12 +50,17 @@ def test_unknown_protocol_and_flag(capsys):
         (["--call-retries", "-1"], "--call-retries must be >= 0"),
     ],
 )
-def test_bad_input_is_one_line_naming_the_culprit(capsys, tmp_path, argv, needle):
+def test_bad_input_is_one_line_naming_the_culprit(capsys, monkeypatch, tmp_path, argv, needle):
+    import actors.driver
+
+    started = []
+    monkeypatch.setattr(actors.driver, "init_ray", lambda *a, **k: started.append(a))
     out = tmp_path / "run"
     code, text = fail(capsys, ["run", "--no-progress", "--out", str(out), *argv])
     assert code == 2
     assert text.startswith("debate: error:") and needle in text and len(text.splitlines()) == 1
     assert not out.exists()  # stopped before the writer (or any other actor) made the run's folder
+    assert not started  # every input is checked before Ray starts
 
 
 def test_malformed_row_names_file_and_line(capsys, tmp_path):
