@@ -325,6 +325,7 @@ class _DownloadProgress:
     def __init__(self, name: str, blobs: Path):
         self.name, self.blobs, self.total = name, blobs, None
         self._base, self._start = self._bytes(), time.perf_counter()
+        self._got = 0  # the most reported so far: a file renamed while scanned is missed once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hub-download-progress", daemon=True)
 
@@ -346,7 +347,8 @@ class _DownloadProgress:
 
     def _run(self) -> None:
         while not self._stop.wait(HUB_LOG_EVERY_S):
-            got = max(0, self._bytes() - self._base)
+            # a scan that misses a partial file being renamed into place undercounts; never go back
+            got = self._got = max(self._got, self._bytes() - self._base)
             rate = got / max(time.perf_counter() - self._start, 1e-9)
             of = f" of {_size(self.total)} ({100 * got / self.total:.0f}%)" if self.total else ""
             download_log().info("%s: %s%s downloaded, %s/s", self.name, _size(got), of, _size(rate))
