@@ -791,12 +791,13 @@ class Engine:
             return AgentGroupActor.options(**opts).remote()
 
         slots: list[tuple[str | None, int]] = []
+        taken: dict[str | None, int] = {}  # actors of each node's pool given out so far
         for node in nodes:
             pool = self._agent_pool.setdefault(node, [])
-            k = sum(n == node for n, _ in slots)
-            if k == len(pool):
+            k = taken[node] = taken.get(node, 0) + 1
+            if k > len(pool):
                 pool.append(new(node))
-            slots.append((node, k))
+            slots.append((node, k - 1))
         refs = [self._agent_pool[node][k].ready.remote() for node, k in slots]
         replaced = []
         for (node, k), ref in zip(slots, refs):
