@@ -104,23 +104,40 @@ class AgentCore:
         returned for the transcript is text."""
         call = turn.call
         if turn.is_summary:
-            text = self.prompts.render(call.stage, question=turn.question.text,
-                                       peers=self.prompts.peers_block([(i, t) for i, t in enumerate(call.texts)]),
-                                       **call.values)
+            text = self.prompts.render(
+                call.stage,
+                question=turn.question.text,
+                peers=self.prompts.peers_block([(i, t) for i, t in enumerate(call.texts)]),
+                **call.values,
+            )
             return GenRequest(
                 messages=with_image([{"role": "user", "content": text}], turn.question.image),
-                temperature=self.spec.temperature, top_p=self.spec.top_p,
-                max_tokens=self.spec.max_tokens, seed=call_seed(self.spec.seed, turn.key, turn.round, f"summary:{call.group}"),
-                meta=self._oracle(turn, call.answers, "summary"), context_overflow=self.spec.context_overflow,
+                temperature=self.spec.temperature,
+                top_p=self.spec.top_p,
+                max_tokens=self.spec.max_tokens,
+                seed=call_seed(self.spec.seed, turn.key, turn.round, f"summary:{call.group}"),
+                meta=self._oracle(turn, call.answers, "summary"),
+                context_overflow=self.spec.context_overflow,
             ), None
         msgs, user = build_messages(
-            self.prompts, turn.question.text, call.stage, turn.history, call.peer_texts,
-            system_prompt=self.spec.system_prompt, memory=call.memory, values=call.values, image=turn.question.image,
+            self.prompts,
+            turn.question.text,
+            call.stage,
+            turn.history,
+            call.peer_texts,
+            system_prompt=self.spec.system_prompt,
+            memory=call.memory,
+            values=call.values,
+            image=turn.question.image,
         )
         return GenRequest(
-            messages=msgs, temperature=self.spec.temperature, top_p=self.spec.top_p,
-            max_tokens=self.spec.max_tokens, seed=self._seed(turn),
-            meta=self._oracle(turn, call.peer_answers, call.stage), context_overflow=self.spec.context_overflow,
+            messages=msgs,
+            temperature=self.spec.temperature,
+            top_p=self.spec.top_p,
+            max_tokens=self.spec.max_tokens,
+            seed=self._seed(turn),
+            meta=self._oracle(turn, call.peer_answers, call.stage),
+            context_overflow=self.spec.context_overflow,
         ), user
 
     def record(self, turn: Turn, req: GenRequest, res: GenResult, user: Message | None = None) -> TurnResult:
@@ -128,17 +145,33 @@ class AgentCore:
         answer = None
         if res.error is None and not turn.is_side:  # a side call (a review, a score) states no answer
             # a reply cut off at the token limit counts only a marked answer, never its last number
-            answer = extract_answer(res.text, turn.question.task, len(turn.question.choices) or 4,
-                                    marked_only=res.finish_reason == "length")
+            answer = extract_answer(
+                res.text, turn.question.task, len(turn.question.choices) or 4, marked_only=res.finish_reason == "length"
+            )
         call, summary = turn.call, turn.is_summary
-        return TurnResult(CallRecord(
-            question_id=turn.question.qid, round=turn.round, agent_id=SUMMARIZER if summary else self.agent_id,
-            kind=call.stage, model=self.spec.model,
-            peers=list(call.sources if summary else call.peers), text=res.text, answer=answer,
-            prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens, latency_s=res.latency_s,
-            finish_reason=res.finish_reason, error=res.error, seed=req.seed, temperature=req.temperature,
-            group=call.group if summary else None, truncated_messages=res.truncated_messages, side=turn.is_side,
-        ), user)
+        return TurnResult(
+            CallRecord(
+                question_id=turn.question.qid,
+                round=turn.round,
+                agent_id=SUMMARIZER if summary else self.agent_id,
+                kind=call.stage,
+                model=self.spec.model,
+                peers=list(call.sources if summary else call.peers),
+                text=res.text,
+                answer=answer,
+                prompt_tokens=res.prompt_tokens,
+                completion_tokens=res.completion_tokens,
+                latency_s=res.latency_s,
+                finish_reason=res.finish_reason,
+                error=res.error,
+                seed=req.seed,
+                temperature=req.temperature,
+                group=call.group if summary else None,
+                truncated_messages=res.truncated_messages,
+                side=turn.is_side,
+            ),
+            user,
+        )
 
 
 class AgentNotConfigured(RuntimeError):
@@ -182,13 +215,19 @@ class AgentGroupActor:
         """The replica's reply. A replica that dies mid-request is restarted by Ray; the request
         is sent again, at most ``retries`` times (same seed, so the same reply), after which it
         is an error result (recorded as an error row), not an exception."""
-        for attempt in range(setup.retries + 1):
+        for _attempt in range(setup.retries + 1):
             try:
                 return await self._to_replica.submit(setup.replica, req)
             except ray.exceptions.RayActorError as exc:
                 error = exc
-        return GenResult("", 0, 0, 0.0, "error",
-                         f"replica unavailable after {setup.retries + 1} attempts: {type(error).__name__}: {error}"[:2000])
+        return GenResult(
+            "",
+            0,
+            0,
+            0.0,
+            "error",
+            f"replica unavailable after {setup.retries + 1} attempts: {type(error).__name__}: {error}"[:2000],
+        )
 
     @ray.method(max_task_retries=0)
     async def turns(self, turns: list[Turn]):
@@ -207,8 +246,9 @@ class AgentGroupActor:
             return await self._first_round(core, setup, turn, req, user)
         return core.record(turn, req, await self._generate(setup, req), user)
 
-    async def _first_round(self, core: AgentCore, setup: AgentSetup, turn: Turn, req: GenRequest,
-                           user: Message | None) -> TurnResult:
+    async def _first_round(
+        self, core: AgentCore, setup: AgentSetup, turn: Turn, req: GenRequest, user: Message | None
+    ) -> TurnResult:
         """Round 0 through the cache: a hit is recorded with the original's text and token counts
         and ``reused=True``; on a miss this agent generates and publishes the reply."""
         from actors.cache_actor import first_round_key

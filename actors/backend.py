@@ -77,7 +77,7 @@ class Backend(ABC):
             resolve_model(model)
 
     # health
-    def check_alive(self) -> None:
+    def check_alive(self) -> None:  # noqa: B027 (optional hook: most backends have nothing to check)
         """Raise BackendDead if the engine died for good (default: nothing to check)."""
 
     def kill_engine_processes(self) -> int:

@@ -30,8 +30,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -136,8 +137,14 @@ class EmbeddingBackend:
     passes) and ``busy_s`` (seconds spent in encode calls).
     """
 
-    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, device: str | None = None, threads: int | None = None,
-                 batch_size: int = 64, cache_size: int = DEFAULT_CACHE_SIZE):
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        device: str | None = None,
+        threads: int | None = None,
+        batch_size: int = 64,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ):
         import torch
 
         if threads:
@@ -151,16 +158,27 @@ class EmbeddingBackend:
         self.dim = int(dim_fn())
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        self.stats: dict[str, Any] = {"calls": 0, "texts": 0, "texts_encoded": 0, "cache_hits": 0,
-                                      "encode_calls": 0, "busy_s": 0.0}
+        self.stats: dict[str, Any] = {
+            "calls": 0,
+            "texts": 0,
+            "texts_encoded": 0,
+            "cache_hits": 0,
+            "encode_calls": 0,
+            "busy_s": 0.0,
+        }
 
     # ------------------------------------------------------------------ encoding
     def _run_model(self, texts: list[str]) -> np.ndarray:
         """One model pass over ``texts`` (already deduplicated and not cached): unit float32 rows."""
         self.stats["encode_calls"] += 1
         self.stats["texts_encoded"] += len(texts)
-        emb = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=False, show_progress_bar=False)
+        emb = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
         emb = np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
         return _normalise(emb)
 
@@ -215,9 +233,16 @@ class EmbeddingBackend:
     def info(self) -> dict[str, Any]:
         import torch
 
-        return {"model": self.name, "path": self.path, "device": self.device, "dim": self.dim,
-                "threads": torch.get_num_threads(), "batch_size": self.batch_size, "cache_size": self.cache_size,
-                "cached": len(self._cache)}
+        return {
+            "model": self.name,
+            "path": self.path,
+            "device": self.device,
+            "dim": self.dim,
+            "threads": torch.get_num_threads(),
+            "batch_size": self.batch_size,
+            "cache_size": self.cache_size,
+            "cached": len(self._cache),
+        }
 
 
 def _normalise(emb: np.ndarray) -> np.ndarray:

@@ -113,14 +113,23 @@ class OpenAIBackend(Backend):
         self.api_key_env = api_key_env  # the variable's NAME; the key itself is never stored
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
-        self.stats = {"requests": 0, "attempts": 0, "retries": 0, "errors": 0, "timeouts": 0, "in_flight": 0,
-                      "max_in_flight": 0}
+        self.stats = {
+            "requests": 0,
+            "attempts": 0,
+            "retries": 0,
+            "errors": 0,
+            "timeouts": 0,
+            "in_flight": 0,
+            "max_in_flight": 0,
+        }
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency}, "
-                f"timeout_s={self.timeout_s}, max_retries={self.max_retries}, api_key_env={self.api_key_env!r})")
+        return (
+            f"OpenAIBackend(model={self.model!r}, url={self.url!r}, concurrency={self.concurrency}, "
+            f"timeout_s={self.timeout_s}, max_retries={self.max_retries}, api_key_env={self.api_key_env!r})"
+        )
 
     # ------------------------------------------------------------------ plumbing
     def _key(self) -> str | None:
@@ -173,7 +182,7 @@ class OpenAIBackend(Backend):
                 return min(max(float(retry_after), 0.0), self.max_backoff_s)
             except ValueError:
                 pass  # an HTTP date: fall back to our own backoff
-        return min(self.backoff_s * (2 ** retry), self.max_backoff_s)
+        return min(self.backoff_s * (2**retry), self.max_backoff_s)
 
     # ------------------------------------------------------------------ parsing
     def _parse(self, raw: str) -> tuple[str, int, int, str]:
@@ -200,8 +209,10 @@ class OpenAIBackend(Backend):
         for name in ("prompt_tokens", "completion_tokens"):
             v = usage.get(name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"usage.{name} missing or not a count ({v!r}) in the response from {self.url}: "
-                                 "token counts are unknown (not guessed)")
+                raise ValueError(
+                    f"usage.{name} missing or not a count ({v!r}) in the response from {self.url}: "
+                    "token counts are unknown (not guessed)"
+                )
             counts.append(v)
         finish = choices[0].get("finish_reason")
         finish = finish if isinstance(finish, str) and finish else "unknown"
@@ -220,7 +231,9 @@ class OpenAIBackend(Backend):
             raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error result
             self.stats["errors"] += 1
-            msg = str(exc) if isinstance(exc, _Failure) else f"request to {self.url} failed: {type(exc).__name__}: {exc}"
+            msg = (
+                str(exc) if isinstance(exc, _Failure) else f"request to {self.url} failed: {type(exc).__name__}: {exc}"
+            )
             return GenResult("", 0, 0, time.perf_counter() - start, "error", self._mask(msg)[:2000])
         return GenResult(self._mask(text) or "", ptok, ctok, time.perf_counter() - start, finish, None)
 
@@ -239,7 +252,7 @@ class OpenAIBackend(Backend):
                         status = resp.status
                         raw = (await resp.read()).decode("utf-8", errors="replace")
                         retry_after = resp.headers.get("Retry-After")
-                except (asyncio.TimeoutError, TimeoutError):
+                except TimeoutError:
                     self.stats["timeouts"] += 1
                     raise _Failure(f"timeout after {self.timeout_s:g} s waiting for {self.url} (not retried)") from None
                 except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:

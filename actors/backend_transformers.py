@@ -51,8 +51,15 @@ class TransformersBackend(Backend):
     loads_model_files = True  # resolve_model: fetched by prepare() before the engine starts
     accepts_images = False  # a causal LM with a text chat template
 
-    def __init__(self, model: str, threads: int | None = None, device: str | None = None, max_batch: int | None = None,
-                 dtype: str | None = "auto", max_model_len: int | None = None):
+    def __init__(
+        self,
+        model: str,
+        threads: int | None = None,
+        device: str | None = None,
+        max_batch: int | None = None,
+        dtype: str | None = "auto",
+        max_model_len: int | None = None,
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -68,7 +75,9 @@ class TransformersBackend(Backend):
         if self.dtype == "bfloat16" and self.device.startswith("cuda") and not torch.cuda.is_bf16_supported():
             self.dtype = "float16"  # GPUs before Ampere
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
-        self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=getattr(torch, self.dtype)).to(self.device)
+        self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=getattr(torch, self.dtype)).to(
+            self.device
+        )
         self.model.eval()
         eos = self.model.generation_config.eos_token_id
         if eos is None:
@@ -78,9 +87,14 @@ class TransformersBackend(Backend):
         own = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self.max_context = int(max_model_len or own or 2048)  # the model's own context unless the user caps it
         self.max_batch = max_batch or 16
-        self.settings = {"device": self.device, "dtype": self.dtype, "max_model_len": self.max_context,
-                         "max_num_seqs": self.max_batch, "threads": torch.get_num_threads(),
-                         "revision": model_revision(model, self.path)}
+        self.settings = {
+            "device": self.device,
+            "dtype": self.dtype,
+            "max_model_len": self.max_context,
+            "max_num_seqs": self.max_batch,
+            "threads": torch.get_num_threads(),
+            "revision": model_revision(model, self.path),
+        }
         # running batch state
         self._waiting: list[_Row] = []
         self._rows: list[_Row] = []
@@ -196,8 +210,8 @@ class TransformersBackend(Backend):
         ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for k, r in enumerate(batch):
-            ids[k, width - r.prompt_len:] = torch.tensor(r.prompt_ids, dtype=torch.long)  # type: ignore[attr-defined]
-            mask[k, width - r.prompt_len:] = 1
+            ids[k, width - r.prompt_len :] = torch.tensor(r.prompt_ids, dtype=torch.long)  # type: ignore[attr-defined]
+            mask[k, width - r.prompt_len :] = 1
             del r.prompt_ids  # type: ignore[attr-defined]
         ids, mask = ids.to(self.device), mask.to(self.device)
         position = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -232,8 +246,19 @@ class TransformersBackend(Backend):
                     reason = "length"
                 if reason:
                     text = self.tokenizer.decode(row.tokens, skip_special_tokens=True).strip()
-                    finished.append((row.rid, GenResult(text, row.prompt_len, len(row.tokens), now - row.enqueued, reason,
-                                                        truncated_messages=getattr(row, "dropped", 0))))
+                    finished.append(
+                        (
+                            row.rid,
+                            GenResult(
+                                text,
+                                row.prompt_len,
+                                len(row.tokens),
+                                now - row.enqueued,
+                                reason,
+                                truncated_messages=getattr(row, "dropped", 0),
+                            ),
+                        )
+                    )
                 else:
                     keep.append(k)
                     new_tokens.append(tok)
@@ -245,15 +270,22 @@ class TransformersBackend(Backend):
                 self._mask = torch.cat([self._mask, ones], dim=1)
                 self._pos = self._pos + 1
                 inp = torch.tensor(new_tokens, dtype=torch.long, device=self.device).unsqueeze(1)
-                out = self.model(input_ids=inp, attention_mask=self._mask, position_ids=self._pos.unsqueeze(1),
-                                 past_key_values=self._cache, use_cache=True)
+                out = self.model(
+                    input_ids=inp,
+                    attention_mask=self._mask,
+                    position_ids=self._pos.unsqueeze(1),
+                    past_key_values=self._cache,
+                    use_cache=True,
+                )
                 self._cache = out.past_key_values
                 self._logits = out.logits[:, -1, :].float()
         return finished
 
     def abort_all(self, error: str) -> list[tuple[Any, GenResult]]:
         """Fail every queued and running request (after a backend exception); reset the batch."""
-        failed = [(r.rid, GenResult("", r.prompt_len, len(r.tokens), 0.0, "error", error)) for r in self._rows + self._waiting]
+        failed = [
+            (r.rid, GenResult("", r.prompt_len, len(r.tokens), 0.0, "error", error)) for r in self._rows + self._waiting
+        ]
         failed += self._done
         self._rows, self._waiting, self._done = [], [], []
         self._cache = self._mask = self._pos = self._logits = None

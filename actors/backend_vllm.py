@@ -62,9 +62,10 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from actors.backend import Backend, VLLMBuildError
 from engine.records import BackendDead, GenRequest, GenResult
@@ -95,9 +96,14 @@ def quiet_engine_processes() -> None:
     still show; a user's own settings of these are kept."""
     import warnings
 
-    for key, value in (("VLLM_LOGGING_LEVEL", "ERROR"), ("VLLM_NO_USAGE_STATS", "1"), ("VLLM_DO_NOT_TRACK", "1"),
-                       ("TORCH_CPP_LOG_LEVEL", "ERROR"), ("TORCH_LOGS", "-torch._library.triton"),
-                       ("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning")):
+    for key, value in (
+        ("VLLM_LOGGING_LEVEL", "ERROR"),
+        ("VLLM_NO_USAGE_STATS", "1"),
+        ("VLLM_DO_NOT_TRACK", "1"),
+        ("TORCH_CPP_LOG_LEVEL", "ERROR"),
+        ("TORCH_LOGS", "-torch._library.triton"),
+        ("PYTHONWARNINGS", "ignore::FutureWarning,ignore::DeprecationWarning"),
+    ):
         os.environ.setdefault(key, value)
     warnings.filterwarnings("ignore", category=FutureWarning)
     logging.getLogger("torch._library.triton").setLevel(logging.ERROR)
@@ -129,15 +135,29 @@ def check_build(device: str | None) -> None:
     if device == "cpu" and vllm_build() == "gpu":
         import socket
 
-        raise VLLMBuildError(f"a CPU replica landed on {socket.gethostname()}, whose vLLM is its GPU build, which cannot "
-                             f"run on the CPU; use --backend transformers for CPU replicas, or place the replica on a "
-                             f"GPU (--device gpu, placement_resources)")
+        raise VLLMBuildError(
+            f"a CPU replica landed on {socket.gethostname()}, whose vLLM is its GPU build, which cannot "
+            f"run on the CPU; use --backend transformers for CPU replicas, or place the replica on a "
+            f"GPU (--device gpu, placement_resources)"
+        )
 
 
-def engine_args(path: Path | str, gpu: bool, *, dtype: str | None, enforce_eager: bool | None,
-                max_model_len: int | None, max_batch: int | None, max_num_batched_tokens: int | None,
-                chunked_prefill: bool | None, tensor_parallel_size: int, seed: int, block_size: int | None,
-                gpu_memory_utilization: float | None, kv_cache_bytes: int | None) -> dict[str, Any]:
+def engine_args(
+    path: Path | str,
+    gpu: bool,
+    *,
+    dtype: str | None,
+    enforce_eager: bool | None,
+    max_model_len: int | None,
+    max_batch: int | None,
+    max_num_batched_tokens: int | None,
+    chunked_prefill: bool | None,
+    tensor_parallel_size: int,
+    seed: int,
+    block_size: int | None,
+    gpu_memory_utilization: float | None,
+    kv_cache_bytes: int | None,
+) -> dict[str, Any]:
     """vLLM's engine arguments for a replica's settings (pure; the defaults chosen are in the module
     docstring). ``kv_cache_bytes`` is vLLM's ``kv_cache_memory_bytes`` on both devices: on a GPU
     it is per GPU and vLLM then ignores ``gpu_memory_utilization``."""
@@ -165,8 +185,11 @@ def engine_args(path: Path | str, gpu: bool, *, dtype: str | None, enforce_eager
         if kv_cache_bytes:
             if gpu_memory_utilization is not None:
                 # the utilization may be the share-sized default (actors.driver.replica_layout), not a flag
-                log.warning("--kv-cache-bytes %d: vLLM sizes the KV cache from it, not from gpu_memory_utilization %g",
-                            kv_cache_bytes, gpu_memory_utilization)
+                log.warning(
+                    "--kv-cache-bytes %d: vLLM sizes the KV cache from it, not from gpu_memory_utilization %g",
+                    kv_cache_bytes,
+                    gpu_memory_utilization,
+                )
             args["kv_cache_memory_bytes"] = int(kv_cache_bytes)
     else:
         args["kv_cache_memory_bytes"] = int(kv_cache_bytes or default_cpu_kv_bytes())
@@ -232,10 +255,20 @@ class VLLMBackend(Backend):
         # node, so vLLM's ready timeout (VLLM_ENGINE_READY_TIMEOUT_S) never includes a download
         self.path = resolve_model(model)
         args = engine_args(
-            self.path, gpu, dtype=dtype, enforce_eager=enforce_eager, max_model_len=max_model_len,
-            max_batch=max_batch, max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
-            tensor_parallel_size=tensor_parallel_size, seed=seed, block_size=block_size,
-            gpu_memory_utilization=gpu_memory_utilization, kv_cache_bytes=kv_cache_bytes)
+            self.path,
+            gpu,
+            dtype=dtype,
+            enforce_eager=enforce_eager,
+            max_model_len=max_model_len,
+            max_batch=max_batch,
+            max_num_batched_tokens=max_num_batched_tokens,
+            chunked_prefill=chunked_prefill,
+            tensor_parallel_size=tensor_parallel_size,
+            seed=seed,
+            block_size=block_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_bytes=kv_cache_bytes,
+        )
         if not gpu:
             reserved = cpu_reserved_cores if cpu_reserved_cores is not None else default_cpu_reserved_cores()
             if reserved is not None and (cpu_reserved_cores is not None or not _USER_CPU_BINDING):
@@ -244,7 +277,9 @@ class VLLMBackend(Backend):
         args.update(engine_kwargs)
         log.info("vLLM engine for %s: %s", model, {k: v for k, v in args.items() if k != "model"})
         self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
-        self.tokenizer = self.engine.get_tokenizer() if not asyncio.iscoroutinefunction(self.engine.get_tokenizer) else None
+        self.tokenizer = (
+            self.engine.get_tokenizer() if not asyncio.iscoroutinefunction(self.engine.get_tokenizer) else None
+        )
         if self.tokenizer is None:
             from transformers import AutoTokenizer
 
@@ -264,7 +299,8 @@ class VLLMBackend(Backend):
             "block_size": int(cfg.cache_config.block_size),
             "kv_cache_bytes": args.get("kv_cache_memory_bytes"),
             # None: vLLM's own reservation (one core per engine on x86)
-            "cpu_reserved_cores": None if gpu or "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ
+            "cpu_reserved_cores": None
+            if gpu or "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ
             else int(os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"]),
             "gpu_memory_utilization": cfg.cache_config.gpu_memory_utilization if gpu else None,
             "tensor_parallel_size": tensor_parallel_size,
@@ -288,7 +324,9 @@ class VLLMBackend(Backend):
         ``EngineDeadError`` for every request from then on)."""
         if getattr(self.engine, "errored", False):
             err = getattr(self.engine, "dead_error", None)
-            raise BackendDead(f"vLLM engine for {self.model_name} died: {type(err).__name__ if err else 'EngineDeadError'}")
+            raise BackendDead(
+                f"vLLM engine for {self.model_name} died: {type(err).__name__ if err else 'EngineDeadError'}"
+            )
 
     def kill_engine_processes(self) -> int:
         """SIGKILL the engine's own processes (engine core, workers), those recorded at start and
@@ -326,8 +364,9 @@ class VLLMBackend(Backend):
         from vllm.renderers.params import ChatParams
 
         renderer = self.engine.renderer
-        params = ChatParams(chat_template_kwargs={"add_generation_prompt": True, "continue_final_message": False,
-                                                  "tokenize": False})
+        params = ChatParams(
+            chat_template_kwargs={"add_generation_prompt": True, "continue_final_message": False, "tokenize": False}
+        )
         # the chat template adds the special tokens; no length limit here: _prompt checks the
         # context itself, under the run's --context-overflow policy
         tok = dataclasses.replace(renderer.default_chat_tok_params, add_special_tokens=False, max_total_tokens=None)
@@ -351,8 +390,9 @@ class VLLMBackend(Backend):
             self._tokenize_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-tokenize")
         return await asyncio.get_running_loop().run_in_executor(self._tokenize_pool, fn, *args)
 
-    def _fit_around_image(self, req: GenRequest, rendered_tokens: int,
-                          limit: int) -> tuple[list[dict[str, Any]], int, str | None]:
+    def _fit_around_image(
+        self, req: GenRequest, rendered_tokens: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int, str | None]:
         """:func:`fit_messages` for an image request (the engine's own counting, in the tokenizer
         thread): text tokens counted by :meth:`encode`, the image's tokens (vLLM's rendered count
         minus the text's) a fixed part of every candidate prompt."""
@@ -387,8 +427,13 @@ class VLLMBackend(Backend):
             return rendered
         n = len(rendered["prompt_token_ids"])
         if n + 1 > limit:  # the re-rendered prompt came out longer than counted: an error row, never a crash
-            return EnginePrompt(None, n, dropped, error=f"prompt of {n} tokens (its image included, {dropped} messages "
-                                                        f"dropped) leaves no room to generate in the model context of {limit}")
+            return EnginePrompt(
+                None,
+                n,
+                dropped,
+                error=f"prompt of {n} tokens (its image included, {dropped} messages "
+                f"dropped) leaves no room to generate in the model context of {limit}",
+            )
         return EnginePrompt(rendered, n, dropped)
 
     async def agenerate(self, req: GenRequest) -> GenResult:
@@ -402,9 +447,11 @@ class VLLMBackend(Backend):
         if prompt.error:
             return GenResult("", prompt.tokens, 0, 0.0, "error", prompt.error)
         params = SamplingParams(
-            temperature=req.temperature, top_p=req.top_p,
+            temperature=req.temperature,
+            top_p=req.top_p,
             max_tokens=min(req.max_tokens, self.max_model_len - prompt.tokens),
-            seed=int(req.seed) & 0x7FFFFFFF, output_kind=RequestOutputKind.FINAL_ONLY,
+            seed=int(req.seed) & 0x7FFFFFFF,
+            output_kind=RequestOutputKind.FINAL_ONLY,
         )
         async with self._sem:
             self._in_flight += 1
@@ -419,8 +466,9 @@ class VLLMBackend(Backend):
             except Exception as exc:
                 self.check_alive()  # the engine died under this request: not the request's error
                 # a request's own failure: an error row, never retried silently
-                return GenResult("", prompt.tokens, 0, time.perf_counter() - start, "error",
-                                 f"{type(exc).__name__}: {exc}"[:2000])
+                return GenResult(
+                    "", prompt.tokens, 0, time.perf_counter() - start, "error", f"{type(exc).__name__}: {exc}"[:2000]
+                )
             finally:
                 self._in_flight -= 1
         comp = final.outputs[0]

@@ -18,7 +18,8 @@ Pure asyncio (no Ray import): the stream opener is a parameter, so it is tested 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from typing import Any
 
 # open_stream(destination, items) -> async iterator of chunks: lists of (index into items, result or exception)
 StreamOpener = Callable[[Hashable, list[Any]], AsyncIterator[list[tuple[int, Any]]]]
@@ -55,7 +56,7 @@ class MicroBatcher:
         outbox, self._outbox = self._outbox, {}
         for dest, entries in outbox.items():
             for start in range(0, len(entries), self.max_items):
-                asyncio.ensure_future(self._ship(dest, entries[start:start + self.max_items]))
+                asyncio.ensure_future(self._ship(dest, entries[start : start + self.max_items]))
 
     async def _ship(self, dest: Hashable, entries: list[tuple[Any, asyncio.Future]]) -> None:
         self.calls += 1
@@ -80,8 +81,9 @@ class MicroBatcher:
                 fut.set_exception(RuntimeError("stream ended without an answer for this item"))
 
 
-async def serve_stream(items: Sequence[Any], handle: Callable[[Any], Awaitable[Any]]
-                       ) -> AsyncIterator[list[tuple[int, Any]]]:
+async def serve_stream(
+    items: Sequence[Any], handle: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[list[tuple[int, Any]]]:
     """Run ``handle(item)`` for every item concurrently; each time one or more end, yield the list
     of ``(index, result)`` of those finished since the last yield. An exception of one item is
     yielded as its result (the other items go on)."""

@@ -102,7 +102,7 @@ class ReplyCache:
             self.stats["waits"] += 1
             try:
                 await asyncio.wait_for(event.wait(), timeout=self.takeover_s)
-            except asyncio.TimeoutError:  # the owner never answered: take the key over
+            except TimeoutError:  # the owner never answered: take the key over
                 if self._inflight.get(key) is event:
                     self._inflight[key] = asyncio.Event()
                     self.stats["takeovers"] += 1

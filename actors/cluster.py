@@ -80,7 +80,7 @@ def gpu_hints(cfg) -> list[str]:
                 hints.append(f"placement_resources[{model}].{key}")
         if int(over.get("tensor_parallel_size") or 1) > 1:
             hints.append(f"placement_resources[{model}].tensor_parallel_size")
-        for name in sorted((over.get("resources") or {})):
+        for name in sorted(over.get("resources") or {}):
             if GPU_RESOURCE.search(name):
                 hints.append(f"placement_resources[{model}].resources.{name}")
     return hints
@@ -188,8 +188,9 @@ def default_placement_timeout(cfg) -> float:
     return AUTOSCALER_PLACEMENT_TIMEOUT_S if has_autoscaler() else DEFAULT_PLACEMENT_TIMEOUT_S
 
 
-def reserve_all(requests: dict[Any, tuple[list[dict[str, float]], str]], timeout_s: float,
-                report_every_s: float = 60.0) -> dict[Any, Any]:
+def reserve_all(
+    requests: dict[Any, tuple[list[dict[str, float]], str]], timeout_s: float, report_every_s: float = 60.0
+) -> dict[Any, Any]:
     """STRICT_PACK placement groups for every ``key: (bundles, what)``, all created before any is
     waited on, so that an autoscaler sees the whole demand at once and starts the nodes together.
 
@@ -202,7 +203,9 @@ def reserve_all(requests: dict[Any, tuple[list[dict[str, float]], str]], timeout
     if not groups:
         return groups
     for key, (bundles, what) in requests.items():
-        log.info("%s: waiting for a node with %s (placement group %s)", what, describe(bundles), groups[key].id.hex()[:8])
+        log.info(
+            "%s: waiting for a node with %s (placement group %s)", what, describe(bundles), groups[key].id.hex()[:8]
+        )
     waiting = {groups[key].ready(): key for key in groups}
     deadline = time.monotonic() + timeout_s
     next_report = time.monotonic() + report_every_s
@@ -210,12 +213,19 @@ def reserve_all(requests: dict[Any, tuple[list[dict[str, float]], str]], timeout
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=min(left, max(0.1, next_report - time.monotonic())))
+        ready, _ = ray.wait(
+            list(waiting), num_returns=len(waiting), timeout=min(left, max(0.1, next_report - time.monotonic()))
+        )
         for ref in ready:
             waiting.pop(ref)
         if waiting and time.monotonic() >= next_report:
-            log.warning("waiting for nodes: %d of %d placement groups placed, %.0f s left (%s)", len(groups) - len(waiting),
-                        len(groups), max(0.0, deadline - time.monotonic()), "; ".join(requests[k][1] for k in waiting.values()))
+            log.warning(
+                "waiting for nodes: %d of %d placement groups placed, %.0f s left (%s)",
+                len(groups) - len(waiting),
+                len(groups),
+                max(0.0, deadline - time.monotonic()),
+                "; ".join(requests[k][1] for k in waiting.values()),
+            )
             next_report = time.monotonic() + report_every_s
     if not waiting:
         return groups
@@ -224,11 +234,16 @@ def reserve_all(requests: dict[Any, tuple[list[dict[str, float]], str]], timeout
     pending = list(waiting.values())
     have = sorted({describe([_positive(n.get("Resources", {}))]) for n in ray.nodes() if n.get("Alive")})
     first = pending[0]
-    more = f" (and {len(pending) - 1} more placement group{'s' if len(pending) > 2 else ''} of this run)" if len(pending) > 1 else ""
+    more = (
+        f" (and {len(pending) - 1} more placement group{'s' if len(pending) > 2 else ''} of this run)"
+        if len(pending) > 1
+        else ""
+    )
     raise PlacementTimeout(
         f"{requests[first][1]}: no node offers {describe(requests[first][0])}{more} (waited {timeout_s:g} s for the "
         f"cluster or its autoscaler; nodes now: {'; '.join(have) or 'none'}) -- check placement_resources and the "
-        f"cluster's node types, or raise --placement-timeout")
+        f"cluster's node types, or raise --placement-timeout"
+    )
 
 
 def free_gpu_share(share: float) -> bool:
@@ -260,8 +275,14 @@ def gpu_start_lock(timeout_s: float = 3600.0):
     node = ctx.get_node_id()[:16]
     with contextlib.ExitStack() as stack:
         for g in gpus:  # sorted: two actors sharing several GPUs never wait on each other crosswise
-            stack.enter_context(file_lock(folder / f"{node}-gpu{g}.lock", log,
-                                          f"GPU {g}: another replica on it is loading; this one waits its turn", timeout_s))
+            stack.enter_context(
+                file_lock(
+                    folder / f"{node}-gpu{g}.lock",
+                    log,
+                    f"GPU {g}: another replica on it is loading; this one waits its turn",
+                    timeout_s,
+                )
+            )
         yield
 
 

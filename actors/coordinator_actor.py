@@ -22,9 +22,9 @@ protocol is a bug: it stops the run.
 
 Calls travel micro-batched (:mod:`actors.batching`): the turns one agent group gets in the same
 event-loop turn (any of its agents, any question) go as one streamed actor call, and the group's
-requests to each replica likewise,
-so the Ray overhead per turn shrinks with the number of questions in flight. A call that still fails becomes an error row (run, question, round, agent, error
-text) and its question is marked ``errored``; a question whose debate cannot continue at all
+requests to each replica likewise, so the Ray overhead per turn shrinks with the number of
+questions in flight. A call that still fails becomes an error row (run, question, round, agent,
+error text) and its question is marked ``errored``; a question whose debate cannot continue at all
 (e.g. the embedding actor is gone) still gets its question row, errored. Nothing is dropped.
 
 Error rate. With ``--max-error-rate R`` below 1 the run stops once it has made at least
@@ -60,10 +60,23 @@ def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
     call = turn.call
     summary = turn.is_summary
     return CallRecord(
-        question_id=turn.question.qid, round=turn.round, agent_id=-1 if summary else call.agent, kind=call.stage,
-        model="", peers=list(call.sources if summary else call.peers), text="", answer=None, prompt_tokens=0,
-        completion_tokens=0, latency_s=0.0, finish_reason="error", error=f"{type(exc).__name__}: {exc}"[:2000],
-        seed=0, temperature=0.0, group=call.group if summary else None, side=turn.is_side,
+        question_id=turn.question.qid,
+        round=turn.round,
+        agent_id=-1 if summary else call.agent,
+        kind=call.stage,
+        model="",
+        peers=list(call.sources if summary else call.peers),
+        text="",
+        answer=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_s=0.0,
+        finish_reason="error",
+        error=f"{type(exc).__name__}: {exc}"[:2000],
+        seed=0,
+        temperature=0.0,
+        group=call.group if summary else None,
+        side=turn.is_side,
     )
 
 
@@ -81,8 +94,18 @@ class CoordinatorActor:
     def __init__(self):
         self.progress_state: dict[str, Any] = {}
 
-    async def setup(self, cfg: RunConfig, run_id: str, groups: list, group_setups: list[list[AgentSetup]], writer,
-                    backend_label: str, simulated: bool, embedder=None, attempt: str = "") -> list[int]:
+    async def setup(
+        self,
+        cfg: RunConfig,
+        run_id: str,
+        groups: list,
+        group_setups: list[list[AgentSetup]],
+        writer,
+        backend_label: str,
+        simulated: bool,
+        embedder=None,
+        attempt: str = "",
+    ) -> list[int]:
         """Configure this coordinator and every agent group for a run (``group_setups[g]``: the
         agents group ``g`` hosts); returns the groups' process ids."""
         self.cfg = cfg
@@ -99,9 +122,19 @@ class CoordinatorActor:
         # readers keep only the calls of the attempt that finished each question.
         self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated, "attempt": attempt}
         self.retries = max(0, int(cfg.call_retries))
-        self.progress_state = {"questions_done": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                               "correct": 0, "errored": 0, "agent_restores": 0, "call_retries": 0,
-                               "call_errors": 0, "first_error": None, "stopped": None}
+        self.progress_state = {
+            "questions_done": 0,
+            "calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "correct": 0,
+            "errored": 0,
+            "agent_restores": 0,
+            "call_retries": 0,
+            "call_errors": 0,
+            "first_error": None,
+            "stopped": None,
+        }
         self.tasks: list[asyncio.Future] = []
         # Turns for the same group issued in the same event-loop turn (many questions' rounds,
         # many agents) travel as one streamed actor call; each result comes back as soon as it is done.
@@ -163,9 +196,16 @@ class CoordinatorActor:
         for attempt in range(self.retries + 1):
             try:
                 if attempt:
-                    log.warning("agent %d lost (%s): configuring its group again and resending round %d of "
-                                "question %s (retry %d of %d)", agent, type(last).__name__, turn.round,
-                                turn.question.qid, attempt, self.retries)
+                    log.warning(
+                        "agent %d lost (%s): configuring its group again and resending round %d of "
+                        "question %s (retry %d of %d)",
+                        agent,
+                        type(last).__name__,
+                        turn.round,
+                        turn.question.qid,
+                        attempt,
+                        self.retries,
+                    )
                     self.progress_state["call_retries"] += 1
                     epoch = await self._restore(g, epoch)
                 return await self.to_agents.submit(g, turn)
@@ -173,8 +213,13 @@ class CoordinatorActor:
                 if not _agent_lost(exc):
                     raise  # a bug in the agent: stops the run
                 last = exc
-        log.warning("agent %d: round %d of question %s failed after %d retries: an error row", agent, turn.round,
-                    turn.question.qid, self.retries)
+        log.warning(
+            "agent %d: round %d of question %s failed after %d retries: an error row",
+            agent,
+            turn.round,
+            turn.question.qid,
+            self.retries,
+        )
         return TurnResult(_error_record(turn, last))  # type: ignore[arg-type]
 
     async def _similarity(self, texts: list[str]) -> list[list[float]]:
@@ -206,14 +251,16 @@ class CoordinatorActor:
         if state["stopped"] or calls < ERROR_RATE_MIN_CALLS or errors <= limit * calls:
             return
         state["stopped"] = "error rate"
-        log.warning("run %s: %d of %d calls errored, more than --max-error-rate %g: stopping", self.run_id, errors,
-                    calls, limit)
+        log.warning(
+            "run %s: %d of %d calls errored, more than --max-error-rate %g: stopping", self.run_id, errors, calls, limit
+        )
         for t in self.tasks:
             t.cancel()
 
     async def _debate(self, q: Question) -> dict[str, Any]:
-        row, _ = await debate(q, self.cfg, self._call, self._similarity if self.embedder is not None else None,
-                              self._write_step)
+        row, _ = await debate(
+            q, self.cfg, self._call, self._similarity if self.embedder is not None else None, self._write_step
+        )
         row.update(self.labels)
         self.writer.write.remote("questions", [row])
         self.progress_state["questions_done"] += 1

@@ -29,8 +29,8 @@ from actors.cluster import driver_node_strategy
 from engine.accounting import summarize
 from engine.config import ConfigError, RunConfig
 from engine.errors import UserError
-from engine.protocols import validate_protocol
 from engine.prompts import PromptSet
+from engine.protocols import validate_protocol
 from engine.tasks import DatasetError, Question, load_questions
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,9 @@ class RunResult:
     batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
     backend: str = ""  # the backend that ran (--backend auto resolved)
     engine: list[dict[str, Any]] = field(default_factory=list)  # each model's resolved engine settings
-    placement: list[dict[str, Any]] = field(default_factory=list)  # where each replica / agent actor / embedder / writer / coordinator ran
+    placement: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # where each replica / agent actor / embedder / writer / coordinator ran
     timings: dict[str, float] = field(default_factory=dict)  # seconds: replicas_s, agents_s (start-up), debate_s
 
     @property
@@ -65,7 +67,7 @@ def engine_dtypes(engine: list[dict[str, Any]]) -> str | None:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def default_out_dir() -> Path:
@@ -91,7 +93,9 @@ def check_model(backend: str, model: str) -> None:
             raise ModelNotFound(f"--model {model}: a file that is not .gguf; give a .gguf file or a model folder")
         with open(p, "rb") as f:
             if f.read(4) != b"GGUF":
-                raise ModelNotFound(f"--model {model}: does not start with the GGUF magic bytes, so it is not a GGUF file")
+                raise ModelNotFound(
+                    f"--model {model}: does not start with the GGUF magic bytes, so it is not a GGUF file"
+                )
         return
     if p.is_dir():
         cfg_file = p / "config.json"
@@ -102,14 +106,18 @@ def check_model(backend: str, model: str) -> None:
         except (ValueError, AttributeError):
             raise ModelNotFound(f"--model {model}: {cfg_file} is not a JSON object") from None
         if not model_type:
-            raise ModelNotFound(f"--model {model}: {cfg_file} has no model_type, so transformers cannot build the model")
+            raise ModelNotFound(
+                f"--model {model}: {cfg_file} has no model_type, so transformers cannot build the model"
+            )
         if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
             raise ModelNotFound(f"--model {model}: folder has no weights (*.safetensors or pytorch_model*.bin)")
         if not (p / "tokenizer.json").is_file() and not (p / "tokenizer_config.json").is_file():
             raise ModelNotFound(f"--model {model}: folder has no tokenizer (tokenizer.json / tokenizer_config.json)")
         return
-    raise ModelNotFound(f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder "
-                        f"or a Hugging Face hub id (org/name)")
+    raise ModelNotFound(
+        f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder "
+        f"or a Hugging Face hub id (org/name)"
+    )
 
 
 def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
@@ -122,11 +130,17 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
 
     if cfg.backend != "vllm" or gpu or vllm_build() != "gpu":
         return
-    why = "--device cpu" if cfg.device == "cpu" else "no GPU asked for (placement_resources, --gpus-per-replica, " \
+    why = (
+        "--device cpu"
+        if cfg.device == "cpu"
+        else "no GPU asked for (placement_resources, --gpus-per-replica, "
         "--tensor-parallel, --device gpu) and none in the Ray cluster now"
-    raise VLLMBuildError(f"--backend vllm: the replicas would run on the CPU ({why}), and the installed vLLM is its GPU "
-                         f"build, which cannot run there; use --backend transformers for CPU replicas, or run on GPUs "
-                         f"(--device gpu)")
+    )
+    raise VLLMBuildError(
+        f"--backend vllm: the replicas would run on the CPU ({why}), and the installed vLLM is its GPU "
+        f"build, which cannot run there; use --backend transformers for CPU replicas, or run on GPUs "
+        f"(--device gpu)"
+    )
 
 
 class EndpointError(UserError, ValueError):
@@ -182,13 +196,15 @@ def init_ray(address: str | None = None, **options: Any) -> None:
         return
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     os.environ.update(RAY_WORKER_CLEANUP)
-    ray.init(**{
-        "address": address or os.environ.get("RAY_ADDRESS") or None,
-        "include_dashboard": False,
-        "logging_level": "ERROR",
-        "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,
-        **options,
-    })
+    ray.init(
+        **{
+            "address": address or os.environ.get("RAY_ADDRESS") or None,
+            "include_dashboard": False,
+            "logging_level": "ERROR",
+            "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,
+            **options,
+        }
+    )
 
 
 def needs_embeddings(cfg: RunConfig) -> bool:
@@ -198,8 +214,9 @@ def needs_embeddings(cfg: RunConfig) -> bool:
     return protocol_spec(cfg.protocol).needs_embeddings(cfg)
 
 
-def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+def replica_options(
+    cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Ray actor options, backend options) for a replica of this run's backend.
 
     ``gpu``: whether the run's replicas use GPUs; default :func:`actors.cluster.wants_gpu` (from
@@ -220,7 +237,10 @@ def replica_options(cfg: RunConfig, n_replicas: int = 1, gpu: bool | None = None
 
         # GPUs only where the config asks for them (a layout tried on CPUs that declare GPUs),
         # never because the cluster happens to have some
-        return {"num_cpus": 0, **({"num_gpus": float(cfg.gpus_per_replica or 1)} if gpu and gpu_hints(cfg) else {})}, opts
+        return {
+            "num_cpus": 0,
+            **({"num_gpus": float(cfg.gpus_per_replica or 1)} if gpu and gpu_hints(cfg) else {}),
+        }, opts
     if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
         return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
     engine = engine_settings(cfg, cfg.backend)
@@ -268,12 +288,16 @@ def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> di
     over = dict(cfg.placement_resources.get(model) or {})
     unknown = set(over) - set(_placement_keys())
     if unknown:
-        raise ConfigError(f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}")
+        raise ConfigError(
+            f"placement_resources[{model!r}]: unknown key(s) {sorted(unknown)}; use {', '.join(_placement_keys())}"
+        )
     if "gpus_per_replica" in over:  # the per-model name of --gpus-per-replica; Ray calls it num_gpus
         share = over.pop("gpus_per_replica")
         if over.get("num_gpus", share) != share:
-            raise ConfigError(f"placement_resources[{model!r}]: gpus_per_replica {share} and num_gpus {over['num_gpus']} "
-                             f"disagree (they are the same setting; give one)")
+            raise ConfigError(
+                f"placement_resources[{model!r}]: gpus_per_replica {share} and num_gpus {over['num_gpus']} "
+                f"disagree (they are the same setting; give one)"
+            )
         over["num_gpus"] = share
     if over.get("num_gpus") is not None and not float(over["num_gpus"]) >= 0:
         raise ConfigError(f"placement_resources[{model!r}]: num_gpus must be >= 0 (got {over['num_gpus']})")
@@ -293,8 +317,15 @@ class ReplicaSpec:
     bundles: tuple[dict[str, float], ...] = ()
 
     def key(self, cfg: RunConfig) -> tuple:
-        return (cfg.backend, self.model, self.index, json.dumps(self.backend_options, sort_keys=True), cfg.max_batch,
-                json.dumps(self.actor_options, sort_keys=True), json.dumps(self.bundles, sort_keys=True))
+        return (
+            cfg.backend,
+            self.model,
+            self.index,
+            json.dumps(self.backend_options, sort_keys=True),
+            cfg.max_batch,
+            json.dumps(self.actor_options, sort_keys=True),
+            json.dumps(self.bundles, sort_keys=True),
+        )
 
 
 def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, list[ReplicaSpec]]:
@@ -319,8 +350,10 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         if n < 1 or tp < 1:
             raise ConfigError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
         if tp > 1 and (cfg.backend not in ("vllm", "simulated") or not gpu):
-            raise ConfigError(f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
-                             f"(placement_resources num_gpus, or --device gpu)")
+            raise ConfigError(
+                f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
+                f"(placement_resources num_gpus, or --device gpu)"
+            )
         per_model[m] = (n, tp)
     actor_default, backend_default = replica_options(cfg, sum(n for n, _ in per_model.values()), gpu)
     layout: dict[str, list[ReplicaSpec]] = {}
@@ -331,8 +364,12 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         _check_gpu_share(cfg, m, share, tp)
         if cfg.backend in ("transformers", "vllm"):  # the device of the GPU it holds, never one it merely sees
             backend["device"] = "cuda" if share > 0 or tp > 1 else "cpu"
-        if cfg.backend in ("vllm", "simulated") and 0 < share < 1 and tp == 1 \
-                and backend.get("gpu_memory_utilization") is None:
+        if (
+            cfg.backend in ("vllm", "simulated")
+            and 0 < share < 1
+            and tp == 1
+            and backend.get("gpu_memory_utilization") is None
+        ):
             # vLLM takes 0.9 of the whole GPU by default: a replica on a quarter of it takes 0.9 x 0.25
             backend["gpu_memory_utilization"] = round(GPU_MEMORY_SHARE * share, 6)
         if tp > 1 and cfg.backend == "vllm":
@@ -355,12 +392,16 @@ def _check_gpu_share(cfg: RunConfig, model: str, share: float, tp: int) -> None:
     key = next((k for k in ("gpus_per_replica", "num_gpus") if k in over), None)
     where = f"placement_resources[{model!r}].{key}" if key else "--gpus-per-replica"
     if tp == 1 and share > 1:
-        raise ConfigError(f"{where} {share:g}: a replica without tensor parallelism uses one GPU, so {share - 1:g} would be "
-                         f"reserved for nothing; set tensor_parallel_size {share:g} (--tensor-parallel) to spread the "
-                         f"model over {share:g} GPUs, or ask for 1")
+        raise ConfigError(
+            f"{where} {share:g}: a replica without tensor parallelism uses one GPU, so {share - 1:g} would be "
+            f"reserved for nothing; set tensor_parallel_size {share:g} (--tensor-parallel) to spread the "
+            f"model over {share:g} GPUs, or ask for 1"
+        )
     if tp > 1 and share not in (1, tp):
-        raise ConfigError(f"{where} {share:g} with tensor parallel {tp}: a tensor-parallel replica takes {tp} whole GPUs, "
-                         f"one per rank; leave it out")
+        raise ConfigError(
+            f"{where} {share:g} with tensor parallel {tp}: a tensor-parallel replica takes {tp} whole GPUs, "
+            f"one per rank; leave it out"
+        )
 
 
 def assign_replicas(agent_models: list[str], layout: dict[str, list[ReplicaSpec]]) -> list[ReplicaSpec]:
@@ -397,8 +438,9 @@ def pack_agents(agent_replicas: list[int], per_actor: int) -> list[list[int]]:
     by_replica: dict[int, list[int]] = {}
     for agent, replica in enumerate(agent_replicas):
         by_replica.setdefault(replica, []).append(agent)
-    return [agents[i:i + per_actor] for _, agents in sorted(by_replica.items())
-            for i in range(0, len(agents), per_actor)]
+    return [
+        agents[i : i + per_actor] for _, agents in sorted(by_replica.items()) for i in range(0, len(agents), per_actor)
+    ]
 
 
 @dataclass
@@ -421,11 +463,16 @@ class ReplicaSet:
     @property
     def engine(self) -> list[dict[str, Any]]:
         """Each distinct model setting, as the replicas resolved it (the runs row's ``engine``)."""
-        return list({json.dumps(e, sort_keys=True): e for e in (
-            {"model": i["model"], **i.get("settings", {})} for i in self.infos)}.values())
+        return list(
+            {
+                json.dumps(e, sort_keys=True): e
+                for e in ({"model": i["model"], **i.get("settings", {})} for i in self.infos)
+            }.values()
+        )
 
-    def for_agents(self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]
-                   ) -> tuple[list[Any], list[int]]:
+    def for_agents(
+        self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]
+    ) -> tuple[list[Any], list[int]]:
         """The replica handle of each agent (agent j of a model on that model's replica j mod K),
         and its replica's ordinal in layout order (index into ``infos``)."""
         ordinal = {spec.key(cfg): i for i, spec in enumerate(s for specs in self.layout.values() for s in specs)}
@@ -468,12 +515,16 @@ class EngineError(RuntimeError):
 def _error_rate_exceeded(cfg: RunConfig, run_id: str, out: Path, progress: dict[str, Any]) -> ErrorRateExceeded:
     """The one-line error of a run the coordinator stopped on ``--max-error-rate``."""
     calls, errors = progress["calls"], progress["call_errors"]
-    rate = f"{errors} of {calls} calls errored ({errors / calls:.0%}), more than --max-error-rate {cfg.max_error_rate:g}"
+    rate = (
+        f"{errors} of {calls} calls errored ({errors / calls:.0%}), more than --max-error-rate {cfg.max_error_rate:g}"
+    )
     first = (progress.get("first_error") or "").splitlines()[0][:200] if progress.get("first_error") else ""
     return ErrorRateExceeded(
         f"run {run_id} stopped: {rate}" + (f"; first error: {first}" if first else "") + f". The results written so "
         f"far are in {out}: fix the cause (the calls table's error column) and run the same command again to resume "
-        f"(a higher --max-error-rate resumes the same run)", rate)
+        f"(a higher --max-error-rate resumes the same run)",
+        rate,
+    )
 
 
 def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
@@ -535,8 +586,10 @@ def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> 
         if on_gpus and free_gpu is None:
             free_gpu = free_gpu_share(EMBEDDER_GPU_SHARE)
         if on_gpus and not free_gpu:
-            log.info("embedder: no node has %g of a GPU free now (the replicas hold them): it runs on the CPU",
-                     EMBEDDER_GPU_SHARE)
+            log.info(
+                "embedder: no node has %g of a GPU free now (the replicas hold them): it runs on the CPU",
+                EMBEDDER_GPU_SHARE,
+            )
         device = "cuda" if on_gpus and free_gpu else "cpu"
     if device == "cuda":
         return {"num_cpus": 0, "num_gpus": EMBEDDER_GPU_SHARE}, "cuda"
@@ -557,9 +610,14 @@ def check_images(cfg: RunConfig, questions: list[Question]) -> None:
         raise ImagesNotSupported(
             f"--dataset {cfg.dataset}: {n} of the {len(questions)} questions carry an image and --backend "
             f"{cfg.backend} sends text only; use --backend openai (a server with a vision model) or --backend vllm "
-            f"with a multimodal model")
-    log.info("%d of %d questions carry an image (--backend %s sends it with each request about them)",
-             n, len(questions), cfg.backend)
+            f"with a multimodal model"
+        )
+    log.info(
+        "%d of %d questions carry an image (--backend %s sends it with each request about them)",
+        n,
+        len(questions),
+        cfg.backend,
+    )
 
 
 def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[dict[str, Any]]) -> None:
@@ -574,7 +632,8 @@ def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[d
             raise ImagesNotSupported(
                 f"--dataset {cfg.dataset}: its questions carry images and --model {info.get('model')} takes no "
                 f"images (--backend {cfg.backend} loaded it as a text-only model); use a multimodal (vision) model "
-                f"or --backend openai with a server that serves one")
+                f"or --backend openai with a server that serves one"
+            )
 
 
 def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[list[Question], PromptSet]:
@@ -602,8 +661,9 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     return questions, prompts
 
 
-def _resume_state(out: Path, run_id: str, questions: list[Question]
-                  ) -> tuple[list[dict[str, Any]], list[Question], dict[str, Any] | None]:
+def _resume_state(
+    out: Path, run_id: str, questions: list[Question]
+) -> tuple[list[dict[str, Any]], list[Question], dict[str, Any] | None]:
     """What ``out`` already holds of this run: the question rows of the selected questions, the
     questions still to debate, and the earlier attempt's runs row (or None)."""
     from engine.results import read_table
@@ -639,7 +699,7 @@ class Engine:
         self._writer = None
         self._coordinator = None
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -686,12 +746,10 @@ class Engine:
     def replicas_for(self, cfg: RunConfig, models: list[str]) -> ReplicaSet:
         """Each model's replicas (started, or kept from an earlier run with the same setup), once
         every model is loaded."""
-        import ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from actors.replica_actor import ReplicaActor
-
         from actors.cluster import cluster_gpus, default_placement_timeout, reserve_all, wants_gpu
+        from actors.replica_actor import ReplicaActor
 
         gpu = wants_gpu(cfg, cluster_gpus())
         check_vllm_device(cfg, gpu)
@@ -709,8 +767,11 @@ class Engine:
         new = {key: spec for key, spec in wanted.items() if key not in self._replicas}
         # GPUs / custom resources: every new replica's group asked for at once (an autoscaler sees
         # the whole demand), then one deadline for all, ending in a line naming what no node offered
-        asks = {key: (list(spec.bundles), f"--model {spec.model} (replica {spec.index})")
-                for key, spec in new.items() if spec.bundles}
+        asks = {
+            key: (list(spec.bundles), f"--model {spec.model} (replica {spec.index})")
+            for key, spec in new.items()
+            if spec.bundles
+        }
         if asks:
             self._groups.update(reserve_all(asks, default_placement_timeout(cfg)))
         for key, spec in new.items():
@@ -718,21 +779,31 @@ class Engine:
             if spec.bundles:
                 pg = self._groups[key]
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                    placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
+                    placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True
+                )
             elif cfg.backend in ("vllm", "transformers"):
                 # a CPU replica never touches a GPU it merely sees (recent Ray leaves them visible)
                 opts["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}
-            log.info("starting replica %d of %s (%s backend, resources %s%s)", spec.index, spec.model, cfg.backend,
-                     {k: v for k, v in spec.actor_options.items() if k in ("num_cpus", "num_gpus", "resources")},
-                     ", placement group" if spec.bundles else "")
+            log.info(
+                "starting replica %d of %s (%s backend, resources %s%s)",
+                spec.index,
+                spec.model,
+                cfg.backend,
+                {k: v for k, v in spec.actor_options.items() if k in ("num_cpus", "num_gpus", "resources")},
+                ", placement group" if spec.bundles else "",
+            )
             self._replicas[key] = ReplicaActor.options(**opts).remote(
-                cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch)
+                cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch
+            )
         # All new replicas were created before waiting on any, so their models load in parallel.
         loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}
         for key, ref in loading.items():
             infos[key] = self._loaded(key, wanted[key].model, ref)
-        return ReplicaSet(layout, [infos[spec.key(cfg)] for specs in layout.values() for spec in specs],
-                          {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()})
+        return ReplicaSet(
+            layout,
+            [infos[spec.key(cfg)] for specs in layout.values() for spec in specs],
+            {m: [self._replicas[s.key(cfg)] for s in specs] for m, specs in layout.items()},
+        )
 
     def embedder_for(self, name: str, cfg: RunConfig | None = None):
         """The engine's embedding actor for ``name``, on the device the driver chose
@@ -746,7 +817,8 @@ class Engine:
             retries = cfg.call_retries if cfg else 2
             opts, device = embedding_placement(cfg)
             actor = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries, **opts).remote(
-                name, threads=1, device=device)
+                name, threads=1, device=device
+            )
             from actors.cluster import default_placement_timeout
 
             ready, _ = ray.wait([actor.info.remote()], timeout=default_placement_timeout(cfg))
@@ -754,8 +826,10 @@ class Engine:
                 ray.kill(actor)
                 from actors.cluster import PlacementTimeout
 
-                raise PlacementTimeout(f"--embedding-device {device}: no node offers {opts} for the embedding actor "
-                                       f"within --placement-timeout; use --embedding-device cpu")
+                raise PlacementTimeout(
+                    f"--embedding-device {device}: no node offers {opts} for the embedding actor "
+                    f"within --placement-timeout; use --embedding-device cpu"
+                )
             ray.get(ready[0])
             self._embedders[name] = actor
         return self._embedders[name]
@@ -770,8 +844,9 @@ class Engine:
 
         if self._cache is None:
             self._cache = CacheActor.options(scheduling_strategy=driver_node_strategy()).remote()
-        namespaces = {m: json.dumps([cfg.backend, m, specs[0].backend_options], sort_keys=True)
-                      for m, specs in layout.items()}
+        namespaces = {
+            m: json.dumps([cfg.backend, m, specs[0].backend_options], sort_keys=True) for m, specs in layout.items()
+        }
         return self._cache, namespaces
 
     def agent_groups_for(self, nodes: list[str | None], cfg: RunConfig) -> list:
@@ -809,8 +884,13 @@ class Engine:
         ray.get(replaced)  # a new actor that cannot start is not a fault the run absorbs
         return [self._agent_pool[node][k] for node, k in slots]
 
-    def run(self, cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None,
-            prepared: tuple[list[Question], PromptSet] | None = None) -> RunResult:
+    def run(
+        self,
+        cfg: RunConfig,
+        questions: list[Question] | None = None,
+        progress_cb=None,
+        prepared: tuple[list[Question], PromptSet] | None = None,
+    ) -> RunResult:
         """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
         questions already in ``cfg.out``. Returns totals and where everything ran.
         ``prepared``: what :func:`prepare` returned for this ``cfg``, when the caller checked the
@@ -828,9 +908,15 @@ class Engine:
         check_loaded_images(cfg, questions, replicas.infos)
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
         run_row = {
-            "run_id": run_id, "protocol": cfg.protocol, "backend": cfg.backend, "simulated": replicas.simulated,
-            "dtype": engine_dtypes(replicas.engine), "engine": json.dumps(replicas.engine, sort_keys=True),
-            "config": cfg.to_json(), "status": "running", "started": old_run["started"] if old_run else _now(),
+            "run_id": run_id,
+            "protocol": cfg.protocol,
+            "backend": cfg.backend,
+            "simulated": replicas.simulated,
+            "dtype": engine_dtypes(replicas.engine),
+            "engine": json.dumps(replicas.engine, sort_keys=True),
+            "config": cfg.to_json(),
+            "status": "running",
+            "started": old_run["started"] if old_run else _now(),
             "n_questions": len(questions),
         }
         ray.get(writer.write_run.remote(run_row))
@@ -839,8 +925,18 @@ class Engine:
             t_agents = time.perf_counter()
             actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
             t_debate = time.perf_counter()
-            rows, progress = self._debate_all(cfg, run_id, out, actors.coordinator, writer, todo, len(questions),
-                                              len(previous), replicas.simulated, progress_cb)
+            rows, progress = self._debate_all(
+                cfg,
+                run_id,
+                out,
+                actors.coordinator,
+                writer,
+                todo,
+                len(questions),
+                len(previous),
+                replicas.simulated,
+                progress_cb,
+            )
             timings.update(agents_s=t_debate - t_agents, debate_s=time.perf_counter() - t_debate)
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
@@ -848,20 +944,46 @@ class Engine:
         timings = {k: round(v, 3) for k, v in timings.items()}
         stopped = progress.get("stopped")
         run_row.update(
-            placement=json.dumps(placement, sort_keys=True), status=f"stopped: {stopped}" if stopped else "finished",
+            placement=json.dumps(placement, sort_keys=True),
+            status=f"stopped: {stopped}" if stopped else "finished",
             finished=_now(),
-            wall_s=wall + ((old_run or {}).get("wall_s") or 0.0), timings=json.dumps(timings),
-            **{k: summary[k] for k in ("accuracy", "prompt_tokens", "completion_tokens", "n_calls", "effective_rounds",
-                                       "consensus_by_round", "accuracy_by_round")})
+            wall_s=wall + ((old_run or {}).get("wall_s") or 0.0),
+            timings=json.dumps(timings),
+            **{
+                k: summary[k]
+                for k in (
+                    "accuracy",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "n_calls",
+                    "effective_rounds",
+                    "consensus_by_round",
+                    "accuracy_by_round",
+                )
+            },
+        )
         ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
         if stopped:
             raise _error_rate_exceeded(cfg, run_id, out, progress)
-        return RunResult(run_id, out, summary, wall, previous + rows, replicas.simulated,
-                         [_stats(r) for r in replicas.all_handles], resumed=len(previous),
-                         faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
-                         batching={"agent_calls": progress.get("agent_calls", 0),
-                                   "agent_turns": progress.get("agent_turns_shipped", 0)},
-                         backend=cfg.backend, engine=replicas.engine, placement=placement, timings=timings)
+        return RunResult(
+            run_id,
+            out,
+            summary,
+            wall,
+            previous + rows,
+            replicas.simulated,
+            [_stats(r) for r in replicas.all_handles],
+            resumed=len(previous),
+            faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
+            batching={
+                "agent_calls": progress.get("agent_calls", 0),
+                "agent_turns": progress.get("agent_turns_shipped", 0),
+            },
+            backend=cfg.backend,
+            engine=replicas.engine,
+            placement=placement,
+            timings=timings,
+        )
 
     def _writer_for(self, cfg: RunConfig, out: Path):
         """The writer actor, pointed at ``out`` (started again if the last one died)."""
@@ -876,8 +998,9 @@ class Engine:
         ray.get(self._writer.open.remote(str(out)))
         return self._writer
 
-    def _setup_run(self, cfg: RunConfig, run_id: str, attempt: str, prompts: PromptSet, replicas: ReplicaSet,
-                   writer) -> RunActors:
+    def _setup_run(
+        self, cfg: RunConfig, run_id: str, attempt: str, prompts: PromptSet, replicas: ReplicaSet, writer
+    ) -> RunActors:
         """Agents packed into agent-group actors (:func:`pack_agents`, ``--agents-per-actor``) next
         to the replica they call, the embedder if the protocol needs one, and the coordinator,
         configured for this run."""
@@ -889,8 +1012,19 @@ class Engine:
         specs = cfg.agent_specs()
         cache, namespaces = self.cache_for(cfg, replicas.layout)
         bound, ordinals = replicas.for_agents(cfg, [s.model for s in specs], self._replicas)
-        setups = [AgentSetup(i, spec, prompts, replicas.simulated, bound[i], cache, namespaces.get(spec.model, ""),
-                             max(0, int(cfg.call_retries))) for i, spec in enumerate(specs)]
+        setups = [
+            AgentSetup(
+                i,
+                spec,
+                prompts,
+                replicas.simulated,
+                bound[i],
+                cache,
+                namespaces.get(spec.model, ""),
+                max(0, int(cfg.call_retries)),
+            )
+            for i, spec in enumerate(specs)
+        ]
         per_actor = agents_per_actor(cfg.agents_per_actor, len(specs), ray.cluster_resources().get("CPU", 1))
         packs = pack_agents(ordinals, per_actor)
         group_replicas = [ordinals[pack[0]] for pack in packs]
@@ -901,12 +1035,34 @@ class Engine:
             self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
         # Configures every group and waits for it, so the first round's requests reach the
         # replicas together and are batched together, instead of trickling in.
-        ray.get(self._coordinator.setup.remote(cfg, run_id, groups, [[setups[i] for i in pack] for pack in packs],
-                                               writer, cfg.backend, replicas.simulated, embedder, attempt))
+        ray.get(
+            self._coordinator.setup.remote(
+                cfg,
+                run_id,
+                groups,
+                [[setups[i] for i in pack] for pack in packs],
+                writer,
+                cfg.backend,
+                replicas.simulated,
+                embedder,
+                attempt,
+            )
+        )
         return RunActors(self._coordinator, embedder, groups, packs, group_replicas)
 
-    def _debate_all(self, cfg: RunConfig, run_id: str, out: Path, coordinator, writer, todo: list[Question],
-                    total: int, already: int, simulated: bool, progress_cb) -> tuple[list[dict[str, Any]], dict]:
+    def _debate_all(
+        self,
+        cfg: RunConfig,
+        run_id: str,
+        out: Path,
+        coordinator,
+        writer,
+        todo: list[Question],
+        total: int,
+        already: int,
+        simulated: bool,
+        progress_cb,
+    ) -> tuple[list[dict[str, Any]], dict]:
         """The coordinator debates ``todo``; returns the question rows and its progress counters.
         A dead writer or coordinator stops the run (RunInterrupted), an exception raised inside a
         live actor is a bug (EngineError); either way what was written stays and resumes."""
@@ -916,24 +1072,34 @@ class Engine:
             rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), total, already, simulated, progress_cb)
             return rows, ray.get(coordinator.progress.remote())
         except ray.exceptions.RayError as exc:
-            lost = [name for name, actor in (("writer", writer), ("coordinator", coordinator))
-                    if not _alive(actor, method="where")]
+            lost = [
+                name
+                for name, actor in (("writer", writer), ("coordinator", coordinator))
+                if not _alive(actor, method="where")
+            ]
             cause = getattr(exc, "cause", None)
-            if not lost and isinstance(exc, ray.exceptions.RayTaskError) and \
-                    not isinstance(cause, ray.exceptions.RayActorError):
+            if (
+                not lost
+                and isinstance(exc, ray.exceptions.RayTaskError)
+                and not isinstance(cause, ray.exceptions.RayActorError)
+            ):
                 # raised inside an actor that is still alive: a bug, not a death
                 log.error("run %s stopped by an unexpected error:\n%s", run_id, exc)
                 what = f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}" if cause else type(exc).__name__
-                raise EngineError(f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
-                                  f"above; the results written so far are in {out} and resume with the same "
-                                  f"command") from None
+                raise EngineError(
+                    f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
+                    f"above; the results written so far are in {out} and resume with the same "
+                    f"command"
+                ) from None
             raise RunInterrupted(
                 f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
                 f"({type(exc).__name__}); the results written so far are in {out} — run the same "
-                f"command again to resume") from None
+                f"command again to resume"
+            ) from None
 
-    def _placement(self, cfg: RunConfig, replicas: ReplicaSet, writer, actors: RunActors | None
-                   ) -> list[dict[str, Any]]:
+    def _placement(
+        self, cfg: RunConfig, replicas: ReplicaSet, writer, actors: RunActors | None
+    ) -> list[dict[str, Any]]:
         """Where this run's actors ran (the runs row's ``placement``): each replica (model, index,
         node, GPU ids, the Ray resources it holds and, with a placement group, its bundles and
         their nodes), each agent-group actor (the agents it hosts, the replica they call, node,
@@ -946,9 +1112,16 @@ class Engine:
         where = ("node_id", "node_ip", "gpu_ids")
         specs = [s for specs in replicas.layout.values() for s in specs]
         for spec, info in zip(specs, replicas.infos):
-            held = {k: spec.actor_options[k] for k in ("num_cpus", "num_gpus", "resources") if spec.actor_options.get(k)}
-            entry = {"role": "replica", "model": spec.model, "replica": spec.index,
-                     **{k: info.get(k) for k in where}, "resources": held}
+            held = {
+                k: spec.actor_options[k] for k in ("num_cpus", "num_gpus", "resources") if spec.actor_options.get(k)
+            }
+            entry = {
+                "role": "replica",
+                "model": spec.model,
+                "replica": spec.index,
+                **{k: info.get(k) for k in where},
+                "resources": held,
+            }
             pg = self._groups.get(spec.key(cfg))
             if pg is not None:
                 entry["bundles"] = [dict(b) for b in spec.bundles]
@@ -956,15 +1129,29 @@ class Engine:
             out.append(entry)
         if actors is None:
             return out + ([{"role": "writer", **ray.get(writer.where.remote())}] if writer is not None else [])
-        for g, (pack, r, info) in enumerate(zip(actors.packs, actors.replicas,
-                                                 _probe_all([a.where.remote() for a in actors.groups]))):
-            out.append({"role": "agents", "actor": g, "agents": pack, "model": specs[r].model,
-                        "replica": specs[r].index, **({k: info.get(k) for k in (*where[:2], "pid")} if info else
-                                                      {"dead": True})})
+        for g, (pack, r, info) in enumerate(
+            zip(actors.packs, actors.replicas, _probe_all([a.where.remote() for a in actors.groups]))
+        ):
+            out.append(
+                {
+                    "role": "agents",
+                    "actor": g,
+                    "agents": pack,
+                    "model": specs[r].model,
+                    "replica": specs[r].index,
+                    **({k: info.get(k) for k in (*where[:2], "pid")} if info else {"dead": True}),
+                }
+            )
         if actors.embedder is not None:
             info = ray.get(actors.embedder.info.remote())
-            out.append({"role": "embedder", "model": cfg.embedding_model, "device": info.get("device"),
-                        **{k: info.get(k) for k in where}})
+            out.append(
+                {
+                    "role": "embedder",
+                    "model": cfg.embedding_model,
+                    "device": info.get("device"),
+                    **{k: info.get(k) for k in where},
+                }
+            )
         for role, actor in (("writer", writer), ("coordinator", actors.coordinator)):
             out.append({"role": role, **ray.get(actor.where.remote())})
         return out
@@ -977,16 +1164,21 @@ class Engine:
         if cfg.progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=total, initial=already, unit="q",
-                       desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})",
-                       mininterval=1.0 if sys.stderr.isatty() else 15.0)
+            bar = tqdm(
+                total=total,
+                initial=already,
+                unit="q",
+                desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})",
+                mininterval=1.0 if sys.stderr.isatty() else 15.0,
+            )
         try:
             while True:
                 ready, _ = ray.wait([ref], timeout=0.5)
                 state = ray.get(coordinator.progress.remote())
                 if bar is not None:
-                    bar.set_postfix(calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"],
-                                    refresh=False)
+                    bar.set_postfix(
+                        calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"], refresh=False
+                    )
                     bar.update(already + state["questions_done"] - bar.n)  # redraws at most every mininterval
                 if progress_cb is not None:
                     progress_cb(state)

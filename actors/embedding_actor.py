@@ -77,7 +77,7 @@ class EmbeddingCore:
         emb = self.backend.encode_array([t for _, texts, _ in batch for t in texts])
         out, i = [], 0
         for kind, texts, _ in batch:
-            part = emb[i: i + len(texts)]
+            part = emb[i : i + len(texts)]
             i += len(texts)
             out.append(cosine_matrix(part) if kind == "similarity" else part.astype(np.float64).tolist())
         return out
@@ -117,10 +117,18 @@ class EmbeddingActor:
     matching ``threads`` (Ray sets ``OMP_NUM_THREADS=1`` inside actors) and ``device``.
     """
 
-    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, threads: int | None = None, device: str | None = None,
-                 batch_size: int = 64, cache_size: int = DEFAULT_CACHE_SIZE, max_texts: int = MAX_TEXTS):
-        self.backend = EmbeddingBackend(model=model, device=device, threads=threads, batch_size=batch_size,
-                                        cache_size=cache_size)
+    def __init__(
+        self,
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        threads: int | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        max_texts: int = MAX_TEXTS,
+    ):
+        self.backend = EmbeddingBackend(
+            model=model, device=device, threads=threads, batch_size=batch_size, cache_size=cache_size
+        )
         self.core = EmbeddingCore(self.backend, max_texts=max_texts)
 
     async def similarity(self, texts: list[str]) -> np.ndarray | list:
@@ -137,5 +145,8 @@ class EmbeddingActor:
         return {**self.backend.info(), "pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), **here()}
 
     async def get_stats(self) -> dict[str, Any]:
-        return {**self.backend.stats, **{f"loop_{k}": v for k, v in self.core.stats.items()},
-                "cached": self.backend.cache_len()}
+        return {
+            **self.backend.stats,
+            **{f"loop_{k}": v for k, v in self.core.stats.items()},
+            "cached": self.backend.cache_len(),
+        }

@@ -12,7 +12,8 @@ the SIMULATED backend, whose rows say so).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from actors.agent_actor import AgentCore
 from engine.config import RunConfig
@@ -23,8 +24,9 @@ from engine.records import Turn, TurnResult
 from engine.tasks import Question
 
 
-def run_local(cfg: RunConfig, questions: list[Question], backend, similarity: Callable[[list[str]], Any] | None = None
-              ) -> list[tuple[dict[str, Any], DebateLog]]:
+def run_local(
+    cfg: RunConfig, questions: list[Question], backend, similarity: Callable[[list[str]], Any] | None = None
+) -> list[tuple[dict[str, Any], DebateLog]]:
     """Debate every question sequentially; returns (question row, log) per question."""
     get_protocol(cfg.protocol)  # first: importing the protocol registers its prompt stages
     prompts = PromptSet.for_task(questions[0].task, cfg.prompts)

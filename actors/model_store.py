@@ -98,8 +98,10 @@ def check_hub_model(name: str) -> None:
         get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=revision))
     except Exception as exc:  # every hub failure (unreachable, 404, gated, auth) is the same one line
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise ModelNotFound(f"--model {name}: the Hugging Face hub (and its local cache) cannot resolve it: "
-                            f"{type(exc).__name__}: {reason}") from None
+        raise ModelNotFound(
+            f"--model {name}: the Hugging Face hub (and its local cache) cannot resolve it: "
+            f"{type(exc).__name__}: {reason}"
+        ) from None
 
 
 def resolve_model(name: str) -> Path:
@@ -169,9 +171,18 @@ def config_files(files) -> list[str]:
     fmt = weights_format(files)
     skip = {index for _, index in WEIGHT_FORMATS if fmt is None or index != fmt[1]}
     weights = tuple(s for s, _ in WEIGHT_FORMATS) + _OTHER_WEIGHTS
-    return sorted(f for f in files if "/" not in f and f not in skip and not f.endswith(weights) and (
-        f.endswith(_CONFIG_SUFFIXES) or f.startswith("tokenizer")
-        or (f.endswith(".txt") and ("vocab" in f or "merges" in f))))
+    return sorted(
+        f
+        for f in files
+        if "/" not in f
+        and f not in skip
+        and not f.endswith(weights)
+        and (
+            f.endswith(_CONFIG_SUFFIXES)
+            or f.startswith("tokenizer")
+            or (f.endswith(".txt") and ("vocab" in f or "merges" in f))
+        )
+    )
 
 
 def weight_files(files, weight_map: dict[str, str] | None = None) -> list[str]:
@@ -245,8 +256,10 @@ def hub_snapshot(name: str) -> Path:
     if found is not None:
         return found
     if constants.HF_HUB_OFFLINE:
-        raise ModelNotFound(f"--model {name}: HF_HUB_OFFLINE is set and the Hugging Face cache "
-                            f"{constants.HF_HUB_CACHE} holds no complete snapshot of it")
+        raise ModelNotFound(
+            f"--model {name}: HF_HUB_OFFLINE is set and the Hugging Face cache "
+            f"{constants.HF_HUB_CACHE} holds no complete snapshot of it"
+        )
     out = download_log()
     try:
         storage = _repo_storage(repo)
@@ -263,8 +276,9 @@ def hub_snapshot(name: str) -> Path:
         # the traceback too, in the replica's log: a bug here must not pass for a hub failure
         logging.getLogger(__name__).warning("--model %s: the download failed", name, exc_info=True)
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise ModelNotFound(f"--model {name}: downloading it from the Hugging Face hub failed: "
-                            f"{type(exc).__name__}: {reason}") from None
+        raise ModelNotFound(
+            f"--model {name}: downloading it from the Hugging Face hub failed: {type(exc).__name__}: {reason}"
+        ) from None
 
 
 def _download(name: str, repo: str, revision: str | None, storage: Path) -> Path:
@@ -281,25 +295,35 @@ def _download(name: str, repo: str, revision: str | None, storage: Path) -> Path
     sizes = {s.rfilename: s.size for s in info.siblings or ()}
     fmt = weights_format(sizes)
     if "config.json" not in sizes or fmt is None:
-        raise ModelNotFound(f"--model {name}: the repository has no config.json and weights in safetensors or "
-                            f"PyTorch .bin format at its top level, so no engine here can load it")
+        raise ModelNotFound(
+            f"--model {name}: the repository has no config.json and weights in safetensors or "
+            f"PyTorch .bin format at its top level, so no engine here can load it"
+        )
     progress = _DownloadProgress(name, storage / "blobs")  # counts from here: the small files too
     bars_on = not are_progress_bars_disabled()
     disable_progress_bars()  # no tqdm bars through Ray's log forwarding: progress lines instead
     try:
         configs = config_files(sizes)
-        folder = Path(huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=configs,
-                                                        cache_dir=storage.parent))
+        folder = Path(
+            huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=configs, cache_dir=storage.parent)
+        )
         index = folder / fmt[1]
         weight_map = json.loads(index.read_text()).get("weight_map") if index.is_file() else None
         files = configs + weight_files(sizes, weight_map)
         known = [sizes.get(f) for f in files]
         total = sum(n or 0 for n in known) if all(n is not None for n in known) else None
-        out.info("%s: downloading %d files%s from the Hugging Face hub (commit %s) into %s", name, len(files),
-                 f", {_size(total)}" if total is not None else "", commit[:12], storage.parent)
+        out.info(
+            "%s: downloading %d files%s from the Hugging Face hub (commit %s) into %s",
+            name,
+            len(files),
+            f", {_size(total)}" if total is not None else "",
+            commit[:12],
+            storage.parent,
+        )
         with progress.of(total):
-            folder = Path(huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=files,
-                                                            cache_dir=storage.parent))
+            folder = Path(
+                huggingface_hub.snapshot_download(repo, revision=commit, allow_patterns=files, cache_dir=storage.parent)
+            )
     finally:
         if bars_on:
             enable_progress_bars()
@@ -311,8 +335,13 @@ def _download(name: str, repo: str, revision: str | None, storage: Path) -> Path
         tmp = ref.with_name(f".{ref.name}.{uuid.uuid4().hex[:6]}")
         tmp.write_text(commit)
         os.replace(tmp, ref)
-    out.info("%s: downloaded %d files%s in %s", name, len(files),
-             f", {_size(total)}" if total is not None else "", _duration(time.perf_counter() - start))
+    out.info(
+        "%s: downloaded %d files%s in %s",
+        name,
+        len(files),
+        f", {_size(total)}" if total is not None else "",
+        _duration(time.perf_counter() - start),
+    )
     return folder
 
 
@@ -329,7 +358,7 @@ class _DownloadProgress:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hub-download-progress", daemon=True)
 
-    def of(self, total: int | None) -> "_DownloadProgress":
+    def of(self, total: int | None) -> _DownloadProgress:
         self.total = total
         return self
 
@@ -353,7 +382,7 @@ class _DownloadProgress:
             of = f" of {_size(self.total)} ({100 * got / self.total:.0f}%)" if self.total else ""
             download_log().info("%s: %s%s downloaded, %s/s", self.name, _size(got), of, _size(rate))
 
-    def __enter__(self) -> "_DownloadProgress":
+    def __enter__(self) -> _DownloadProgress:
         self._thread.start()
         return self
 
@@ -422,7 +451,6 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one-time work inside a replica: no bar through Ray's log forwarding

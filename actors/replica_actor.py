@@ -68,9 +68,9 @@ class ReplicaCore:
 
     Three modes, as the backend declares (:attr:`actors.backend.Backend.mode`): continuous
     batching (``add``/``step``), batch (``generate(list)``), and *async* (``agenerate``, e.g.
-    vLLM or an OpenAI-compatible server): each request is awaited directly in the caller's event loop, the backend bounding
-    its own requests in flight; ``busy_s`` is then the time with at least one request in flight
-    and ``hops`` stays 0.
+    vLLM or an OpenAI-compatible server): each request is awaited directly in the caller's event
+    loop, the backend bounding its own requests in flight; ``busy_s`` is then the time with at
+    least one request in flight and ``hops`` stays 0.
     """
 
     def __init__(self, backend, max_batch: int | None = 16):
@@ -161,7 +161,7 @@ class ReplicaCore:
             if self.continuous:
                 new, self._pending = self._pending, []
             else:
-                new, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
+                new, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             start = time.perf_counter()
             done = await asyncio.to_thread(self._hop, new)
             self.stats["busy_s"] += time.perf_counter() - start
@@ -192,7 +192,11 @@ class ReplicaActor:
                 self.loaded["end"] = time.time()
         except Exception as exc:  # reported by info() as one line; the driver stops the run with it
             self.core = None
-            name = type(exc).__name__ if type(exc).__module__ == "builtins" else f"{type(exc).__module__}.{type(exc).__name__}"
+            name = (
+                type(exc).__name__
+                if type(exc).__module__ == "builtins"
+                else f"{type(exc).__module__}.{type(exc).__name__}"
+            )
             self.load_error = f"{name}: {exc}".splitlines()[0][:500]
             if ray.get_runtime_context().was_current_actor_reconstructed:
                 # a restart that cannot load must not stay up answering every call with an error:

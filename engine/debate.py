@@ -26,12 +26,24 @@ import asyncio
 import hashlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from engine.extract import answers_equal, majority_vote, tied_answers
-from engine.protocols.base import (SUMMARIZER, AgentCall, Call, Context, Outcome, Reply, Similarity, Step, consensus,
-                                   effective_rounds, tie_key)
+from engine.protocols.base import (
+    SUMMARIZER,
+    AgentCall,
+    Call,
+    Context,
+    Outcome,
+    Reply,
+    Similarity,
+    Step,
+    consensus,
+    effective_rounds,
+    tie_key,
+)
 from engine.records import CallRecord, Message, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 
@@ -75,9 +87,16 @@ def call_reads(round_: int, call: Call) -> Reads | None:
     return Reads(round_, dst, list(srcs), weights)
 
 
-def graded_columns(answers_by_round: list[list[str | None]], final_answer: str | None, gold: str, task: str,
-                   tie_key: int | None, errored: bool,
-                   votes_by_round: list[str | None] | None = None, tie: bool | None = None) -> dict[str, Any]:
+def graded_columns(
+    answers_by_round: list[list[str | None]],
+    final_answer: str | None,
+    gold: str,
+    task: str,
+    tie_key: int | None,
+    errored: bool,
+    votes_by_round: list[str | None] | None = None,
+    tie: bool | None = None,
+) -> dict[str, Any]:
     """A question row's graded columns, from every agent's answer after each round and the final
     answer: ``answer_by_round`` (the vote after each round, ties broken with ``tie_key`` as the
     protocol's own vote, or the protocol's own ``votes_by_round`` when it votes otherwise; the
@@ -88,8 +107,11 @@ def graded_columns(answers_by_round: list[list[str | None]], final_answer: str |
     run (:meth:`DebateLog.question_row`) and ``debate rescore`` grade with this one function."""
     if votes_by_round is not None and len(votes_by_round) != len(answers_by_round):
         raise ValueError(f"{len(votes_by_round)} votes for {len(answers_by_round)} rounds")
-    earlier = votes_by_round[:-1] if votes_by_round is not None else [majority_vote(a, tie_key)
-                                                                      for a in answers_by_round[:-1]]
+    earlier = (
+        votes_by_round[:-1]
+        if votes_by_round is not None
+        else [majority_vote(a, tie_key) for a in answers_by_round[:-1]]
+    )
     by_round = list(earlier) + [final_answer]
     correct_by_round = [(not errored) and answers_equal(a, gold, task) for a in by_round]
     last = answers_by_round[-1] if answers_by_round else []
@@ -118,8 +140,9 @@ class DebateLog:
     def turn(self, round_: int, call: Call, key: int) -> Turn:
         """What the agent needs for ``call``: for an agent call, its transcript and latest answer."""
         if isinstance(call, AgentCall):
-            return Turn(self.question, call, round_, key, list(self.histories.get(call.agent, ())),
-                        self.answers.get(call.agent))
+            return Turn(
+                self.question, call, round_, key, list(self.histories.get(call.agent, ())), self.answers.get(call.agent)
+            )
         return Turn(self.question, call, round_, key)
 
     def add(self, round_: int, call: Call, result: TurnResult) -> Reply:
@@ -132,8 +155,7 @@ class DebateLog:
         if reads is not None:
             self.reads.append(reads)
         if isinstance(call, AgentCall) and not call.side and rec.error is None and result.user is not None:
-            self.histories.setdefault(call.agent, []).extend(
-                [result.user, {"role": "assistant", "content": rec.text}])
+            self.histories.setdefault(call.agent, []).extend([result.user, {"role": "assistant", "content": rec.text}])
             self.answers[call.agent] = rec.answer
         return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 
@@ -164,14 +186,23 @@ class DebateLog:
             "rounds_run": outcome.rounds_run,
             "stopped_early": outcome.stopped_early,
             "gold": q.gold,
-            **graded_columns(outcome.answers_by_round, outcome.final_answer, q.gold, q.task, tie_key, errored,
-                             outcome.votes_by_round, outcome.tie),
+            **graded_columns(
+                outcome.answers_by_round,
+                outcome.final_answer,
+                q.gold,
+                q.task,
+                tie_key,
+                errored,
+                outcome.votes_by_round,
+                outcome.tie,
+            ),
             "errored": errored,
             "n_calls": len(recs),
             "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
             "n_skipped": outcome.skipped_turns,
-            "n_invalid": sum(r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side
-                             for r in recs),
+            "n_invalid": sum(
+                r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side for r in recs
+            ),
             "n_errors": sum(r.error is not None for r in recs),
             "prompt_tokens": sum(r.prompt_tokens for r in recs),
             "completion_tokens": sum(r.completion_tokens for r in recs),
@@ -182,15 +213,20 @@ class DebateLog:
     def edges(self) -> list[tuple[int, int, int, float]]:
         """Every information edge as ``(round, src, dst, weight)``, in call order: one tuple per
         edge, for tests and small debates (the log itself keeps :attr:`reads`)."""
-        return [(r.round, s, r.dst, w) for r in self.reads
-                for s, w in zip(r.srcs, r.weights if r.weights is not None else [1.0] * len(r.srcs))]
+        return [
+            (r.round, s, r.dst, w)
+            for r in self.reads
+            for s, w in zip(r.srcs, r.weights if r.weights is not None else [1.0] * len(r.srcs))
+        ]
 
     def graph_rows(self, start: int = 0) -> list[dict[str, Any]]:
         """The graphs table's rows (:data:`engine.results.GRAPHS_SCHEMA`) of :attr:`reads` from
         entry ``start`` on: one row per call, with the agents it read and their weights."""
         qid = self.question.qid
-        return [{"question_id": qid, "round": r.round, "dst": r.dst, "srcs": r.srcs, "weights": r.weights}
-                for r in self.reads[start:]]
+        return [
+            {"question_id": qid, "round": r.round, "dst": r.dst, "srcs": r.srcs, "weights": r.weights}
+            for r in self.reads[start:]
+        ]
 
 
 CallHook = Callable[[Turn], Awaitable[TurnResult]]
@@ -198,8 +234,9 @@ SimilarityHook = Callable[[list[str]], Awaitable[Any]]  # an n x n matrix: numpy
 StepHook = Callable[[list[CallRecord], list[dict[str, Any]]], None]
 
 
-async def debate(question: Question, cfg, call: CallHook, similarity: SimilarityHook | None = None,
-                 on_step: StepHook | None = None) -> tuple[dict[str, Any], DebateLog]:
+async def debate(
+    question: Question, cfg, call: CallHook, similarity: SimilarityHook | None = None, on_step: StepHook | None = None
+) -> tuple[dict[str, Any], DebateLog]:
     """Run ``cfg.protocol`` on one question; returns its question row and log.
 
     ``call(turn)`` runs one call (the calls of a step run concurrently); ``similarity(texts)``

@@ -79,8 +79,9 @@ def math_equivalent(pred: str | None, gold: str | None, timeout_s: float = TIMEO
         try:
             result.append(_verify(gold, pred))
         except Exception as exc:  # math-verify returns False on its own errors: anything that gets here is logged
-            log.warning("math-verify raised on %r vs gold %r (counted not equal): %s: %s", pred, gold,
-                        type(exc).__name__, exc)
+            log.warning(
+                "math-verify raised on %r vs gold %r (counted not equal): %s: %s", pred, gold, type(exc).__name__, exc
+            )
             result.append(False)
 
     worker = threading.Thread(target=work, name="math-verify", daemon=True)

@@ -123,6 +123,7 @@ a key, in favour of the tied answer seen first (agent order, ``--tie-break first
 :func:`weighted_vote` (RECONCILE) sums a weight per answer instead of counting, with the same
 tie rule.
 """
+
 from __future__ import annotations
 
 import math
@@ -201,7 +202,8 @@ _NUM_TOKEN = re.compile(
     (?:(?<![\w)\]}.^])(?P<sign>[-+]))?
     (?:\\?\$\s?)?
     (?<![\w.^])
-    (?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d,]|\.\d{3})|\d+)(?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?|\.\d+)
+    (?P<num>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d,]|\.\d{3})|\d+)
+            (?:\.\d+)?(?:[eE][-+]?\d+(?![\w.]))?|\.\d+)
     (?:/(?P<den>(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)(?![\w]))?
     """,
     re.X,
@@ -381,9 +383,7 @@ def _find_boxed(text: str) -> list[str]:
     return out
 
 
-_TEXT_CMD = re.compile(
-    r"\\(?:text|textrm|textbf|textit|textnormal|textup|mbox|mathrm|mathbf|mathit|operatorname)\s*\{"
-)
+_TEXT_CMD = re.compile(r"\\(?:text|textrm|textbf|textit|textnormal|textup|mbox|mathrm|mathbf|mathit|operatorname)\s*\{")
 
 
 _UNIT_TAIL = re.compile(r"\s*+(?:\^\s*+\{?\s*+\d\s*+\}?)?\s*+\.?\s*+")  # "^2" after a unit
@@ -704,9 +704,7 @@ _PROSE_CUT = re.compile(
 )
 _ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[A-Za-z*]+\}")  # \begin{pmatrix} is not prose
-_FRAC_TOKEN = re.compile(
-    r"(?:(?<![\w)\]}.^])-)?\\[dtc]?frac\s*(?:\{[^{}]*\}|[^{}\s\\])\s*(?:\{[^{}]*\}|[^{}\s\\])"
-)
+_FRAC_TOKEN = re.compile(r"(?:(?<![\w)\]}.^])-)?\\[dtc]?frac\s*(?:\{[^{}]*\}|[^{}\s\\])\s*(?:\{[^{}]*\}|[^{}\s\\])")
 
 
 def _line_from(text: str, start: int) -> tuple[str, int]:
@@ -860,9 +858,7 @@ _CHOICE_ANS = re.compile(
     r"[ \t*]*+"
     r"(?P<sep>(?i:is\b|was\b|would[ \t]+be\b|will[ \t]+be\b|should[ \t]+be\b)|:|=)?"
     r"[ \t*:]*+"
-    r"(?:(?i:option|choice|letter|response)[ \t]*+)?"
-    + _L
-    + r"(?![A-Za-z0-9])"
+    r"(?:(?i:option|choice|letter|response)[ \t]*+)?" + _L + r"(?![A-Za-z0-9])"
 )
 
 _REFS = r"(?i:response|dialogue|assistant|output|answer|option|model|candidate|summary|completion|choice)"
@@ -902,9 +898,7 @@ _IS_CORRECT = re.compile(
     r"(?i:correct|right|true|best)\b"
 )
 _BOLD = re.compile(r"\*\*[ \t]*+(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])\)?)(?:[.):][^*\n]*+)?[ \t]*+\*\*")
-_LINE_ALONE = re.compile(
-    r"^[ \t>#*\-]*(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])\)?)[.):]?[ \t*]*$", re.M
-)
+_LINE_ALONE = re.compile(r"^[ \t>#*\-]*(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])\)?)[.):]?[ \t*]*$", re.M)
 _MENTION = re.compile(
     r"(?<!\w)\((?P<P>[A-Za-z])\)|(?i:\b(?:option|choice|response|dialogue|assistant|output|candidate))[ \t]+"
     r"\(?(?P<L>[A-Z])\)?(?![\w'’])"

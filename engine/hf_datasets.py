@@ -53,9 +53,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from engine.tasks import DatasetError, Question, infer_task_of_record, questions_from_rows
 
@@ -96,8 +97,11 @@ def _gpqa(rec: dict[str, Any]) -> dict[str, Any]:
     order = list(range(4))
     seed = int.from_bytes(hashlib.sha1(str(rec.get("Question", "")).encode()).digest()[:8], "big")
     random.Random(seed).shuffle(order)
-    out = {k: v for k, v in rec.items() if k not in ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2",
-                                                    "Incorrect Answer 3", "Explanation")}
+    out = {
+        k: v
+        for k, v in rec.items()
+        if k not in ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Explanation")
+    }
     out["question"] = out.pop("Question", None)
     if "Record ID" in out:
         out["id"] = out.pop("Record ID")
@@ -137,8 +141,12 @@ KNOWN_SETS: tuple[HFSet, ...] = (  # first match wins: more specific names first
     HFSet(("gpqa",), "choice", _gpqa),
     HFSet(("ai2_arc", "arc-challenge", "arc_challenge"), "choice", _arc),
     HFSet(("hh-rlhf", "hh_rlhf"), "pair"),
-    HFSet(("mathvista",), "numeric", _mathvista,
-          where={"question_type": ("free_form",), "answer_type": ("integer", "float")}),
+    HFSet(
+        ("mathvista",),
+        "numeric",
+        _mathvista,
+        where={"question_type": ("free_form",), "answer_type": ("integer", "float")},
+    ),
 )
 
 
@@ -146,7 +154,7 @@ def parse(spec: str) -> tuple[str, str | None, str]:
     """``hf:NAME[:CONFIG][:SPLIT]`` -> (NAME, CONFIG or None, SPLIT). With two parts after NAME
     they are CONFIG and SPLIT; with one it is SPLIT when it names a usual split (train,
     validation, test, testmini, dev, or one with a slice such as ``test[:100]``), else CONFIG."""
-    parts = _split(spec[len(PREFIX):])
+    parts = _split(spec[len(PREFIX) :])
     if not parts or not parts[0]:
         raise DatasetError(f"--dataset {spec}: give a data set name after hf: (hf:NAME[:CONFIG][:SPLIT])")
     if len(parts) > 3:
@@ -184,8 +192,9 @@ def known_set(name: str) -> HFSet | None:
     return next((s for s in KNOWN_SETS if any(m in low for m in s.match)), None)
 
 
-def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
-         fields: Mapping[str, str] | None = None) -> list[Question]:
+def load(
+    spec: str, task: str | None, limit: int | None, offset: int = 0, fields: Mapping[str, str] | None = None
+) -> list[Question]:
     """The questions of ``hf:NAME[:CONFIG][:SPLIT]`` (see the module docstring)."""
     name, config, split = parse(spec)
     try:
@@ -206,11 +215,10 @@ def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
         raise DatasetError(f"--dataset {spec}: the split is empty")
     kept = _kept_rows(ds, known)
     if not kept:
-        raise DatasetError(f"--dataset {spec}: no row of the split is a question of this set "
-                           f"({_where_text(known)})")
+        raise DatasetError(f"--dataset {spec}: no row of the split is a question of this set ({_where_text(known)})")
     if offset >= len(kept):
         raise DatasetError(f"--offset {offset} is past the end of {spec} ({len(kept)} rows)")
-    chosen = kept[offset:] if limit is None else kept[offset:offset + limit]
+    chosen = kept[offset:] if limit is None else kept[offset : offset + limit]
     convert = known.convert if known else (lambda rec: rec)
     if task is None:
         task = known.task if known else infer_task_of_record(convert(dict(ds[chosen[0]])), name)
@@ -219,8 +227,7 @@ def load(spec: str, task: str | None, limit: int | None, offset: int = 0,
     stem = _last_part(name) + (f"-{config}" if config else "") + f"-{split}"
     rows = [(i, i + 1, (lambda i=i: convert(dict(ds[i])))) for i in chosen]
     folder = Path(name).expanduser()
-    return questions_from_rows(rows, task, f"--dataset {spec}", stem, fields,
-                               base=folder if folder.is_dir() else None)
+    return questions_from_rows(rows, task, f"--dataset {spec}", stem, fields, base=folder if folder.is_dir() else None)
 
 
 def _undecoded_images(ds: Any, datasets: Any) -> Any:

@@ -17,8 +17,14 @@ from typing import Any
 
 from engine.errors import UserError
 
-_TYPE_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
-               list: "a list"}
+_TYPE_NAMES = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    dict: "a mapping",
+    list: "a list",
+}
 
 
 class ConfigError(UserError, ValueError):
@@ -55,10 +61,14 @@ class Option:
         if self.type not in _TYPE_NAMES:
             raise TypeError(f"option {self.name}: type must be one of bool, int, float, str, dict, list")
         if self.type in (dict, list) and self.cli:
-            raise TypeError(f"option {self.name}: a {self.type.__name__} has no flag; declare it with cli=False (YAML only)")
+            raise TypeError(
+                f"option {self.name}: a {self.type.__name__} has no flag; declare it with cli=False (YAML only)"
+            )
         if isinstance(self.default, (dict, list)):
-            raise TypeError(f"option {self.name}: a mutable default is shared by every config; use None "
-                            f"(type dict options default to an empty mapping)")
+            raise TypeError(
+                f"option {self.name}: a mutable default is shared by every config; use None "
+                f"(type dict options default to an empty mapping)"
+            )
 
     @property
     def flag(self) -> str:
@@ -120,8 +130,10 @@ def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict
             if opt.name in reserved:
                 raise TypeError(f"protocol {protocol}: option {opt.name!r} is already a run option of the engine")
             if opt.name in out and out[opt.name] != opt:
-                raise TypeError(f"protocol {protocol}: option {opt.name!r} differs from protocol "
-                                f"{owner[opt.name]}'s; declare it once and import it")
+                raise TypeError(
+                    f"protocol {protocol}: option {opt.name!r} differs from protocol "
+                    f"{owner[opt.name]}'s; declare it once and import it"
+                )
             out.setdefault(opt.name, opt)
             owner.setdefault(opt.name, protocol)
     return out

@@ -32,17 +32,20 @@ answer, and an agent that reads no peer is asked to double-check its answer.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from string import Template
-from typing import Any, Mapping
+from typing import Any
 
 from engine.errors import UserError
 from engine.records import Message
 
 FORMATS = {
     "numeric": "Your final answer should be a single number, in the form \\boxed{answer}, at the end of your response.",
-    "math": "Your final answer should be a simplified expression, in the form \\boxed{answer}, at the end of your response.",
+    "math": (
+        "Your final answer should be a simplified expression, in the form \\boxed{answer}, at the end of your response."
+    ),
     "choice": "Your final answer should be a single letter, in the form (X), at the end of your response.",
     "pair": "Your final answer should be A or B, in the form (X), at the end of your response.",
 }
@@ -106,7 +109,7 @@ class PromptSet:
     templates: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def for_task(cls, task: str, overrides: Mapping[str, Mapping[str, str]] | None = None) -> "PromptSet":
+    def for_task(cls, task: str, overrides: Mapping[str, Mapping[str, str]] | None = None) -> PromptSet:
         if task not in FORMATS:
             raise PromptError(f"--task {task!r} has no prompts; tasks: {', '.join(FORMATS)}")
         templates = stages()
@@ -179,7 +182,7 @@ def _compiled(template: str) -> tuple[str, frozenset[str]] | None:
     it is not a valid template (:meth:`PromptSet.render` then raises the error)."""
     out, names, at = [], set(), 0
     for m in Template.pattern.finditer(template):
-        out.append(template[at:m.start()].replace("{", "{{").replace("}", "}}"))
+        out.append(template[at : m.start()].replace("{", "{{").replace("}", "}}"))
         at = m.end()
         if m.group("escaped") is not None:
             out.append("$")
@@ -224,8 +227,9 @@ def message_text(message: Message) -> str:
 
 def has_images(messages: list[Message]) -> bool:
     """Whether any message carries an image part."""
-    return any(not isinstance(m["content"], str) and any(p.get("type") == "image_url" for p in m["content"])
-               for m in messages)
+    return any(
+        not isinstance(m["content"], str) and any(p.get("type") == "image_url" for p in m["content"]) for m in messages
+    )
 
 
 def text_only(messages: list[Message]) -> list[Message]:
@@ -292,21 +296,23 @@ def truncate_oldest_turns(messages: list[Message], count_tokens, limit: int) -> 
     :func:`with_image`) is dropped, its image parts move to the first user message left.
     """
     head = messages[:1] if messages and messages[0]["role"] == "system" else []
-    body = messages[len(head):]
+    body = messages[len(head) :]
     current, past = body[-1:], body[:-1]
     dropped = 0
     n = count_tokens(messages)
     while n + 1 > limit:
         if len(past) > 2:  # the oldest turn after the first one
             cut = 2 if len(past) >= 4 else len(past) - 2
-            past = past[:2] + past[2 + cut:]
+            past = past[:2] + past[2 + cut :]
         elif past:  # only the first turn is left: drop it too
             cut = len(past)
             current = _keep_images(past, current)
             past = []
         else:
-            raise ContextOverflow(f"prompt of {n} tokens exceeds the model context of {limit} even after dropping "
-                                  f"every earlier turn (--context-overflow truncate)")
+            raise ContextOverflow(
+                f"prompt of {n} tokens exceeds the model context of {limit} even after dropping "
+                f"every earlier turn (--context-overflow truncate)"
+            )
         dropped += cut
         messages = head + past + current
         n = count_tokens(messages)
@@ -315,7 +321,9 @@ def truncate_oldest_turns(messages: list[Message], count_tokens, limit: int) -> 
 
 def _keep_images(gone: list[Message], kept: list[Message]) -> list[Message]:
     """``kept`` with the image parts of the dropped messages ``gone`` added to its first user message."""
-    images = [p for m in gone if not isinstance(m["content"], str) for p in m["content"] if p.get("type") == "image_url"]
+    images = [
+        p for m in gone if not isinstance(m["content"], str) for p in m["content"] if p.get("type") == "image_url"
+    ]
     if not images:
         return kept
     out = list(kept)

@@ -48,10 +48,11 @@ import csv
 import json
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,15 +62,51 @@ from engine.results import read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 TABLES = ("calls", "questions", "graphs", "runs", "answers")
-PLOTS = ("accuracy_vs_tokens.png", "consensus_per_round.png", "accuracy_by_round.png", "tokens_vs_agents.png",
-         "tokens_vs_rounds.png")
+PLOTS = (
+    "accuracy_vs_tokens.png",
+    "consensus_per_round.png",
+    "accuracy_by_round.png",
+    "tokens_vs_agents.png",
+    "tokens_vs_rounds.png",
+)
 # Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
-_NOT_RESULT_KEYS = {"out", "progress", "ray_address", "max_concurrent_questions", "max_batch", "replica_cpus",
-                    "device", "embedding_device", "placement_timeout", "out_shared", "gpus_per_replica"}
+_NOT_RESULT_KEYS = {
+    "out",
+    "progress",
+    "ray_address",
+    "max_concurrent_questions",
+    "max_batch",
+    "replica_cpus",
+    "device",
+    "embedding_device",
+    "placement_timeout",
+    "out_shared",
+    "gpus_per_replica",
+}
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
-_QUESTION_COLUMNS = ("run_id", "question_id", "attempt", "protocol", "n_agents", "rounds_run", "effective_rounds",
-                     "stopped_early", "correct", "errored", "n_errors", "n_calls", "n_summary_calls", "n_skipped", "prompt_tokens",
-                     "completion_tokens", "consensus", "correct_by_round", "tie", "backend", "simulated")
+_QUESTION_COLUMNS = (
+    "run_id",
+    "question_id",
+    "attempt",
+    "protocol",
+    "n_agents",
+    "rounds_run",
+    "effective_rounds",
+    "stopped_early",
+    "correct",
+    "errored",
+    "n_errors",
+    "n_calls",
+    "n_summary_calls",
+    "n_skipped",
+    "prompt_tokens",
+    "completion_tokens",
+    "consensus",
+    "correct_by_round",
+    "tie",
+    "backend",
+    "simulated",
+)
 
 
 class ReportError(UserError, ValueError):
@@ -154,8 +191,9 @@ def complete_calls(calls, questions):
     keys = ["run_id", "question_id", "attempt"]
 
     def keyed(t: pa.Table) -> pa.Table:
-        return t.set_column(t.column_names.index("attempt"), "attempt",
-                            pc.fill_null(t.column("attempt").cast(pa.string()), "\x00null"))
+        return t.set_column(
+            t.column_names.index("attempt"), "attempt", pc.fill_null(t.column("attempt").cast(pa.string()), "\x00null")
+        )
 
     index = pa.array(range(c.num_rows), pa.int64())
     ck = keyed(c.select(keys)).append_column("__row", index)
@@ -183,13 +221,20 @@ def _call_totals(calls: pa.Table) -> dict[str, dict[str, int]]:
         return {}
     summary = pc.equal(calls.column("agent_id"), -1)
     t = calls.select(["run_id", "prompt_tokens", "completion_tokens"]).append_column(
-        "summary", pc.cast(pc.fill_null(summary, False), pa.int64()))
-    agg = t.group_by("run_id").aggregate([("prompt_tokens", "sum"), ("completion_tokens", "sum"),
-                                          ("summary", "sum"), ("run_id", "count")])
-    return {r["run_id"]: {"prompt_tokens": r["prompt_tokens_sum"] or 0,
-                          "completion_tokens": r["completion_tokens_sum"] or 0,
-                          "calls": r["run_id_count"], "summary_calls": r["summary_sum"] or 0}
-            for r in agg.to_pylist()}
+        "summary", pc.cast(pc.fill_null(summary, False), pa.int64())
+    )
+    agg = t.group_by("run_id").aggregate(
+        [("prompt_tokens", "sum"), ("completion_tokens", "sum"), ("summary", "sum"), ("run_id", "count")]
+    )
+    return {
+        r["run_id"]: {
+            "prompt_tokens": r["prompt_tokens_sum"] or 0,
+            "completion_tokens": r["completion_tokens_sum"] or 0,
+            "calls": r["run_id_count"],
+            "summary_calls": r["summary_sum"] or 0,
+        }
+        for r in agg.to_pylist()
+    }
 
 
 def load_runs(path: str | Path) -> list[RunData]:
@@ -212,15 +257,18 @@ def load_runs(path: str | Path) -> list[RunData]:
                 config = json.loads(run.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
-            data = RunData(d, run_id, run, config if isinstance(config, dict) else {}, by_run.get(run_id, []),
-                           totals.get(run_id))
+            data = RunData(
+                d, run_id, run, config if isinstance(config, dict) else {}, by_run.get(run_id, []), totals.get(run_id)
+            )
             if not run:
                 data.notes.append(f"{d}: run {run_id} has question rows but no runs row (label from the questions)")
             qt = sum((q["prompt_tokens"] or 0) + (q["completion_tokens"] or 0) for q in data.questions)
             if data.calls is not None and data.calls["prompt_tokens"] + data.calls["completion_tokens"] != qt:
-                data.notes.append(f"{d}: run {run_id}: complete calls hold "
-                                  f"{data.calls['prompt_tokens'] + data.calls['completion_tokens']} tokens, its question "
-                                  f"rows {qt}; the report uses the calls")
+                data.notes.append(
+                    f"{d}: run {run_id}: complete calls hold "
+                    f"{data.calls['prompt_tokens'] + data.calls['completion_tokens']} tokens, its question "
+                    f"rows {qt}; the report uses the calls"
+                )
             out.append(data)
     if not out:
         raise ReportError(f"{path}: no runs recorded (the runs/ tables of {len(run_dirs)} folder(s) are empty)")
@@ -244,7 +292,9 @@ def fmt_num(x: Any) -> str:
 
 def _shape(data: RunData) -> tuple[str, int | None, int | None]:
     cfg = data.config
-    protocol = cfg.get("protocol") or data.run.get("protocol") or (data.questions[0]["protocol"] if data.questions else "?")
+    protocol = (
+        cfg.get("protocol") or data.run.get("protocol") or (data.questions[0]["protocol"] if data.questions else "?")
+    )
     agents = cfg.get("agents")
     if agents is None and data.questions:
         agents = data.questions[0]["n_agents"]
@@ -261,8 +311,11 @@ def _shape(data: RunData) -> tuple[str, int | None, int | None]:
 
 
 def _simulated(data: RunData) -> bool:
-    return bool(data.run.get("simulated")) or any(bool(q.get("simulated")) for q in data.questions) or (
-        data.config.get("backend") == "simulated")
+    return (
+        bool(data.run.get("simulated"))
+        or any(bool(q.get("simulated")) for q in data.questions)
+        or (data.config.get("backend") == "simulated")
+    )
 
 
 def base_label(data: RunData) -> str:
@@ -289,8 +342,9 @@ def _labels(runs: list[RunData]) -> list[str]:
         if len(idx) < 2:
             continue
         keys = sorted({k for i in idx for k in runs[i].config} - _NOT_RESULT_KEYS)
-        differ = [k for k in keys if len({json.dumps(runs[i].config.get(k), sort_keys=True, default=str)
-                                          for i in idx}) > 1]
+        differ = [
+            k for k in keys if len({json.dumps(runs[i].config.get(k), sort_keys=True, default=str) for i in idx}) > 1
+        ]
         first = ["dataset", "seed", "limit", "offset"]
         differ = sorted(differ, key=lambda k: (first.index(k) if k in first else len(first), k))
         for i in idx:
@@ -299,12 +353,18 @@ def _labels(runs: list[RunData]) -> list[str]:
                 v = runs[i].config.get(k)
                 v = Path(v).name if k == "dataset" and isinstance(v, str) else v
                 extra.append(f"{k}={v if not isinstance(v, float) else fmt_num(v)}")
-            out[i] = lab.replace(" (SIMULATED)", "") + ("" if not extra else " " + " ".join(extra)) + (
-                " (SIMULATED)" if lab.endswith("(SIMULATED)") else "")
+            out[i] = (
+                lab.replace(" (SIMULATED)", "")
+                + ("" if not extra else " " + " ".join(extra))
+                + (" (SIMULATED)" if lab.endswith("(SIMULATED)") else "")
+            )
         if len({out[i] for i in idx}) < len(idx):  # same config written into several directories
             for i in idx:
-                out[i] = out[i].replace(" (SIMULATED)", "") + f" [{runs[i].run_dir.name}]" + (
-                    " (SIMULATED)" if lab.endswith("(SIMULATED)") else "")
+                out[i] = (
+                    out[i].replace(" (SIMULATED)", "")
+                    + f" [{runs[i].run_dir.name}]"
+                    + (" (SIMULATED)" if lab.endswith("(SIMULATED)") else "")
+                )
     return out
 
 
@@ -370,8 +430,9 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "effective_rounds": run["effective_rounds"] if n else math.nan,
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
         # the vote after each round, graded (older runs without the column: empty)
-        "accuracy_by_round": consensus_curve(([float(c) for c in q["correct_by_round"]] for q in qs
-                                              if q.get("correct_by_round")), length),
+        "accuracy_by_round": consensus_curve(
+            ([float(c) for c in q["correct_by_round"]] for q in qs if q.get("correct_by_round")), length
+        ),
         "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
         "ties": run["n_ties"],
         "placement": placement_text(data.run.get("placement")),
@@ -412,8 +473,11 @@ def pick_baseline(row: dict[str, Any], candidates: list[dict[str, Any]]) -> tupl
     first, then the one with most questions); ``(None, False)`` when there is none -- savings are
     never taken against a run that differs in any of them. The bool is kept for the files
     (``baseline_exact``): always True when a run is returned."""
-    usable = [c for c in candidates if c["n_questions"] and c["total_per_q"] == c["total_per_q"]
-              and all(c.get(k) == row.get(k) for k in MATCH_KEYS)]
+    usable = [
+        c
+        for c in candidates
+        if c["n_questions"] and c["total_per_q"] == c["total_per_q"] and all(c.get(k) == row.get(k) for k in MATCH_KEYS)
+    ]
     if not usable:
         return None, False
     return max(usable, key=lambda c: (c is row, c["n_questions"])), True
@@ -432,7 +496,8 @@ def seed_key(data: RunData) -> str:
 
     skip = {*UNHASHED, "seed"}  # UNHASHED holds every key of _NOT_RESULT_KEYS
     return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
-        " sim" if _simulated(data) else "")
+        " sim" if _simulated(data) else ""
+    )
 
 
 def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
@@ -444,16 +509,26 @@ def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
         if rows[i]["n_questions"]:
             groups.setdefault(seed_key(data), []).append(i)
     for row in rows:
-        row.update(seeds=None, accuracy_seeds_mean=math.nan, accuracy_seeds_sd=math.nan,
-                   total_per_q_seeds_mean=math.nan, total_per_q_seeds_sd=math.nan)
+        row.update(
+            seeds=None,
+            accuracy_seeds_mean=math.nan,
+            accuracy_seeds_sd=math.nan,
+            total_per_q_seeds_mean=math.nan,
+            total_per_q_seeds_sd=math.nan,
+        )
     for idx in groups.values():
         if len({rows[i]["seed"] for i in idx}) < 2:
             continue
         acc = mean_sd([rows[i]["accuracy"] for i in idx])
         tok = mean_sd([rows[i]["total_per_q"] for i in idx])
         for i in idx:
-            rows[i].update(seeds=len(idx), accuracy_seeds_mean=acc[0], accuracy_seeds_sd=acc[1],
-                           total_per_q_seeds_mean=tok[0], total_per_q_seeds_sd=tok[1])
+            rows[i].update(
+                seeds=len(idx),
+                accuracy_seeds_mean=acc[0],
+                accuracy_seeds_sd=acc[1],
+                total_per_q_seeds_mean=tok[0],
+                total_per_q_seeds_sd=tok[1],
+            )
 
 
 def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, Any]]:
@@ -474,8 +549,9 @@ def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, A
     from engine.protocols import SPECS
 
     order = {p: i for i, p in enumerate(SPECS)}
-    rows.sort(key=lambda r: (order.get(r["protocol"], 99), r["protocol"], r["agents"] or 0, r["rounds"] or 0,
-                             r["label"]))
+    rows.sort(
+        key=lambda r: (order.get(r["protocol"], 99), r["protocol"], r["agents"] or 0, r["rounds"] or 0, r["label"])
+    )
     keys = ["label"] + [k for k in rows[0] if k != "label"] if rows else []
     return [{k: r[k] for k in keys} for r in rows]
 
@@ -487,41 +563,71 @@ def _f(x: float, spec: str) -> str:
 
 def format_row(row: dict[str, Any]) -> list[str]:
     """Display strings of one row, in the order of :data:`COLUMNS`."""
-    acc = "-" if not row["n_questions"] else (
-        f"{row['accuracy']:.3f} [{row['accuracy_lo']:.3f}, {row['accuracy_hi']:.3f}]")
+    acc = (
+        "-"
+        if not row["n_questions"]
+        else (f"{row['accuracy']:.3f} [{row['accuracy_lo']:.3f}, {row['accuracy_hi']:.3f}]")
+    )
     if row["baseline_run_id"] is None or math.isnan(row["savings"]):
         sav = "-"
     elif (row["baseline_run_id"], row["baseline_run_dir"]) == (row["run_id"], row["run_dir"]):
         sav = "base"
     else:
         sav = f"{100 * row['savings']:+.1f}% / {100 * row['input_savings']:+.1f}%"
-    seeds = "-" if not row.get("seeds") else (
-        f"{row['accuracy_seeds_mean']:.3f} ± {row['accuracy_seeds_sd']:.3f} ({row['seeds']})")
+    seeds = (
+        "-"
+        if not row.get("seeds")
+        else (f"{row['accuracy_seeds_mean']:.3f} ± {row['accuracy_seeds_sd']:.3f} ({row['seeds']})")
+    )
     return [
-        row["label"], str(row["n_questions"]), acc, seeds, _f(row["prompt_per_q"], ",.1f"), _f(row["completion_per_q"], ",.1f"),
-        _f(row["total_per_q"], ",.1f"), _f(row["calls_per_q"], ".2f"), _f(row["prompt_per_call"], ",.1f"),
+        row["label"],
+        str(row["n_questions"]),
+        acc,
+        seeds,
+        _f(row["prompt_per_q"], ",.1f"),
+        _f(row["completion_per_q"], ",.1f"),
+        _f(row["total_per_q"], ",.1f"),
+        _f(row["calls_per_q"], ".2f"),
+        _f(row["prompt_per_call"], ",.1f"),
         str(row["summary_calls"]),
-        str(row["skipped_turns"]), sav, _f(row["effective_rounds"], ".2f"),
+        str(row["skipped_turns"]),
+        sav,
+        _f(row["effective_rounds"], ".2f"),
         " ".join(f"{c:.2f}" for c in row["consensus_by_round"]) or "-",
         " ".join(f"{c:.2f}" for c in row["accuracy_by_round"]) or "-",
     ]
 
 
-COLUMNS = ("configuration", "n", "accuracy [95% Wilson]", "accuracy over seeds (mean ± sd, k)", "prompt tok/q",
-           "compl. tok/q", "total tok/q", "calls/q", "prompt tok/call", "summary calls", "skipped turns",
-           "savings vs {baseline}: total / input", "eff. rounds", "consensus by round", "accuracy by round")
+COLUMNS = (
+    "configuration",
+    "n",
+    "accuracy [95% Wilson]",
+    "accuracy over seeds (mean ± sd, k)",
+    "prompt tok/q",
+    "compl. tok/q",
+    "total tok/q",
+    "calls/q",
+    "prompt tok/call",
+    "summary calls",
+    "skipped turns",
+    "savings vs {baseline}: total / input",
+    "eff. rounds",
+    "consensus by round",
+    "accuracy by round",
+)
 
 
 def render_table(rows: list[dict[str, Any]], baseline: str = "mad"):
     """A rich Table of the summary rows."""
     from rich.table import Table
 
-    table = Table(title="debate report" + _sim_title(rows),
-                  caption=f"savings = 1 - tok/q / the {baseline} run's, total and input (prompt) tokens, against a "
-                          f"{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none")
+    table = Table(
+        title="debate report" + _sim_title(rows),
+        caption=f"savings = 1 - tok/q / the {baseline} run's, total and input (prompt) tokens, against a "
+        f"{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none",
+    )
     for i, c in enumerate(COLUMNS):
-        table.add_column(c.format(baseline=baseline), justify="left" if i in (0, 13) else "right",
-                         overflow="fold")
+        table.add_column(c.format(baseline=baseline), justify="left" if i in (0, 13) else "right", overflow="fold")
     for r in rows:
         table.add_row(*format_row(r))
     return table
@@ -543,11 +649,21 @@ def write_summary(rows: list[dict[str, Any]], out_dir: Path, source: str, baseli
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         for r in rows:
-            w.writerow({k: (" ".join(f"{c:.6g}" for c in r[k]) if isinstance(r[k], list) else
-                            ("" if r[k] is None or (isinstance(r[k], float) and math.isnan(r[k])) else r[k]))
-                        for k in keys})
-    doc = {"source": source, "baseline": baseline,
-           "configurations": [{k: _jsonable(v) for k, v in r.items()} for r in rows]}
+            w.writerow(
+                {
+                    k: (
+                        " ".join(f"{c:.6g}" for c in r[k])
+                        if isinstance(r[k], list)
+                        else ("" if r[k] is None or (isinstance(r[k], float) and math.isnan(r[k])) else r[k])
+                    )
+                    for k in keys
+                }
+            )
+    doc = {
+        "source": source,
+        "baseline": baseline,
+        "configurations": [{k: _jsonable(v) for k, v in r.items()} for r in rows],
+    }
     json_path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     return [csv_path, json_path]
 
@@ -625,8 +741,16 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> None:
     for r in pts:
         x, y = r["total_per_q"], r["accuracy"]
         err = [[y - r["accuracy_lo"]], [r["accuracy_hi"] - y]]
-        ax.errorbar([x], [y], yerr=err, fmt="o", color=colors[r["protocol"]], capsize=3, markersize=7,
-                    label=None if r["protocol"] in seen else r["protocol"])
+        ax.errorbar(
+            [x],
+            [y],
+            yerr=err,
+            fmt="o",
+            color=colors[r["protocol"]],
+            capsize=3,
+            markersize=7,
+            label=None if r["protocol"] in seen else r["protocol"],
+        )
         seen.add(r["protocol"])
     ax.set_xlabel("total tokens per question (prompt + completion)")
     ax.set_ylabel("accuracy (95% Wilson interval)")
@@ -654,10 +778,26 @@ def plot_consensus(rows: list[dict[str, Any]], path: Path) -> None:
         i = count.get(r["protocol"], 0)
         count[r["protocol"]] = i + 1
         ys = r["consensus_by_round"]
-        ax.plot(range(1, len(ys) + 1), ys, marker="osD^v"[i % 5], markersize=7 - i % 5, alpha=0.85,
-                linestyle=styles[i % len(styles)], color=colors[r["protocol"]], label=_short(r, rows))
-    _finish_by_round(fig, ax, pts, "consensus_by_round", "mean consensus proportion", (0, 1.05),
-                     "Consensus per round (stopped questions carry their last value)" + _sim_suffix(rows), path)
+        ax.plot(
+            range(1, len(ys) + 1),
+            ys,
+            marker="osD^v"[i % 5],
+            markersize=7 - i % 5,
+            alpha=0.85,
+            linestyle=styles[i % len(styles)],
+            color=colors[r["protocol"]],
+            label=_short(r, rows),
+        )
+    _finish_by_round(
+        fig,
+        ax,
+        pts,
+        "consensus_by_round",
+        "mean consensus proportion",
+        (0, 1.05),
+        "Consensus per round (stopped questions carry their last value)" + _sim_suffix(rows),
+        path,
+    )
 
 
 def _finish_by_round(fig, ax, pts, key: str, ylabel: str, ylim: tuple[float, float], title: str, path: Path) -> None:
@@ -689,10 +829,26 @@ def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path) -> None:
         ks = [round(y * n) for y in ys]
         lo = [y - wilson_interval(k, n)[0] for y, k in zip(ys, ks)]
         hi = [wilson_interval(k, n)[1] - y for y, k in zip(ys, ks)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="osD^v"[i % 5], capsize=3, alpha=0.85,
-                    color=colors[r["protocol"]], label=_short(r, rows))
-    _finish_by_round(fig, ax, pts, "accuracy_by_round", "accuracy of the vote after the round", (-0.02, 1.02),
-                     "Accuracy by round, 95% Wilson intervals (stopped questions carry)" + _sim_suffix(rows), path)
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=[lo, hi],
+            marker="osD^v"[i % 5],
+            capsize=3,
+            alpha=0.85,
+            color=colors[r["protocol"]],
+            label=_short(r, rows),
+        )
+    _finish_by_round(
+        fig,
+        ax,
+        pts,
+        "accuracy_by_round",
+        "accuracy of the vote after the round",
+        (-0.02, 1.02),
+        "Accuracy by round, 95% Wilson intervals (stopped questions carry)" + _sim_suffix(rows),
+        path,
+    )
 
 
 def plot_tokens_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> str | None:
@@ -718,8 +874,14 @@ def plot_tokens_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> str | N
         xs = sorted({m[axis] for m in members})
         ys = [_mean([m["total_per_q"] for m in members if m[axis] == x]) for x in xs]
         label = protocol + ("" if ov is None else f" ({'T' if other == 'rounds' else 'N'}={ov})")
-        ax.plot(xs, ys, linestyle=styles.get(ov, "-") if ov is not None else "-", color=colors[protocol], marker="o",
-                label=label)
+        ax.plot(
+            xs,
+            ys,
+            linestyle=styles.get(ov, "-") if ov is not None else "-",
+            color=colors[protocol],
+            marker="o",
+            label=label,
+        )
         for m in members:
             ax.plot([m[axis]], [m["total_per_q"]], "o", color=colors[protocol])
             tag = " ".join(p for p in m["label"].replace(" (SIMULATED)", "").split()[2:] if p.startswith(("D=", "G=")))
@@ -768,7 +930,11 @@ def build_report(path: str | Path, out: str | Path | None = None, baseline: str 
     plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
     plot_consensus(rows, out_dir / "consensus_per_round.png")
     plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
-    files += [out_dir / "accuracy_vs_tokens.png", out_dir / "consensus_per_round.png", out_dir / "accuracy_by_round.png"]
+    files += [
+        out_dir / "accuracy_vs_tokens.png",
+        out_dir / "consensus_per_round.png",
+        out_dir / "accuracy_by_round.png",
+    ]
     for axis in ("agents", "rounds"):
         target = out_dir / f"tokens_vs_{axis}.png"
         note = plot_tokens_vs(rows, axis, target)

@@ -49,8 +49,16 @@ from engine.results import check_rows, read_table, write_part
 
 log = logging.getLogger(__name__)
 
-_GRADE_FIELDS = ("final_answer", "answer_by_round", "correct", "correct_by_round", "tie", "n_invalid", "consensus",
-                 "effective_rounds")
+_GRADE_FIELDS = (
+    "final_answer",
+    "answer_by_round",
+    "correct",
+    "correct_by_round",
+    "tie",
+    "n_invalid",
+    "consensus",
+    "effective_rounds",
+)
 
 
 @dataclass
@@ -91,24 +99,31 @@ def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
 
     dataset = config.get("dataset")
     try:
-        questions = load_questions(dataset, config.get("task"), config.get("limit"), int(config.get("seed", 0) or 0),
-                                   offset=int(config.get("offset", 0) or 0))
+        questions = load_questions(
+            dataset,
+            config.get("task"),
+            config.get("limit"),
+            int(config.get("seed", 0) or 0),
+            offset=int(config.get("offset", 0) or 0),
+        )
     except (OSError, ValueError) as exc:  # the file moved or no longer reads: 4 letters, said once
         notes.append(f"dataset {dataset!r} cannot be read ({exc}); choice questions re-read with 4 letters (A-D)")
         return {}
     return {q.qid: len(q.choices) for q in questions if q.choices}
 
 
-def regrade_question(row: dict[str, Any], calls: list[dict[str, Any]], config: dict[str, Any],
-                     n_choices: int = 4) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def regrade_question(
+    row: dict[str, Any], calls: list[dict[str, Any]], config: dict[str, Any], n_choices: int = 4
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The question row re-graded from its calls, and each agent call's new answer
     (``{round, agent_id, answer, previous_answer}``). Pure: no files."""
     task, qid = row["task"], row["question_id"]
     n_agents = int(row["n_agents"] or 0)
     rounds = int(row["rounds_run"] or 0)
-    agent_calls = sorted((c for c in calls if c["agent_id"] is not None and c["agent_id"] != SUMMARIZER
-                          and not c.get("side")),
-                         key=lambda c: (c["round"], c["agent_id"]))
+    agent_calls = sorted(
+        (c for c in calls if c["agent_id"] is not None and c["agent_id"] != SUMMARIZER and not c.get("side")),
+        key=lambda c: (c["round"], c["agent_id"]),
+    )
     read: list[dict[str, Any]] = []
     latest: list[str | None] = [None] * n_agents
     latest_text: list[str | None] = [None] * n_agents
@@ -118,10 +133,14 @@ def regrade_question(row: dict[str, Any], calls: list[dict[str, Any]], config: d
     for r in range(rounds):
         while i < len(agent_calls) and agent_calls[i]["round"] <= r:
             c = agent_calls[i]
-            answer = None if c["error"] is not None else extract_answer(
-                c["text"], task, n_choices, marked_only=c["finish_reason"] == "length")
-            read.append({"round": c["round"], "agent_id": c["agent_id"], "answer": answer,
-                         "previous_answer": c["answer"]})
+            answer = (
+                None
+                if c["error"] is not None
+                else extract_answer(c["text"], task, n_choices, marked_only=c["finish_reason"] == "length")
+            )
+            read.append(
+                {"round": c["round"], "agent_id": c["agent_id"], "answer": answer, "previous_answer": c["answer"]}
+            )
             if 0 <= c["agent_id"] < n_agents:
                 latest[c["agent_id"]] = answer
                 latest_text[c["agent_id"]] = c["text"] if c["error"] is None else None
@@ -136,20 +155,36 @@ def regrade_question(row: dict[str, Any], calls: list[dict[str, Any]], config: d
     else:  # every other protocol's final rule
         final = majority_vote(answers_by_round[-1], key) if answers_by_round else None
     new = dict(row)
-    new.update(graded_columns(answers_by_round, final, row["gold"], task, key, bool(row.get("errored")),
-                              votes.by_round if votes else None, votes.tie if votes else None),
-               n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)))
+    new.update(
+        graded_columns(
+            answers_by_round,
+            final,
+            row["gold"],
+            task,
+            key,
+            bool(row.get("errored")),
+            votes.by_round if votes else None,
+            votes.tie if votes else None,
+        ),
+        n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)),
+    )
     return new, read
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     def norm(v):
         return [round(x, 12) if isinstance(x, float) else x for x in v] if isinstance(v, list) else v
+
     return any(norm(old.get(k)) != norm(new.get(k)) for k in _GRADE_FIELDS)
 
 
-def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str, Any]],
-                calls: list[dict[str, Any]], write: bool = True) -> RunRescore:
+def rescore_run(
+    run_dir: Path,
+    run_row: dict[str, Any],
+    questions: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    write: bool = True,
+) -> RunRescore:
     """Re-grade one run (``questions``: its rows in force; ``calls``: its call rows)."""
     run_id = run_row["run_id"]
     out = RunRescore(run_dir, run_id)
@@ -164,20 +199,23 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
     by_attempt: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for c in calls:
         by_attempt.setdefault((c["question_id"], c["attempt"]), []).append(c)
-    graded = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    graded = dt.datetime.now(dt.UTC).replace(microsecond=0)
     new_rows: list[dict[str, Any]] = []
     answer_rows: list[dict[str, Any]] = []
     for q in questions:
-        new, read = regrade_question(q, by_attempt.get((q["question_id"], q["attempt"]), []), config,
-                                     letters.get(q["question_id"], 4))
+        new, read = regrade_question(
+            q, by_attempt.get((q["question_id"], q["attempt"]), []), config, letters.get(q["question_id"], 4)
+        )
         out.replies += len(read)
         out.answers_changed += sum(x["answer"] != x["previous_answer"] for x in read)
         out.finals_changed += new["final_answer"] != q["final_answer"]
         out.verdicts_changed += bool(new["correct"]) != bool(q["correct"])
         out.changed = out.changed or _changed(q, new) or any(x["answer"] != x["previous_answer"] for x in read)
         new_rows.append({**new, "graded": graded})
-        answer_rows += [{"run_id": run_id, "question_id": q["question_id"], "attempt": q["attempt"], **x,
-                         "graded": graded} for x in read]
+        answer_rows += [
+            {"run_id": run_id, "question_id": q["question_id"], "attempt": q["attempt"], **x, "graded": graded}
+            for x in read
+        ]
     n = len(questions)
     out.accuracy_before = sum(bool(q["correct"]) for q in questions) / n if n else None
     out.accuracy_after = sum(bool(q["correct"]) for q in new_rows) / n if n else None
@@ -190,13 +228,24 @@ def rescore_run(run_dir: Path, run_row: dict[str, Any], questions: list[dict[str
         write_part(run_dir / table / part, table, rows)
     if run_row.get("status") is not None:  # a run with a runs row: its totals follow the new grades
         s = summarize(new_rows)
-        run = dict(run_row, accuracy=s["accuracy"], accuracy_by_round=s["accuracy_by_round"],
-                   consensus_by_round=s["consensus_by_round"], effective_rounds=s["effective_rounds"])
+        run = dict(
+            run_row,
+            accuracy=s["accuracy"],
+            accuracy_by_round=s["accuracy_by_round"],
+            consensus_by_round=s["consensus_by_round"],
+            effective_rounds=s["effective_rounds"],
+        )
         check_rows("runs", [run])
         write_part(run_dir / "runs" / f"{run_id}.parquet", "runs", [run])
     out.written = True
-    log.info("rescored %s/%s: %d answers, %d final answers, %d verdicts changed", run_dir, run_id,
-             out.answers_changed, out.finals_changed, out.verdicts_changed)
+    log.info(
+        "rescored %s/%s: %d answers, %d final answers, %d verdicts changed",
+        run_dir,
+        run_id,
+        out.answers_changed,
+        out.finals_changed,
+        out.verdicts_changed,
+    )
     return out
 
 
@@ -218,8 +267,22 @@ def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
     for run_dir in find_run_dirs(path):
         runs = {r["run_id"]: r for r in read_table(run_dir, "runs").to_pylist()}
         questions = read_table(run_dir, "questions").to_pylist()
-        calls = read_table(run_dir, "calls", ["run_id", "question_id", "attempt", "round", "agent_id", "text",
-                                              "answer", "finish_reason", "error", "side"]).to_pylist()
+        calls = read_table(
+            run_dir,
+            "calls",
+            [
+                "run_id",
+                "question_id",
+                "attempt",
+                "round",
+                "agent_id",
+                "text",
+                "answer",
+                "finish_reason",
+                "error",
+                "side",
+            ],
+        ).to_pylist()
         _with_latest_answers(calls, read_table(run_dir, "answers").to_pylist())
         run_ids = sorted(set(runs) | {q["run_id"] for q in questions})
         for run_id in run_ids:
@@ -244,15 +307,22 @@ def rescore_command(path: str, dry_run: bool = False) -> int:
         print(f"{path}: no question rows to re-grade")
         return 0
     for r in results:
-        acc = (f"accuracy {r.accuracy_before:.3f} -> {r.accuracy_after:.3f}"
-               if r.accuracy_before is not None else "no questions")
+        acc = (
+            f"accuracy {r.accuracy_before:.3f} -> {r.accuracy_after:.3f}"
+            if r.accuracy_before is not None
+            else "no questions"
+        )
         what = "re-graded" if r.written else "would re-grade" if r.changed else "unchanged"
-        print(f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
-              f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})")
+        print(
+            f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
+            f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})"
+        )
         for note in r.notes:
             print(f"  note: {note}")
     total = sum(r.verdicts_changed for r in results)
-    print(f"{len(results)} run(s): {sum(r.answers_changed for r in results)} answers, "
-          f"{sum(r.finals_changed for r in results)} final answers and {total} verdicts changed"
-          + ("" if not dry_run else " (dry run: nothing written)"))
+    print(
+        f"{len(results)} run(s): {sum(r.answers_changed for r in results)} answers, "
+        f"{sum(r.finals_changed for r in results)} final answers and {total} verdicts changed"
+        + ("" if not dry_run else " (dry run: nothing written)")
+    )
     return 0

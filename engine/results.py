@@ -29,8 +29,9 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -126,7 +127,8 @@ RUNS_SCHEMA = pa.schema(
         ("consensus_by_round", pa.list_(pa.float64())),
         ("accuracy_by_round", pa.list_(pa.float64())),  # share correct after each round (stopped questions carry)
         ("wall_s", pa.float64()),
-        # JSON: seconds spent starting the replicas (replicas_s) and the agent actors (agents_s), and debating (debate_s)
+        # JSON: seconds spent starting the replicas (replicas_s) and the agent actors (agents_s),
+        # and debating (debate_s)
         ("timings", pa.string()),
     ]
 )
@@ -176,15 +178,22 @@ ANSWERS_SCHEMA = pa.schema(
     ]
 )
 
-SCHEMAS = {"calls": CALLS_SCHEMA, "questions": QUESTIONS_SCHEMA, "graphs": GRAPHS_SCHEMA, "runs": RUNS_SCHEMA,
-           "answers": ANSWERS_SCHEMA}
+SCHEMAS = {
+    "calls": CALLS_SCHEMA,
+    "questions": QUESTIONS_SCHEMA,
+    "graphs": GRAPHS_SCHEMA,
+    "runs": RUNS_SCHEMA,
+    "answers": ANSWERS_SCHEMA,
+}
 STREAMED = ("calls", "questions", "graphs")
 
 
 # Columns a writer may leave out (null): set later by someone else, or only for some rows.
 OPTIONAL = {
-    "questions": {"graded",  # set by `debate rescore` only
-                  "image"},  # questions with an image only
+    "questions": {
+        "graded",  # set by `debate rescore` only
+        "image",
+    },  # questions with an image only
     "runs": {name for name in RUNS_SCHEMA.names if name not in ("run_id", "status")},
 }
 
@@ -201,8 +210,10 @@ def check_rows(table: str, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         unknown, missing = set(row) - names, needed - set(row)
         if unknown or missing:
-            raise SchemaError(f"a {table} row does not fit the schema: unknown {sorted(unknown)}, missing "
-                              f"{sorted(missing)} (question {row.get('question_id')!r})")
+            raise SchemaError(
+                f"a {table} row does not fit the schema: unknown {sorted(unknown)}, missing "
+                f"{sorted(missing)} (question {row.get('question_id')!r})"
+            )
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
@@ -327,9 +338,11 @@ def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
         offsets = pa.array(np.arange(old.num_rows + 1, dtype=np.int32))
         weight = old.column("weight").combine_chunks()
         ones = pc.fill_null(pc.equal(weight, 1.0), True)
-        converted = {**{n: old.column(n) for n in old.column_names},
-                     "srcs": pa.ListArray.from_arrays(offsets, old.column("src").combine_chunks()),
-                     "weights": pa.ListArray.from_arrays(offsets, weight, mask=ones)}
+        converted = {
+            **{n: old.column(n) for n in old.column_names},
+            "srcs": pa.ListArray.from_arrays(offsets, old.column("src").combine_chunks()),
+            "weights": pa.ListArray.from_arrays(offsets, weight, mask=ones),
+        }
         parts.append(pa.Table.from_arrays([converted[c] for c in cols], schema=schema))
     return pa.concat_tables(parts)
 
@@ -344,11 +357,16 @@ def graph_edges(graphs: pa.Table) -> pa.Table:
     lengths = pc.fill_null(pc.list_value_length(srcs), 0)
     has = pc.is_valid(weights)
     # a null weights list stands for all 1.0: give it a list of ones of its sources' length
-    ones = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths.to_numpy())]).astype(np.int32)),
-                                    pa.array(np.ones(len(row), dtype=np.float64)))
+    ones = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(lengths.to_numpy())]).astype(np.int32)),
+        pa.array(np.ones(len(row), dtype=np.float64)),
+    )
     filled = pc.if_else(has, weights, ones)
-    out = {name: pc.take(graphs.column(name), row) for name in EDGES_SCHEMA.names if name in graphs.column_names
-           and name not in ("srcs", "weights")}
+    out = {
+        name: pc.take(graphs.column(name), row)
+        for name in EDGES_SCHEMA.names
+        if name in graphs.column_names and name not in ("srcs", "weights")
+    }
     out["src"] = pc.list_flatten(srcs)
     out["weight"] = pc.list_flatten(filled)
     names = [n for n in EDGES_SCHEMA.names if n in out]
@@ -362,8 +380,10 @@ def read_edges(out_dir: str | Path) -> pa.Table:
 
 
 # Tables that `debate rescore` adds rows to, and what identifies a row: readers keep the newest.
-GRADED_KEYS = {"questions": ("run_id", "question_id"),
-               "answers": ("run_id", "question_id", "attempt", "round", "agent_id")}
+GRADED_KEYS = {
+    "questions": ("run_id", "question_id"),
+    "answers": ("run_id", "question_id", "attempt", "round", "agent_id"),
+}
 
 
 def latest_grades(table: pa.Table, keys: tuple[str, ...] = GRADED_KEYS["questions"]) -> pa.Table:

@@ -52,24 +52,24 @@ Everything here but :func:`run_sweep` (which starts Ray through the Engine) is p
 
 from __future__ import annotations
 
-import logging
-
 import dataclasses
 import datetime as dt
 import difflib
 import itertools
 import json
+import logging
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
-from engine.protocols import SPECS
 from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
 from engine.errors import UserError
+from engine.protocols import SPECS
 
 GRID = "grid"
 MANIFEST = "sweep.json"
@@ -163,7 +163,9 @@ def _known(path: str, key: Any, where: str) -> str:
     if name not in fields:
         close = difflib.get_close_matches(name, list(fields), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise SweepError(f"{path}: {where}{key!r} is not a run option{hint}; known options: {', '.join(sorted(fields))}")
+        raise SweepError(
+            f"{path}: {where}{key!r} is not a run option{hint}; known options: {', '.join(sorted(fields))}"
+        )
     return name
 
 
@@ -193,15 +195,19 @@ def parse_sweep(data: Any, path: str = "sweep") -> SweepSpec:
     for key, values in grid_raw.items():
         name = _known(path, key, "grid key ")
         if name in unhashed_options():
-            raise SweepError(f"{path}: grid key {key!r} does not change results (it is not part of the run id), "
-                             f"so its cells would be one run; set it at the top level")
+            raise SweepError(
+                f"{path}: grid key {key!r} does not change results (it is not part of the run id), "
+                f"so its cells would be one run; set it at the top level"
+            )
         if name in grid:
             raise SweepError(f"{path}: grid key {key!r} is given twice (as dashes and underscores)")
         if name in base:
             raise SweepError(f"{path}: {key!r} is both a top-level option and a grid key; keep one")
         if not isinstance(values, list):
-            raise SweepError(f"{path}: grid key {key!r} must be a list of values, got {type(values).__name__} "
-                             f"({values!r}); write {key}: [{values!r}] for a single value")
+            raise SweepError(
+                f"{path}: grid key {key!r} must be a list of values, got {type(values).__name__} "
+                f"({values!r}); write {key}: [{values!r}] for a single value"
+            )
         if not values:
             raise SweepError(f"{path}: grid key {key!r} is an empty list (an axis needs at least one value)")
         grid[name] = list(values)
@@ -265,14 +271,23 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
         unused = unused_options(cfg)
         params = {k: getattr(cfg, k) for k in spec.grid if k not in unused}
         error = check_cell(cfg)
-        cell = Cell(index=len(cells), params=params, config=cfg, run_id=run_id, out=out_dir / run_id,
-                    error=error, status="invalid" if error else "pending")
+        cell = Cell(
+            index=len(cells),
+            params=params,
+            config=cfg,
+            run_id=run_id,
+            out=out_dir / run_id,
+            error=error,
+            status="invalid" if error else "pending",
+        )
         cells.append(cell)
         by_id[run_id] = cell
     for axis in spec.grid:
         if axis in PROTOCOL_OPTIONS and not any(axis in cell.params for cell in cells):
-            raise SweepError(f"{spec.path}: grid key {axis!r} changes no cell: only {', '.join(option_readers(axis))} "
-                             f"read it, and no cell of this sweep does with its settings (see debate run --help)")
+            raise SweepError(
+                f"{spec.path}: grid key {axis!r} changes no cell: only {', '.join(option_readers(axis))} "
+                f"read it, and no cell of this sweep does with its settings (see debate run --help)"
+            )
     return cells
 
 
@@ -286,15 +301,21 @@ def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
     if not cell.out.is_dir():
         return "pending", {}
     runs = [r for r in read_table(cell.out, "runs").to_pylist() if r["run_id"] == cell.run_id]
-    qids = {r["question_id"] for r in read_table(cell.out, "questions").select(["run_id", "question_id"]).to_pylist()
-            if r["run_id"] == cell.run_id}
+    qids = {
+        r["question_id"]
+        for r in read_table(cell.out, "questions").select(["run_id", "question_id"]).to_pylist()
+        if r["run_id"] == cell.run_id
+    }
     if runs and runs[0]["status"] == "finished" and len(qids) >= (runs[0]["n_questions"] or 0):
         r = runs[0]
         return "finished", {
-            "n_questions": r["n_questions"], "accuracy": r["accuracy"], "prompt_tokens": r["prompt_tokens"],
+            "n_questions": r["n_questions"],
+            "accuracy": r["accuracy"],
+            "prompt_tokens": r["prompt_tokens"],
             "completion_tokens": r["completion_tokens"],
             "tokens": (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0),
-            "n_calls": r["n_calls"], "wall_s": r["wall_s"],
+            "n_calls": r["n_calls"],
+            "wall_s": r["wall_s"],
         }
     if runs or qids:
         return "partial", {"questions_done": len(qids)}
@@ -315,7 +336,7 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
     return {
         "sweep_file": spec.path,
         "out": str(out_dir),
-        "updated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "updated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "base": spec.base,
         "grid": spec.grid,
         "grid_points": spec.n_points,
@@ -323,8 +344,14 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
         "counts": counts,
         "cells": [
             {
-                "index": c.index, "run_id": c.run_id, "dir": c.run_id, "status": c.status, "params": c.params,
-                "n_points": c.n_points, "error": c.error, **c.result,
+                "index": c.index,
+                "run_id": c.run_id,
+                "dir": c.run_id,
+                "status": c.status,
+                "params": c.params,
+                "n_points": c.n_points,
+                "error": c.error,
+                **c.result,
             }
             for c in cells
         ],
@@ -348,9 +375,17 @@ def across_seeds(cells: list[Cell]) -> list[dict[str, Any]]:
             continue
         acc = mean_sd([c.result["accuracy"] for c in members])
         tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in members])
-        out.append({"params": json.loads(key), "seeds": [c.params["seed"] for c in members],
-                    "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q_mean": tok[0],
-                    "tokens_per_q_sd": tok[1], "simulated": any(c.config.simulated for c in members)})
+        out.append(
+            {
+                "params": json.loads(key),
+                "seeds": [c.params["seed"] for c in members],
+                "accuracy_mean": acc[0],
+                "accuracy_sd": acc[1],
+                "tokens_per_q_mean": tok[0],
+                "tokens_per_q_sd": tok[1],
+                "simulated": any(c.config.simulated for c in members),
+            }
+        )
     return out
 
 
@@ -359,9 +394,11 @@ def format_seeds(groups: list[dict[str, Any]]) -> list[str]:
     lines = []
     for g in groups:
         label = " ".join(f"{k}={_short(v)}" for k, v in g["params"].items()) or "(all cells)"
-        lines.append(f"  {label}  over {len(g['seeds'])} seeds: accuracy {g['accuracy_mean']:.3f} ± "
-                     f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}"
-                     + ("  (SIMULATED model)" if g.get("simulated") else ""))
+        lines.append(
+            f"  {label}  over {len(g['seeds'])} seeds: accuracy {g['accuracy_mean']:.3f} ± "
+            f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}"
+            + ("  (SIMULATED model)" if g.get("simulated") else "")
+        )
     return (["across seeds (mean ± sd):"] + lines) if lines else []
 
 
@@ -393,8 +430,9 @@ def format_cells(cells: list[Cell]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- running
-def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
-              echo: Callable[[str], None] | None = None, progress: bool = True) -> list[Cell]:
+def run_sweep(
+    spec: SweepSpec, out_dir: str | Path, engine=None, echo: Callable[[str], None] | None = None, progress: bool = True
+) -> list[Cell]:
     """Run every valid, unfinished cell on one :class:`actors.driver.Engine` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
     ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
@@ -421,8 +459,10 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
         if not c.valid:
             say(f"sweep: skipping invalid cell {c.label}: {c.error}")
     done = sum(c.status == "finished" for c in valid)
-    say(f"sweep {spec.path}: {len(cells)} cells from {spec.n_points} grid points "
-        f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}")
+    say(
+        f"sweep {spec.path}: {len(cells)} cells from {spec.n_points} grid points "
+        f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}"
+    )
     bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0, disable=not progress)
     own = engine is None
     try:
@@ -432,10 +472,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
             from actors.driver import Engine, ErrorRateExceeded
 
             if engine is None:  # made at the first unfinished cell: nothing to do, no Ray started
-
                 engine = Engine(c.config.ray_address)
-            say(f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
-                + (" (resuming)" if c.status == "partial" else ""))
+            say(
+                f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
+                + (" (resuming)" if c.status == "partial" else "")
+            )
             c.status = "running"
             save()
             try:
@@ -455,15 +496,22 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, engine=None,
             s = res.summary
             c.status = "finished"
             c.result = {
-                "n_questions": s["n_questions"], "accuracy": s["accuracy"], "prompt_tokens": s["prompt_tokens"],
-                "completion_tokens": s["completion_tokens"], "tokens": s["prompt_tokens"] + s["completion_tokens"],
-                "n_calls": s["n_calls"], "wall_s": res.wall_s, "resumed_questions": res.resumed,
+                "n_questions": s["n_questions"],
+                "accuracy": s["accuracy"],
+                "prompt_tokens": s["prompt_tokens"],
+                "completion_tokens": s["completion_tokens"],
+                "tokens": s["prompt_tokens"] + s["completion_tokens"],
+                "n_calls": s["n_calls"],
+                "wall_s": res.wall_s,
+                "resumed_questions": res.resumed,
             }
             done += 1
             bar.update(1)
-            say(f"[{done}/{len(valid)}] done  {c.run_id}  {c.label}: accuracy {s['accuracy']:.3f}, "
+            say(
+                f"[{done}/{len(valid)}] done  {c.run_id}  {c.label}: accuracy {s['accuracy']:.3f}, "
                 f"tokens {c.result['tokens']:,} (prompt {s['prompt_tokens']:,} + completion "
-                f"{s['completion_tokens']:,}), {s['n_questions']} questions ({res.resumed} resumed), {res.wall_s:.1f} s")
+                f"{s['completion_tokens']:,}), {s['n_questions']} questions ({res.resumed} resumed), {res.wall_s:.1f} s"
+            )
             save()
     finally:
         bar.close()

@@ -170,8 +170,7 @@ _IMAGE_KEYS = ("image", "image_path", "image_url")
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 ARITHMETIC_TEMPLATE = (
-    "What is the result of {a}+{b}*{c}+{d}-{e}*{f}? "
-    "Make sure to state your answer at the end of the response."
+    "What is the result of {a}+{b}*{c}+{d}-{e}*{f}? Make sure to state your answer at the end of the response."
 )
 
 PAIR_QUESTION = "Which dialogue is better, A or B?"
@@ -385,9 +384,14 @@ def load_dataset(
     return questions_from_rows(selected, task, display, stem, overrides, base=Path(path).parent)
 
 
-def questions_from_rows(selected: list[tuple[int, int, Callable[[], dict]]], task: str, display: str, stem: str,
-                        overrides: Mapping[str, str] | None = None, base: str | os.PathLike | None = None
-                        ) -> list[Question]:
+def questions_from_rows(
+    selected: list[tuple[int, int, Callable[[], dict]]],
+    task: str,
+    display: str,
+    stem: str,
+    overrides: Mapping[str, str] | None = None,
+    base: str | os.PathLike | None = None,
+) -> list[Question]:
     """Questions from already selected rows ``(index, row number, get record)`` of a data set
     (a file, or a Hugging Face split: :mod:`engine.hf_datasets`), with the same rules and errors
     as :func:`load_dataset`. ``base``: the folder relative image paths are read from (None: only
@@ -508,7 +512,7 @@ def _read_jsonl(path: Path, display: str) -> RowIter:
     with _open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -613,8 +617,16 @@ _SCALARS = (str, int, float, bool, type(None))
 class _Row:
     """One record plus where it came from; knows how to complain about it."""
 
-    def __init__(self, rec: dict, display: str, row: int, index: int, stem: str, overrides: dict[str, str],
-                 base: Path | None = None):
+    def __init__(
+        self,
+        rec: dict,
+        display: str,
+        row: int,
+        index: int,
+        stem: str,
+        overrides: dict[str, str],
+        base: Path | None = None,
+    ):
         self.rec = rec
         self.display = display
         self.row = row
@@ -707,8 +719,13 @@ class _Row:
 # --------------------------------------------------------------------------- images
 
 # Types told by their first bytes (the extension alone is not trusted for these).
-_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"),
-               (b"GIF89a", "image/gif"), (b"BM", "image/bmp"))
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+)
 _SNIFFED = frozenset(m for _, m in _SIGNATURES) | {"image/webp"}
 _DATA_URL_RE = re.compile(r"data:(image/[A-Za-z0-9.+-]+);base64,(.*)", re.S)
 _REF_URL_CHARS = 300
@@ -751,8 +768,10 @@ def _data_url(r: _Row, key: str, data: bytes, name: str, shown: str) -> str:
         raise r.error(f"image {shown} (field {key!r}) is empty")
     mime = image_mime(data, name)
     if mime is None:
-        raise r.error(f"image {shown} (field {key!r}) is not an image type we know "
-                      f"(PNG, JPEG, GIF, WebP, BMP by content, or an image/* file extension)")
+        raise r.error(
+            f"image {shown} (field {key!r}) is not an image type we know "
+            f"(PNG, JPEG, GIF, WebP, BMP by content, or an image/* file extension)"
+        )
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -760,14 +779,17 @@ def _read_image_file(r: _Row, key: str, value: str) -> str:
     path = Path(value).expanduser()
     if not path.is_absolute():
         if r.base is None:
-            raise r.error(f"image path {value!r} (field {key!r}) is relative and this data set has no folder "
-                          f"to read it from; give an absolute path or a URL")
+            raise r.error(
+                f"image path {value!r} (field {key!r}) is relative and this data set has no folder "
+                f"to read it from; give an absolute path or a URL"
+            )
         path = r.base / path
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise r.error(f"image file {value!r} (field {key!r}): cannot read {path}: "
-                      f"{exc.strerror or type(exc).__name__}") from None
+        raise r.error(
+            f"image file {value!r} (field {key!r}): cannot read {path}: {exc.strerror or type(exc).__name__}"
+        ) from None
     return _data_url(r, key, data, path.name, f"file {value!r}")
 
 
@@ -789,8 +811,9 @@ def _image_url(r: _Row, key: str, value: Any) -> str | None:
         if s[:8].lower().startswith(("http://", "https://")):
             return s
         if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", s):
-            raise r.error(f"field {key!r}: unsupported URL {s[:80]!r}; give an http(s) URL, a data:image URL "
-                          f"or a file path")
+            raise r.error(
+                f"field {key!r}: unsupported URL {s[:80]!r}; give an http(s) URL, a data:image URL or a file path"
+            )
         return _read_image_file(r, key, s)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _data_url(r, key, bytes(value), "", "bytes")
@@ -870,7 +893,7 @@ def _last_boxed(s: str) -> str | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return s[i + 1:j].strip()
+                return s[i + 1 : j].strip()
         j += 1
     return None
 
@@ -934,9 +957,7 @@ def _choice_list(r: _Row) -> tuple[str, ...]:
             items.append((letter, r.rec[letter]))
             r.used.add(letter)
         if not items:
-            raise r.error(
-                f"missing field 'choices' (have: {r.have()}; also looked for options and columns A, B, ...)"
-            )
+            raise r.error(f"missing field 'choices' (have: {r.have()}; also looked for options and columns A, B, ...)")
     else:
         r.used.add(key)
         if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
@@ -1073,7 +1094,6 @@ def _build_pair(r: _Row) -> Question:
         lkey, lvalue = r.require("answer", _LABEL_KEYS)
         r.used.add(lkey)
         gold = _pair_label(r, lkey, lvalue)
-        qid = r.qid()
     else:
         kc, kr = ranked
         if not (present(kc) and present(kr)):
@@ -1082,7 +1102,6 @@ def _build_pair(r: _Row) -> Question:
         r.used.update(ranked)
         chosen = _dialogue(r, kc, r.rec[kc])
         rejected = _dialogue(r, kr, r.rec[kr])
-        qid = r.qid()
         # The file order (chosen first) would leak the label: shuffle per question, from the
         # row's content (not its id, which may come from the file name: renaming the file must
         # not change the gold letters).

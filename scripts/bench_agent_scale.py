@@ -91,8 +91,8 @@ TARGETS = (
 DEFAULT_AGENTS = "6,32,128,512,1000:2"
 DEFAULT_SWEEP = "4,16,64,256,1000"
 AGENT_TITLE = re.compile(r"^Agent\w*Actor$")
-GB = 1024 ** 3
-MB = 1024 ** 2
+GB = 1024**3
+MB = 1024**2
 
 
 def parse_sizes(spec: str, questions: int) -> list[tuple[int, int]]:
@@ -120,10 +120,30 @@ def has_layout_flag(debate: str) -> bool:
     return LAYOUT_FLAG in help_text
 
 
-def debate_command(debate: str, agents: int, questions: int, rounds: int, layout: tuple[str, ...], out: str) -> list[str]:
+def debate_command(
+    debate: str, agents: int, questions: int, rounds: int, layout: tuple[str, ...], out: str
+) -> list[str]:
     """The measured command: a simulated sparse-ring debate of ``agents`` agents in ``layout``."""
-    return [debate, "run", "-q", "--backend", "simulated", "--protocol", "sparse", "--topology", "ring",
-            "--agents", str(agents), "--rounds", str(rounds), "--limit", str(questions), *layout, "--out", out]
+    return [
+        debate,
+        "run",
+        "-q",
+        "--backend",
+        "simulated",
+        "--protocol",
+        "sparse",
+        "--topology",
+        "ring",
+        "--agents",
+        str(agents),
+        "--rounds",
+        str(rounds),
+        "--limit",
+        str(questions),
+        *layout,
+        "--out",
+        out,
+    ]
 
 
 def skip_reason(mode: str, agents: int, max_per_agent: int, agent_mb: float, available: int, margin: int) -> str | None:
@@ -134,8 +154,10 @@ def skip_reason(mode: str, agents: int, max_per_agent: int, agent_mb: float, ava
         return f"N={agents} > --max-per-agent {max_per_agent}"
     need = agents * agent_mb * MB
     if need > available - margin:
-        return (f"~{need / GB:.1f} GB for {agents} agent processes ({agent_mb:g} MB each) > "
-                f"{available / GB:.1f} GB available - {margin / GB:g} GB margin")
+        return (
+            f"~{need / GB:.1f} GB for {agents} agent processes ({agent_mb:g} MB each) > "
+            f"{available / GB:.1f} GB available - {margin / GB:g} GB margin"
+        )
     return None
 
 
@@ -251,11 +273,18 @@ class TreeSampler:
         vm = psutil.virtual_memory()
         agents = sum(c for t, c in titles.items() if AGENT_TITLE.match(t))
         if total["pss"] > self.peak["pss"]:
-            self.at_peak = {"t_s": round(time.time() - self.start_time, 2), "processes": sum(titles.values()),
-                            "agent_processes": agents,
-                            "agent_pss_mb_each": round(agent_pss / agents / MB, 1) if agents else None}
-        for k, v in (*total.items(), ("procs", sum(titles.values())), ("agent_procs", agents),
-                     ("system_used", vm.total - vm.available)):
+            self.at_peak = {
+                "t_s": round(time.time() - self.start_time, 2),
+                "processes": sum(titles.values()),
+                "agent_processes": agents,
+                "agent_pss_mb_each": round(agent_pss / agents / MB, 1) if agents else None,
+            }
+        for k, v in (
+            *total.items(),
+            ("procs", sum(titles.values())),
+            ("agent_procs", agents),
+            ("system_used", vm.total - vm.available),
+        ):
             self.peak[k] = max(self.peak[k], v)
         for t, c in titles.items():
             self.titles[t] = max(self.titles[t], c)
@@ -335,12 +364,19 @@ def run_facts(runs: list[dict[str, Any]], call_rows: int) -> dict[str, Any]:
     if debate_s is None:
         debate_s, source = row.get("wall_s"), "runs.wall_s (includes replica and agent start-up)"
     calls = call_rows or row.get("n_calls")
-    return {**phases, "timings_column": bool(timings),
-            "startup_s": phases["replicas_s"] + phases["agents_s"]
-            if phases["replicas_s"] is not None and phases["agents_s"] is not None else None,
-            "debate_s": debate_s, "debate_s_source": source if debate_s is not None else None,
-            "runs_wall_s": row.get("wall_s"), "runs_n_calls": row.get("n_calls"), "calls": calls,
-            "calls_per_s": round(calls / debate_s, 1) if calls and debate_s else None}
+    return {
+        **phases,
+        "timings_column": bool(timings),
+        "startup_s": phases["replicas_s"] + phases["agents_s"]
+        if phases["replicas_s"] is not None and phases["agents_s"] is not None
+        else None,
+        "debate_s": debate_s,
+        "debate_s_source": source if debate_s is not None else None,
+        "runs_wall_s": row.get("wall_s"),
+        "runs_n_calls": row.get("n_calls"),
+        "calls": calls,
+        "calls_per_s": round(calls / debate_s, 1) if calls and debate_s else None,
+    }
 
 
 def read_run(out: Path) -> dict[str, Any]:
@@ -353,8 +389,19 @@ def sweep_command(debate: str, agents: list[int], questions: int, rounds: int, o
     """``debate sweep`` over ``agents`` (a simulated sparse-ring debate per cell, default layout);
     writes its YAML next to ``out``."""
     spec = out.parent / f"{out.name}.yaml"
-    spec.write_text(json.dumps({"backend": "simulated", "protocol": "sparse", "topology": "ring", "rounds": rounds,
-                                "limit": questions, "progress": False, "grid": {"agents": agents}}))  # JSON is YAML
+    spec.write_text(
+        json.dumps(
+            {
+                "backend": "simulated",
+                "protocol": "sparse",
+                "topology": "ring",
+                "rounds": rounds,
+                "limit": questions,
+                "progress": False,
+                "grid": {"agents": agents},
+            }
+        )
+    )  # JSON is YAML
     return [debate, "sweep", "-q", str(spec), "--out", str(out)]
 
 
@@ -402,13 +449,21 @@ def run_one(cmd: list[str], out: Path, interval_s: float, timeout_s: float, fact
     exit_lag, killed = reap(sampler.seen)
     row.update(returncode=rc, whole_s=round(whole, 3), exit_lag_s=exit_lag, leftover_killed=killed)
     p = sampler.peak
-    row.update(peak_pss_gb=round(p["pss"] / GB, 3), peak_uss_gb=round(p["uss"] / GB, 3),
-               peak_rss_gb=round(p["rss"] / GB, 3), system_extra_gb=round((p["system_used"] - used_before) / GB, 3),
-               peak_processes=p["procs"], agent_processes=p["agent_procs"], at_peak=sampler.at_peak,
-               process_titles=dict(sorted(sampler.titles.items())), ray_in_tree=sampler.ray_in_tree(),
-               ray_outside_tree=sampler.outside, samples=sampler.samples,
-               sample_interval_s=round(whole / sampler.samples, 3) if sampler.samples else None,
-               sampler_cpu_s=round(time.process_time() - cpu0, 2))
+    row.update(
+        peak_pss_gb=round(p["pss"] / GB, 3),
+        peak_uss_gb=round(p["uss"] / GB, 3),
+        peak_rss_gb=round(p["rss"] / GB, 3),
+        system_extra_gb=round((p["system_used"] - used_before) / GB, 3),
+        peak_processes=p["procs"],
+        agent_processes=p["agent_procs"],
+        at_peak=sampler.at_peak,
+        process_titles=dict(sorted(sampler.titles.items())),
+        ray_in_tree=sampler.ray_in_tree(),
+        ray_outside_tree=sampler.outside,
+        samples=sampler.samples,
+        sample_interval_s=round(whole / sampler.samples, 3) if sampler.samples else None,
+        sampler_cpu_s=round(time.process_time() - cpu0, 2),
+    )
     if rc != 0:
         row.update(status="failed" if rc is not None else f"timed out after {timeout_s:g} s", output_tail=tail)
         return row
@@ -427,9 +482,11 @@ def per_agent_memory(rows: list[dict[str, Any]]) -> None:
         ok = sorted((r for r in rows if r["mode"] == mode and r.get("status") == "ok"), key=lambda r: r["agents"])
         for r in ok:
             base = ok[0]
-            r["memory_per_agent_mb"] = (round((r["peak_pss_gb"] - base["peak_pss_gb"]) * GB / MB
-                                              / (r["agents"] - base["agents"]), 2)
-                                        if r["agents"] > base["agents"] else None)
+            r["memory_per_agent_mb"] = (
+                round((r["peak_pss_gb"] - base["peak_pss_gb"]) * GB / MB / (r["agents"] - base["agents"]), 2)
+                if r["agents"] > base["agents"]
+                else None
+            )
 
 
 def check_targets(rows: list[dict[str, Any]], modes: list[str]) -> list[dict[str, Any]]:
@@ -439,13 +496,23 @@ def check_targets(rows: list[dict[str, Any]], modes: list[str]) -> list[dict[str
     for target in TARGETS:
         by_mode: dict[str, Any] = {}
         for mode in modes:
-            row = next((r for r in rows if r["mode"] == mode and r.get("status") == "ok"
-                        and (r["agents"], r["questions"]) == (target["agents"], target["questions"])), None)
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if r["mode"] == mode
+                    and r.get("status") == "ok"
+                    and (r["agents"], r["questions"]) == (target["agents"], target["questions"])
+                ),
+                None,
+            )
             if row is None:
                 by_mode[mode] = None
                 continue
-            checks = {"whole_s": row["whole_s"] <= target["whole_s_max"],
-                      "extra_gb": row["peak_pss_gb"] <= target["extra_gb_max"]}
+            checks = {
+                "whole_s": row["whole_s"] <= target["whole_s_max"],
+                "extra_gb": row["peak_pss_gb"] <= target["extra_gb_max"],
+            }
             if "calls" in target:
                 checks["calls"] = row["calls"] == target["calls"]
             if "calls_per_s_min" in target:
@@ -456,10 +523,20 @@ def check_targets(rows: list[dict[str, Any]], modes: list[str]) -> list[dict[str
     return out
 
 
-def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max_per_agent: int = 128,
-            agent_mb: float = 80.0, margin_gb: float = 2.0, interval_s: float = 0.2, timeout_s: float = 900.0,
-            settle_s: float = 2.0, sweep: list[int] | None = None, sweep_questions: int = 2,
-            log=print) -> dict[str, Any]:
+def measure(
+    sizes: list[tuple[int, int]],
+    modes: list[str],
+    rounds: int = 3,
+    max_per_agent: int = 128,
+    agent_mb: float = 80.0,
+    margin_gb: float = 2.0,
+    interval_s: float = 0.2,
+    timeout_s: float = 900.0,
+    settle_s: float = 2.0,
+    sweep: list[int] | None = None,
+    sweep_questions: int = 2,
+    log=print,
+) -> dict[str, Any]:
     import psutil
 
     unknown = [m for m in modes if m not in MODES]
@@ -469,23 +546,41 @@ def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max
     flag = has_layout_flag(debate)
     vm = psutil.virtual_memory()
     res: dict[str, Any] = {
-        "benchmark": "agent_scale", "commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {**machine_info(), "memory_total_gb": round(vm.total / GB, 2),
-                    "memory_available_gb": round(vm.available / GB, 2)},
-        "loadavg_before": loadavg(), "simulated": True, "layout_flag": flag,
-        "params": {"sizes": [list(s) for s in sizes], "modes": {m: list(MODES[m]) for m in modes}, "rounds": rounds,
-                   "max_per_agent": max_per_agent, "agent_process_mb": agent_mb, "memory_margin_gb": margin_gb,
-                   "interval_s": interval_s, "timeout_s": timeout_s, "settle_s": settle_s,
-                   "sweep": sweep or [], "sweep_questions": sweep_questions},
+        "benchmark": "agent_scale",
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {
+            **machine_info(),
+            "memory_total_gb": round(vm.total / GB, 2),
+            "memory_available_gb": round(vm.available / GB, 2),
+        },
+        "loadavg_before": loadavg(),
+        "simulated": True,
+        "layout_flag": flag,
+        "params": {
+            "sizes": [list(s) for s in sizes],
+            "modes": {m: list(MODES[m]) for m in modes},
+            "rounds": rounds,
+            "max_per_agent": max_per_agent,
+            "agent_process_mb": agent_mb,
+            "memory_margin_gb": margin_gb,
+            "interval_s": interval_s,
+            "timeout_s": timeout_s,
+            "settle_s": settle_s,
+            "sweep": sweep or [],
+            "sweep_questions": sweep_questions,
+        },
         "memory": "peak over the run of the summed PSS (/proc/<pid>/smaps_rollup) of the command's whole process "
-                  "tree (driver, gcs_server, raylet, every Ray worker); extra memory = that peak (the tree's own); "
-                  "system_extra_gb = the machine's used memory at its peak minus before the command",
+        "tree (driver, gcs_server, raylet, every Ray worker); extra memory = that peak (the tree's own); "
+        "system_extra_gb = the machine's used memory at its peak minus before the command",
         "targets_note": f"checked on the {TARGET_MODE} rows (the engine's default layout); extra_gb = peak_pss_gb; "
-                        "calls_per_s = calls / debate_s",
+        "calls_per_s = calls / debate_s",
     }
     if not flag:
-        res["layout_note"] = (f"debate run has no {LAYOUT_FLAG}: one actor per agent is its only layout, so "
-                              "per-agent runs without the flag and packed is skipped")
+        res["layout_note"] = (
+            f"debate run has no {LAYOUT_FLAG}: one actor per agent is its only layout, so "
+            "per-agent runs without the flag and packed is skipped"
+        )
     rows: list[dict[str, Any]] = []
     tmp = scratch_dir()
     try:
@@ -493,15 +588,21 @@ def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max
             for mode in modes:
                 layout = MODES[mode] if flag else WITHOUT_FLAG.get(mode)
                 out = Path(tmp.name) / f"{mode}-{n}-{q}"
-                row: dict[str, Any] = {"mode": mode, "agents": n, "questions": q, "rounds": rounds,
-                                       "layout_args": list(layout) if layout is not None else None}
+                row: dict[str, Any] = {
+                    "mode": mode,
+                    "agents": n,
+                    "questions": q,
+                    "rounds": rounds,
+                    "layout_args": list(layout) if layout is not None else None,
+                }
                 rows.append(row)
                 if layout is None:
                     row["status"] = f"skipped: debate run has no {LAYOUT_FLAG}"
                     log(f"{mode:9s} N={n:4d}: {row['status']}")
                     continue
-                why = skip_reason(mode, n, max_per_agent, agent_mb, psutil.virtual_memory().available,
-                                  int(margin_gb * GB))
+                why = skip_reason(
+                    mode, n, max_per_agent, agent_mb, psutil.virtual_memory().available, int(margin_gb * GB)
+                )
                 if why:
                     row["status"] = f"skipped: {why}"
                     log(f"{mode:9s} N={n:4d}: {row['status']}")
@@ -510,18 +611,26 @@ def measure(sizes: list[tuple[int, int]], modes: list[str], rounds: int = 3, max
                 row["command"] = shlex.join(cmd)
                 row.update(run_one(cmd, out, interval_s, timeout_s))
                 shutil.rmtree(out, ignore_errors=True)
-                log(f"{mode:9s} N={n:4d} Q={q}: {row['status']}, whole {row['whole_s']:.1f} s, "
+                log(
+                    f"{mode:9s} N={n:4d} Q={q}: {row['status']}, whole {row['whole_s']:.1f} s, "
                     f"peak {row['peak_pss_gb']:.2f} GB PSS ({row['peak_rss_gb']:.2f} GB RSS), "
-                    f"{row.get('calls')} calls, {row['peak_processes']} processes")
+                    f"{row.get('calls')} calls, {row['peak_processes']} processes"
+                )
                 time.sleep(settle_s)
         if sweep:
             out = Path(tmp.name) / "sweep"
             cmd = sweep_command(debate, sweep, sweep_questions, rounds, out)
-            res["sweep"] = {"agents": sweep, "questions": sweep_questions, "command": shlex.join(cmd),
-                            **run_one(cmd, out, interval_s, timeout_s, facts=read_sweep)}
+            res["sweep"] = {
+                "agents": sweep,
+                "questions": sweep_questions,
+                "command": shlex.join(cmd),
+                **run_one(cmd, out, interval_s, timeout_s, facts=read_sweep),
+            }
             sw = res["sweep"]
-            log(f"sweep over agents {sweep}: {sw['status']}, whole {sw['whole_s']:.1f} s, "
-                f"peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls")
+            log(
+                f"sweep over agents {sweep}: {sw['status']}, whole {sw['whole_s']:.1f} s, "
+                f"peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls"
+            )
     finally:
         tmp.cleanup()
     per_agent_memory(rows)
@@ -535,36 +644,73 @@ def _num(v: Any, fmt: str) -> str:
 
 
 def print_table(res: dict[str, Any]) -> None:
-    c, t = rich_table(f"debate run at scale (SIMULATED backend): sparse ring, {res['params']['rounds']} rounds, "
-                      f"commit {res['commit']}",
-                      ("mode", "N", "Q", "whole s", "start-up s", "debate s", "overhead s", "calls", "calls/s",
-                       "peak GB (PSS)", "MB/agent", "system +GB", "procs", "agent procs", "status"))
+    c, t = rich_table(
+        f"debate run at scale (SIMULATED backend): sparse ring, {res['params']['rounds']} rounds, "
+        f"commit {res['commit']}",
+        (
+            "mode",
+            "N",
+            "Q",
+            "whole s",
+            "start-up s",
+            "debate s",
+            "overhead s",
+            "calls",
+            "calls/s",
+            "peak GB (PSS)",
+            "MB/agent",
+            "system +GB",
+            "procs",
+            "agent procs",
+            "status",
+        ),
+    )
     for r in res["rows"]:
         ok = r.get("status") == "ok"
-        t.add_row(r["mode"], str(r["agents"]), str(r["questions"]), _num(r.get("whole_s"), ".1f"),
-                  _num(r.get("startup_s"), ".1f"), _num(r.get("debate_s"), ".2f"), _num(r.get("overhead_s"), ".1f"),
-                  _num(r.get("calls"), "d"), _num(r.get("calls_per_s"), ".0f"), _num(r.get("peak_pss_gb"), ".2f"),
-                  _num(r.get("memory_per_agent_mb"), ".1f"), _num(r.get("system_extra_gb"), ".2f"),
-                  _num(r.get("peak_processes"), "d"), _num(r.get("agent_processes"), "d"),
-                  "ok" if ok else str(r.get("status")))
+        t.add_row(
+            r["mode"],
+            str(r["agents"]),
+            str(r["questions"]),
+            _num(r.get("whole_s"), ".1f"),
+            _num(r.get("startup_s"), ".1f"),
+            _num(r.get("debate_s"), ".2f"),
+            _num(r.get("overhead_s"), ".1f"),
+            _num(r.get("calls"), "d"),
+            _num(r.get("calls_per_s"), ".0f"),
+            _num(r.get("peak_pss_gb"), ".2f"),
+            _num(r.get("memory_per_agent_mb"), ".1f"),
+            _num(r.get("system_extra_gb"), ".2f"),
+            _num(r.get("peak_processes"), "d"),
+            _num(r.get("agent_processes"), "d"),
+            "ok" if ok else str(r.get("status")),
+        )
     c.print(t)
-    c.print("peak GB: the peak summed PSS of the command's whole process tree (Ray included); MB/agent: its growth "
-            "per agent over the mode's smallest N; debate s from the runs table's timings (else runs.wall_s, "
-            "which includes start-up); overhead = whole - debate.")
+    c.print(
+        "peak GB: the peak summed PSS of the command's whole process tree (Ray included); MB/agent: its growth "
+        "per agent over the mode's smallest N; debate s from the runs table's timings (else runs.wall_s, "
+        "which includes start-up); overhead = whole - debate."
+    )
     for tg in res["targets"]:
         verdict = {None: "no row", True: "MET", False: "NOT MET"}[tg["met"]]
-        c.print(f"target N={tg['agents']} Q={tg['questions']} ({tg['mode']}): whole <= {tg['whole_s_max']:g} s, "
-                f"peak <= {tg['extra_gb_max']:g} GB"
-                + (f", {tg['calls']} calls" if "calls" in tg else "")
-                + (f", >= {tg['calls_per_s_min']:g} calls/s" if "calls_per_s_min" in tg else "") + f": {verdict}")
+        c.print(
+            f"target N={tg['agents']} Q={tg['questions']} ({tg['mode']}): whole <= {tg['whole_s_max']:g} s, "
+            f"peak <= {tg['extra_gb_max']:g} GB"
+            + (f", {tg['calls']} calls" if "calls" in tg else "")
+            + (f", >= {tg['calls_per_s_min']:g} calls/s" if "calls_per_s_min" in tg else "")
+            + f": {verdict}"
+        )
     sw = res.get("sweep")
     if sw:
         cells = ", ".join(f"N={c['agents']} {_num(c.get('debate_s'), '.1f')} s" for c in sw.get("cells", []))
-        c.print(f"sweep over agents {sw['agents']} (Q={sw['questions']}, one engine): {sw['status']}, whole "
-                f"{sw['whole_s']:.1f} s, peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls; debate per "
-                f"cell: {cells}")
-    c.print(f"load average {res['loadavg_before']} -> {res['loadavg_after']} on {res['machine']['cpus']} CPUs, "
-            f"{res['machine']['memory_total_gb']} GB memory")
+        c.print(
+            f"sweep over agents {sw['agents']} (Q={sw['questions']}, one engine): {sw['status']}, whole "
+            f"{sw['whole_s']:.1f} s, peak {sw['peak_pss_gb']:.2f} GB PSS, {sw.get('calls')} calls; debate per "
+            f"cell: {cells}"
+        )
+    c.print(
+        f"load average {res['loadavg_before']} -> {res['loadavg_after']} on {res['machine']['cpus']} CPUs, "
+        f"{res['machine']['memory_total_gb']} GB memory"
+    )
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
@@ -577,21 +723,37 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     FigureCanvasAgg(fig)
     panels = fig.subplots(1, 2)
     default_q = max(Counter(q for _, q in res["params"]["sizes"]).items(), key=lambda kv: kv[1])[0]
-    for ax, key, label, target_key in ((panels[0], "whole_s", "whole command (s)", "whole_s_max"),
-                                      (panels[1], "peak_pss_gb", "peak memory, PSS of all processes (GB)",
-                                       "extra_gb_max")):
+    for ax, key, label, target_key in (
+        (panels[0], "whole_s", "whole command (s)", "whole_s_max"),
+        (panels[1], "peak_pss_gb", "peak memory, PSS of all processes (GB)", "extra_gb_max"),
+    ):
         for mode in res["params"]["modes"]:
-            pts = sorted((r["agents"], r[key], r["questions"]) for r in res["rows"]
-                         if r["mode"] == mode and r.get("status") == "ok")
+            pts = sorted(
+                (r["agents"], r[key], r["questions"])
+                for r in res["rows"]
+                if r["mode"] == mode and r.get("status") == "ok"
+            )
             if pts:
-                line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
+                (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mode)
                 for x, y, q in pts:
                     if q != default_q:
-                        ax.annotate(f"Q={q}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8,
-                                    color=line.get_color())
+                        ax.annotate(
+                            f"Q={q}",
+                            (x, y),
+                            textcoords="offset points",
+                            xytext=(4, 4),
+                            fontsize=8,
+                            color=line.get_color(),
+                        )
         for i, tg in enumerate(res["targets"]):
-            ax.plot([tg["agents"]], [tg[target_key]], marker="v", color="red", linestyle="none",
-                    label="target (at most)" if i == 0 else None)
+            ax.plot(
+                [tg["agents"]],
+                [tg[target_key]],
+                marker="v",
+                color="red",
+                linestyle="none",
+                label="target (at most)" if i == 0 else None,
+            )
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.set_xticks(sorted({n for n, _ in res["params"]["sizes"]} | {tg["agents"] for tg in res["targets"]}))
@@ -600,8 +762,11 @@ def plot(res: dict[str, Any], path: Path) -> Path:
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"debate run, SIMULATED backend, sparse ring, {res['params']['rounds']} rounds, "
-                 f"Q={default_q} questions unless marked; commit {res['commit']}", fontsize=10)
+    fig.suptitle(
+        f"debate run, SIMULATED backend, sparse ring, {res['params']['rounds']} rounds, "
+        f"Q={default_q} questions unless marked; commit {res['commit']}",
+        fontsize=10,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -610,30 +775,49 @@ def plot(res: dict[str, Any], path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--agents", default=DEFAULT_AGENTS,
-                    help="comma-separated agent counts, each N or N:questions (default %(default)s)")
+    ap.add_argument(
+        "--agents",
+        default=DEFAULT_AGENTS,
+        help="comma-separated agent counts, each N or N:questions (default %(default)s)",
+    )
     ap.add_argument("--questions", type=int, default=4, help="questions per command where --agents gives none")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     ap.add_argument("--max-per-agent", type=int, default=128, help="largest N the per-agent mode runs")
-    ap.add_argument("--agent-process-mb", type=float, default=80.0,
-                    help="memory one agent process is assumed to take, to skip per-agent sizes that cannot fit")
+    ap.add_argument(
+        "--agent-process-mb",
+        type=float,
+        default=80.0,
+        help="memory one agent process is assumed to take, to skip per-agent sizes that cannot fit",
+    )
     ap.add_argument("--memory-margin-gb", type=float, default=2.0, help="memory left free in that estimate")
     ap.add_argument("--interval-s", type=float, default=0.2, help="memory sampling period")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="a command running longer is stopped")
     ap.add_argument("--settle-s", type=float, default=2.0, help="pause after each command")
-    ap.add_argument("--sweep", default=DEFAULT_SWEEP,
-                    help="agent counts of the one debate sweep run after the sizes (default %(default)s; '' skips it)")
+    ap.add_argument(
+        "--sweep",
+        default=DEFAULT_SWEEP,
+        help="agent counts of the one debate sweep run after the sizes (default %(default)s; '' skips it)",
+    )
     ap.add_argument("--sweep-questions", type=int, default=2, help="questions per sweep cell")
     ap.add_argument("--out", default="bench/agent_scale.json")
     ap.add_argument("--png", default=None, help="the plot (default: --out with .png)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    res = measure(parse_sizes(args.agents, args.questions), [m.strip() for m in args.modes.split(",") if m.strip()],
-                  rounds=args.rounds, max_per_agent=args.max_per_agent, agent_mb=args.agent_process_mb,
-                  margin_gb=args.memory_margin_gb, interval_s=args.interval_s, timeout_s=args.timeout_s,
-                  settle_s=args.settle_s, sweep=[int(n) for n in args.sweep.split(",") if n.strip()],
-                  sweep_questions=args.sweep_questions, log=log_for(args.quiet))
+    res = measure(
+        parse_sizes(args.agents, args.questions),
+        [m.strip() for m in args.modes.split(",") if m.strip()],
+        rounds=args.rounds,
+        max_per_agent=args.max_per_agent,
+        agent_mb=args.agent_process_mb,
+        margin_gb=args.memory_margin_gb,
+        interval_s=args.interval_s,
+        timeout_s=args.timeout_s,
+        settle_s=args.settle_s,
+        sweep=[int(n) for n in args.sweep.split(",") if n.strip()],
+        sweep_questions=args.sweep_questions,
+        log=log_for(args.quiet),
+    )
     png = Path(args.png or Path(args.out).with_suffix(".png"))
     res["png"] = str(plot(res, png))
     return finish(res, args.out, argv, args.quiet, print_table)

@@ -85,9 +85,11 @@ def main() -> None:
         "cached_similarity_s": round(cached_s, 4),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
     }
-    print(f"{args.model} on {info['device']} ({info['threads']} threads, batch {args.batch_size}): "
-          f"{result['sentences_per_s']} sentences/s for {args.n} short texts "
-          f"(runs {result['seconds_per_run']} s; fully cached re-ask {cached_s * 1000:.1f} ms; load {load_s:.1f} s)")
+    print(
+        f"{args.model} on {info['device']} ({info['threads']} threads, batch {args.batch_size}): "
+        f"{result['sentences_per_s']} sentences/s for {args.n} short texts "
+        f"(runs {result['seconds_per_run']} s; fully cached re-ask {cached_s * 1000:.1f} ms; load {load_s:.1f} s)"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

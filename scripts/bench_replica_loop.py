@@ -59,13 +59,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, git_commit, loadavg, log_for, machine_info, rich_table  # noqa: E402
 from engine.config import DEFAULT_MODEL  # noqa: E402
 from engine.records import GenRequest  # noqa: E402
+from scripts._bench_common import finish, git_commit, loadavg, log_for, machine_info, rich_table  # noqa: E402
 
 MODES = ("loop", "thread", "thread2", "prefitted")
-WORDS = ("the answer is because we add multiply then divide the result step first second so therefore total each "
-         "agent checks numbers carry digit sum product remainder again which gives").split()
+WORDS = (
+    "the answer is because we add multiply then divide the result step first second so therefore total each "
+    "agent checks numbers carry digit sum product remainder again which gives"
+).split()
 
 
 def transcript(seed: int, rounds: int, words: int, agents: int = 3) -> list[dict[str, str]]:
@@ -100,8 +102,9 @@ def case_requests(name: str, n: int, rounds: int, words: int, overflow: str, max
     reqs = []
     for i in range(n):
         msgs = base[:-1] + [{**base[-1], "content": base[-1]["content"] + f"\n(Call {i + 1} of {n}.)"}]
-        reqs.append(GenRequest(messages=msgs, temperature=0.7, max_tokens=max_tokens, seed=i,
-                               context_overflow=overflow))
+        reqs.append(
+            GenRequest(messages=msgs, temperature=0.7, max_tokens=max_tokens, seed=i, context_overflow=overflow)
+        )
     return reqs
 
 
@@ -200,12 +203,15 @@ async def burst(backend, reqs: list[GenRequest], period: float) -> dict[str, Any
     await beat.stop()
     lat = [r.latency_s for r in results]
     return {
-        "wall_s": round(wall, 4), "requests_per_s": round(len(reqs) / wall, 2),
+        "wall_s": round(wall, 4),
+        "requests_per_s": round(len(reqs) / wall, 2),
         "late_max_ms": round(1000 * max(beat.late, default=0.0), 2),
         "late_p99_ms": round(1000 * percentile(beat.late, 0.99), 2),
-        "late_p50_ms": round(1000 * percentile(beat.late, 0.50), 2), "late_total_ms": round(1000 * sum(beat.late), 1),
+        "late_p50_ms": round(1000 * percentile(beat.late, 0.50), 2),
+        "late_total_ms": round(1000 * sum(beat.late), 1),
         "ticks": len(beat.late),
-        "latency_p50_s": round(statistics.median(lat), 4), "latency_max_s": round(max(lat), 4),
+        "latency_p50_s": round(statistics.median(lat), 4),
+        "latency_max_s": round(max(lat), 4),
         "prompt_tokens": sum(r.prompt_tokens for r in results),
         "completion_tokens": sum(r.completion_tokens for r in results),
         "truncated_messages": sum(r.truncated_messages for r in results),
@@ -228,8 +234,17 @@ def fit_cost_ms(backend, req: GenRequest) -> float:
 
 def summarise(runs: list[dict[str, Any]], modes: tuple[str, ...]) -> dict[str, Any]:
     """Medians per mode over the repetitions, and the median of each repetition's old/new ratios."""
-    keys = ("wall_s", "requests_per_s", "late_max_ms", "late_p99_ms", "late_p50_ms", "late_total_ms", "latency_p50_s",
-            "latency_max_s", "fit_s")
+    keys = (
+        "wall_s",
+        "requests_per_s",
+        "late_max_ms",
+        "late_p99_ms",
+        "late_p50_ms",
+        "late_total_ms",
+        "latency_p50_s",
+        "latency_max_s",
+        "fit_s",
+    )
     out: dict[str, Any] = {}
     for m in modes:
         rs = [r for r in runs if r["mode"] == m]
@@ -239,22 +254,51 @@ def summarise(runs: list[dict[str, Any]], modes: tuple[str, ...]) -> dict[str, A
             continue
         reps = sorted({r["repeat"] for r in runs})
         pair = [({r["mode"]: r for r in runs if r["repeat"] == k}) for k in reps]
-        out[f"loop_over_{m}"] = {k: round(statistics.median(p["loop"][k] / p[m][k] for p in pair if p[m][k] > 0), 3)
-                                 for k in ("wall_s", "late_max_ms", "late_p99_ms")}
+        out[f"loop_over_{m}"] = {
+            k: round(statistics.median(p["loop"][k] / p[m][k] for p in pair if p[m][k] > 0), 3)
+            for k in ("wall_s", "late_max_ms", "late_p99_ms")
+        }
     return out
 
 
-def measure(cases: tuple[str, ...] = ("fits", "truncate"), modes: tuple[str, ...] = ("loop", "thread", "thread2", "prefitted"),
-            repeats: int = 5, fit_requests: int = 32, fit_rounds: int = 3, trunc_requests: int = 16,
-            trunc_rounds: int = 10, words: int = 400, max_tokens: int = 8, period_ms: float = 5.0,
-            model: str = DEFAULT_MODEL, log=print) -> dict[str, Any]:
+def measure(
+    cases: tuple[str, ...] = ("fits", "truncate"),
+    modes: tuple[str, ...] = ("loop", "thread", "thread2", "prefitted"),
+    repeats: int = 5,
+    fit_requests: int = 32,
+    fit_rounds: int = 3,
+    trunc_requests: int = 16,
+    trunc_rounds: int = 10,
+    words: int = 400,
+    max_tokens: int = 8,
+    period_ms: float = 5.0,
+    model: str = DEFAULT_MODEL,
+    log=print,
+) -> dict[str, Any]:
     from actors.backend_vllm import VLLMBackend
 
-    params = {"cases": list(cases), "modes": list(modes), "repeats": repeats, "fit_requests": fit_requests,
-              "fit_rounds": fit_rounds, "trunc_requests": trunc_requests, "trunc_rounds": trunc_rounds,
-              "words": words, "agents": 3, "max_tokens": max_tokens, "period_ms": period_ms, "model": model}
-    res: dict[str, Any] = {"benchmark": "replica_loop", "machine": machine_info(), "commit": git_commit(),
-                           "date": time.strftime("%Y-%m-%d %H:%M:%S"), "params": params, "loadavg_before": loadavg()}
+    params = {
+        "cases": list(cases),
+        "modes": list(modes),
+        "repeats": repeats,
+        "fit_requests": fit_requests,
+        "fit_rounds": fit_rounds,
+        "trunc_requests": trunc_requests,
+        "trunc_rounds": trunc_rounds,
+        "words": words,
+        "agents": 3,
+        "max_tokens": max_tokens,
+        "period_ms": period_ms,
+        "model": model,
+    }
+    res: dict[str, Any] = {
+        "benchmark": "replica_loop",
+        "machine": machine_info(),
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "params": params,
+        "loadavg_before": loadavg(),
+    }
     specs = {"fits": (fit_requests, fit_rounds, "error"), "truncate": (trunc_requests, trunc_rounds, "truncate")}
     bursts = {c: case_requests(c, specs[c][0], specs[c][1], words, specs[c][2], max_tokens) for c in cases}
     t = time.perf_counter()
@@ -273,12 +317,20 @@ def measure(cases: tuple[str, ...] = ("fits", "truncate"), modes: tuple[str, ...
             await backend.agenerate(reqs[0])  # the shared prefix into vLLM's cache, once
             warm = await burst(backend, reqs, period_ms / 1000)  # and every request's own tail; untimed
             ids = [len(backend.encode(r.messages)) for r in reqs]
-            res["cases"][c] = {"requests": len(reqs), "context_overflow": reqs[0].context_overflow,
-                               "transcript_tokens_mean": round(statistics.mean(ids)),
-                               "transcript_tokens_max": max(ids), "fit_ms_per_request": fit_cost_ms(backend, reqs[0]),
-                               "warmup_s": round(time.perf_counter() - t, 2), "warmup_errors": warm["errors"], "runs": []}
-            log(f"{c}: {len(reqs)} requests of ~{res['cases'][c]['transcript_tokens_mean']} tokens, fit "
-                f"{res['cases'][c]['fit_ms_per_request']} ms each, warm-up {res['cases'][c]['warmup_s']} s")
+            res["cases"][c] = {
+                "requests": len(reqs),
+                "context_overflow": reqs[0].context_overflow,
+                "transcript_tokens_mean": round(statistics.mean(ids)),
+                "transcript_tokens_max": max(ids),
+                "fit_ms_per_request": fit_cost_ms(backend, reqs[0]),
+                "warmup_s": round(time.perf_counter() - t, 2),
+                "warmup_errors": warm["errors"],
+                "runs": [],
+            }
+            log(
+                f"{c}: {len(reqs)} requests of ~{res['cases'][c]['transcript_tokens_mean']} tokens, fit "
+                f"{res['cases'][c]['fit_ms_per_request']} ms each, warm-up {res['cases'][c]['warmup_s']} s"
+            )
         for k in range(repeats):
             order = modes if k % 2 == 0 else tuple(reversed(modes))
             for c in cases:
@@ -288,15 +340,17 @@ def measure(cases: tuple[str, ...] = ("fits", "truncate"), modes: tuple[str, ...
                     r = {"repeat": k, "mode": m, **await burst(backend, bursts[c], period_ms / 1000)}
                     r["fit_s"] = round(sum(modes_of.fit_s[n0:]), 4)  # seconds spent fitting prompts, all threads
                     res["cases"][c]["runs"].append(r)
-                    log(f"  rep {k} {c:8s} {m:7s}: wall {r['wall_s']:.3f} s, loop late max {r['late_max_ms']:.1f} ms "
-                        f"p99 {r['late_p99_ms']:.1f} ms, fitting {r['fit_s']:.2f} s, {r['prompt_tokens']} prompt tokens")
+                    log(
+                        f"  rep {k} {c:8s} {m:7s}: wall {r['wall_s']:.3f} s, loop late max {r['late_max_ms']:.1f} ms "
+                        f"p99 {r['late_p99_ms']:.1f} ms, fitting {r['fit_s']:.2f} s, {r['prompt_tokens']} prompt tokens"
+                    )
 
     try:
         asyncio.run(run())
     finally:
         modes_of.close()
         backend.shutdown()
-    for c, d in res["cases"].items():
+    for d in res["cases"].values():
         d["summary"] = summarise(d["runs"], modes)
         seen = {(r["prompt_tokens"], r["truncated_messages"]) for r in d["runs"]}
         d["same_prompts_every_run"] = len(seen) == 1  # the modes send the same token ids
@@ -307,36 +361,64 @@ def measure(cases: tuple[str, ...] = ("fits", "truncate"), modes: tuple[str, ...
 
 def print_table(res: dict[str, Any]) -> None:
     p = res["params"]
-    c, t = rich_table(f"vLLM replica event loop during a burst of long debate transcripts ({p['model']}, "
-                      f"{p['repeats']} repetitions, medians; heartbeat every {p['period_ms']:g} ms)",
-                      ("case", "requests x tokens", "fit ms/request", "mode", "fitting s", "wall s", "requests/s",
-                       "loop late max ms", "late p99 ms", "late total ms", "request latency p50 / max s",
-                       "loop/mode wall", "loop/mode late max"))
+    c, t = rich_table(
+        f"vLLM replica event loop during a burst of long debate transcripts ({p['model']}, "
+        f"{p['repeats']} repetitions, medians; heartbeat every {p['period_ms']:g} ms)",
+        (
+            "case",
+            "requests x tokens",
+            "fit ms/request",
+            "mode",
+            "fitting s",
+            "wall s",
+            "requests/s",
+            "loop late max ms",
+            "late p99 ms",
+            "late total ms",
+            "request latency p50 / max s",
+            "loop/mode wall",
+            "loop/mode late max",
+        ),
+    )
     for name, d in res["cases"].items():
         s = d["summary"]
         for m in p["modes"]:
             x = s[m]
             ratio = s.get(f"loop_over_{m}")
-            t.add_row(name, f"{d['requests']} x {d['transcript_tokens_mean']}", f"{d['fit_ms_per_request']:.1f}", m,
-                      f"{x['fit_s']:.2f}", f"{x['wall_s']:.3f}", f"{x['requests_per_s']:.1f}", f"{x['late_max_ms']:.1f}",
-                      f"{x['late_p99_ms']:.1f}", f"{x['late_total_ms']:.0f}",
-                      f"{x['latency_p50_s']:.2f} / {x['latency_max_s']:.2f}",
-                      f"{ratio['wall_s']:.2f}" if ratio else "", f"{ratio['late_max_ms']:.1f}" if ratio else "")
+            t.add_row(
+                name,
+                f"{d['requests']} x {d['transcript_tokens_mean']}",
+                f"{d['fit_ms_per_request']:.1f}",
+                m,
+                f"{x['fit_s']:.2f}",
+                f"{x['wall_s']:.3f}",
+                f"{x['requests_per_s']:.1f}",
+                f"{x['late_max_ms']:.1f}",
+                f"{x['late_p99_ms']:.1f}",
+                f"{x['late_total_ms']:.0f}",
+                f"{x['latency_p50_s']:.2f} / {x['latency_max_s']:.2f}",
+                f"{ratio['wall_s']:.2f}" if ratio else "",
+                f"{ratio['late_max_ms']:.1f}" if ratio else "",
+            )
     c.print(t)
     same = all(d["same_prompts_every_run"] for d in res["cases"].values())
-    c.print(f"loop = tokenised on the event loop (the old path); thread = the backend's tokenizer thread (as shipped); "
-            f"thread2 = a two-thread pool; prefitted = no fitting (prompts fitted in an earlier run). fitting s = "
-            f"seconds inside prompt fitting, all threads; late total = the heartbeat's lateness added up. Same prompt "
-            f"tokens and dropped messages in every run: {'yes' if same else 'NO'}; errors: "
-            f"{sum(d['errors'] for d in res['cases'].values())}. Engine start {res['engine_start_s']} s, commit "
-            f"{res['commit']}, load average {res['loadavg_before']} -> {res['loadavg_after']} on "
-            f"{res['machine']['cpus']} CPUs")
+    c.print(
+        f"loop = tokenised on the event loop (the old path); thread = the backend's tokenizer thread (as shipped); "
+        f"thread2 = a two-thread pool; prefitted = no fitting (prompts fitted in an earlier run). fitting s = "
+        f"seconds inside prompt fitting, all threads; late total = the heartbeat's lateness added up. Same prompt "
+        f"tokens and dropped messages in every run: {'yes' if same else 'NO'}; errors: "
+        f"{sum(d['errors'] for d in res['cases'].values())}. Engine start {res['engine_start_s']} s, commit "
+        f"{res['commit']}, load average {res['loadavg_before']} -> {res['loadavg_after']} on "
+        f"{res['machine']['cpus']} CPUs"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default="fits,truncate", help="comma-separated: fits, truncate")
-    ap.add_argument("--modes", default="loop,thread,thread2,prefitted", help=f"comma-separated, from {', '.join(MODES)}")
+    ap.add_argument(
+        "--modes", default="loop,thread,thread2,prefitted", help=f"comma-separated, from {', '.join(MODES)}"
+    )
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--fit-requests", type=int, default=32)
     ap.add_argument("--fit-rounds", type=int, default=3)
@@ -352,10 +434,20 @@ def main(argv: list[str] | None = None) -> int:
     modes = tuple(m for m in args.modes.split(",") if m)
     if "loop" not in modes or any(m not in MODES for m in modes) or len(modes) < 2:
         ap.error(f"--modes: 'loop' and at least one of {', '.join(MODES[1:])}")
-    res = measure(cases=tuple(c for c in args.cases.split(",") if c), modes=modes, repeats=args.repeats,
-                  fit_requests=args.fit_requests, fit_rounds=args.fit_rounds, trunc_requests=args.trunc_requests,
-                  trunc_rounds=args.trunc_rounds, words=args.words, max_tokens=args.max_tokens,
-                  period_ms=args.period_ms, model=args.model, log=log_for(args.quiet))
+    res = measure(
+        cases=tuple(c for c in args.cases.split(",") if c),
+        modes=modes,
+        repeats=args.repeats,
+        fit_requests=args.fit_requests,
+        fit_rounds=args.fit_rounds,
+        trunc_requests=args.trunc_requests,
+        trunc_rounds=args.trunc_rounds,
+        words=args.words,
+        max_tokens=args.max_tokens,
+        period_ms=args.period_ms,
+        model=args.model,
+        log=log_for(args.quiet),
+    )
     return finish(res, args.out, argv, args.quiet, print_table)
 
 

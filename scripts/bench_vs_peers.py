@@ -8,8 +8,8 @@ dtype (``auto``: bfloat16 on this CPU), the packaged SmolLM2-135M-Instruct.
     an engine already warmed by a one-question run (Ray start and model load are paid once per
     session, not per run; reported separately as ``engine_start_s``).
 (b) *offline limit*: the same requests handed to one in-process vLLM engine with the same
-    settings (started once, beside the Ray engine) as whole rounds (every question's round-r requests at once, rounds in order): what no
-    scheduler can beat, since it already knows every reply.
+    settings (started once, beside the Ray engine) as whole rounds (every question's round-r
+    requests at once, rounds in order): what no scheduler can beat, since it already knows every reply.
 (c) *sequential*: one call at a time, question by question, round by round, agent by agent (the
     loop most debate code runs).
 (d) *thread pool*: one thread per question (pool size = number of questions), each running its
@@ -56,9 +56,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import add_workload_args, finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
 from engine.config import DEFAULT_MODEL, RunConfig  # noqa: E402
 from engine.records import GenRequest, GenResult  # noqa: E402
+from scripts._bench_common import add_workload_args, finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
 
 TARGETS = {"speedup_vs_sequential": 6.0, "speedup_vs_threadpool": 1.5, "efficiency_vs_offline": 0.9}
 
@@ -82,8 +82,11 @@ class ReplayBackend:
         for req in requests:
             row = self.by_seed[req.seed]
             self.captured.append((req, row))
-            out.append(GenResult(row["text"], row["prompt_tokens"], row["completion_tokens"], 0.0,
-                                 row["finish_reason"], row["error"]))
+            out.append(
+                GenResult(
+                    row["text"], row["prompt_tokens"], row["completion_tokens"], 0.0, row["finish_reason"], row["error"]
+                )
+            )
         return out
 
 
@@ -96,9 +99,18 @@ def recorded_requests(cfg: RunConfig, questions, calls: list[dict[str, Any]]) ->
     run_local(cfg, questions, replay)
     if len(replay.captured) != len(calls):
         raise RuntimeError(f"replay asked for {len(replay.captured)} calls, the engine recorded {len(calls)}")
-    return [{"question": row["question_id"], "round": int(row["round"]), "agent": int(row["agent_id"]),
-             "messages": req.messages, "seed": req.seed, "tokens": max(1, int(row["completion_tokens"])),
-             "prompt_tokens": int(row["prompt_tokens"])} for req, row in replay.captured]
+    return [
+        {
+            "question": row["question_id"],
+            "round": int(row["round"]),
+            "agent": int(row["agent_id"]),
+            "messages": req.messages,
+            "seed": req.seed,
+            "tokens": max(1, int(row["completion_tokens"])),
+            "prompt_tokens": int(row["prompt_tokens"]),
+        }
+        for req, row in replay.captured
+    ]
 
 
 class ExactGenerator:
@@ -115,11 +127,17 @@ class ExactGenerator:
         from vllm.sampling_params import RequestOutputKind
 
         ids = self.backend.encode(item["messages"])
-        params = SamplingParams(temperature=0.0, max_tokens=item["tokens"], min_tokens=item["tokens"],
-                                seed=int(item["seed"]) & 0x7FFFFFFF, output_kind=RequestOutputKind.FINAL_ONLY)
+        params = SamplingParams(
+            temperature=0.0,
+            max_tokens=item["tokens"],
+            min_tokens=item["tokens"],
+            seed=int(item["seed"]) & 0x7FFFFFFF,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
         final = None
-        async for out in self.backend.engine.generate(TokensPrompt(prompt_token_ids=ids), params,
-                                                      f"peer-{next(self._ids)}"):
+        async for out in self.backend.engine.generate(
+            TokensPrompt(prompt_token_ids=ids), params, f"peer-{next(self._ids)}"
+        ):
             final = out
         return len(final.prompt_token_ids), len(final.outputs[0].token_ids)
 
@@ -193,7 +211,8 @@ class PeerEngine:
         dt = time.perf_counter() - t
         return {
             "seconds": round(dt, 3),
-            "prompt_tokens": sum(p for p, _ in res), "completion_tokens": sum(c for _, c in res),
+            "prompt_tokens": sum(p for p, _ in res),
+            "completion_tokens": sum(c for _, c in res),
             "identical_prompts": all(p == it["prompt_tokens"] for (p, _), it in zip(res, items)),
             "identical_tokens": all(c == it["tokens"] for (_, c), it in zip(res, items)),
         }
@@ -214,20 +233,36 @@ def engine_run(engine, cfg: RunConfig, questions, work: Path, name: str) -> dict
 
     res = engine.run(dataclasses.replace(cfg, out=str(work / name)), questions)
     calls = read_table(res.out_dir, "calls").to_pylist()
-    return {"seconds": round(res.wall_s, 3), "backend": res.backend, "engine": res.engine, "calls": calls,
-            "prompt_tokens": res.summary["prompt_tokens"], "completion_tokens": res.summary["completion_tokens"],
-            "errors": res.summary["n_errors"]}
+    return {
+        "seconds": round(res.wall_s, 3),
+        "backend": res.backend,
+        "engine": res.engine,
+        "calls": calls,
+        "prompt_tokens": res.summary["prompt_tokens"],
+        "completion_tokens": res.summary["completion_tokens"],
+        "errors": res.summary["n_errors"],
+    }
 
 
 def ratios(rep: dict[str, Any]) -> dict[str, float | None]:
     e = rep["engine_s"]
-    return {"efficiency_vs_offline": round(rep["offline"]["seconds"] / e, 3),
-            "speedup_vs_threadpool": round(rep["threadpool"]["seconds"] / e, 3),
-            "speedup_vs_sequential": round(rep["sequential"]["seconds"] / e, 3) if "sequential" in rep else None}
+    return {
+        "efficiency_vs_offline": round(rep["offline"]["seconds"] / e, 3),
+        "speedup_vs_threadpool": round(rep["threadpool"]["seconds"] / e, 3),
+        "speedup_vs_sequential": round(rep["sequential"]["seconds"] / e, 3) if "sequential" in rep else None,
+    }
 
 
-def measure(questions: int, agents: int, rounds: int, max_tokens: int, dtype: str = "auto",
-            skip_sequential: bool = False, repeat: int = 3, log=print) -> dict[str, Any]:
+def measure(
+    questions: int,
+    agents: int,
+    rounds: int,
+    max_tokens: int,
+    dtype: str = "auto",
+    skip_sequential: bool = False,
+    repeat: int = 3,
+    log=print,
+) -> dict[str, Any]:
     """``repeat`` repetitions, each: one engine run, then (b) and (d) replaying that run's calls on
     the peer engine; (c), the slowest, in the first repetition only. Run-to-run noise on a small
     shared machine is larger than the margins being measured, so the headline ratios are the
@@ -240,8 +275,17 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, dtype: st
 
     if repeat < 1:
         raise SystemExit("bench_vs_peers: --repeat must be at least 1")
-    cfg = RunConfig(protocol="mad", agents=agents, rounds=rounds, limit=questions, max_tokens=max_tokens,
-                    temperature=0.0, model=DEFAULT_MODEL, dtype=dtype, progress=False).validate()
+    cfg = RunConfig(
+        protocol="mad",
+        agents=agents,
+        rounds=rounds,
+        limit=questions,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        model=DEFAULT_MODEL,
+        dtype=dtype,
+        progress=False,
+    ).validate()
     if cfg.backend != "vllm":
         raise SystemExit("bench_vs_peers: vLLM is not installed here (run scripts/setup.sh); it compares on vLLM")
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
@@ -258,33 +302,54 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, dtype: st
             for k in range(repeat):
                 eng = engine_run(engine, cfg, qs, work, f"run{k}")
                 if eng["errors"]:
-                    raise SystemExit(f"bench_vs_peers: engine run {k + 1} had {eng['errors']} error calls; not comparable")
+                    raise SystemExit(
+                        f"bench_vs_peers: engine run {k + 1} had {eng['errors']} error calls; not comparable"
+                    )
                 items = recorded_requests(cfg, qs, eng.pop("calls"))
                 if k == 0:
                     peer.call(offline(peer.gen, items[: min(len(items), 4)]))  # warm-up (first-call allocations)
-                rep: dict[str, Any] = {"engine_s": eng["seconds"], "prompt_tokens": eng["prompt_tokens"],
-                                       "completion_tokens": eng["completion_tokens"], "calls": len(items),
-                                       "loadavg_before": loadavg()}
+                rep: dict[str, Any] = {
+                    "engine_s": eng["seconds"],
+                    "prompt_tokens": eng["prompt_tokens"],
+                    "completion_tokens": eng["completion_tokens"],
+                    "calls": len(items),
+                    "loadavg_before": loadavg(),
+                }
                 order = [("offline", offline), ("threadpool", threadpool)]
                 if k == 0 and not skip_sequential:
                     order.append(("sequential", sequential))
                 for name, fn in order:
                     rep[name] = peer.time(fn, items)
                 rep.update(ratios(rep))
-                log(f"repetition {k + 1}/{repeat}: engine {rep['engine_s']:.1f} s, " + ", ".join(
-                    f"{n} {rep[n]['seconds']:.1f} s" for n, _ in order))
+                log(
+                    f"repetition {k + 1}/{repeat}: engine {rep['engine_s']:.1f} s, "
+                    + ", ".join(f"{n} {rep[n]['seconds']:.1f} s" for n, _ in order)
+                )
                 reps.append(rep)
         finally:
             peer.shutdown()
     first = reps[0]
     med = lambda key: round(statistics.median(r[key] for r in reps), 3)  # noqa: E731
     res: dict[str, Any] = {
-        "workload": {"protocol": "mad", "questions": questions, "agents": agents, "rounds": rounds,
-                     "max_tokens": max_tokens, "temperature": 0.0, "model": DEFAULT_MODEL, "calls": first["calls"]},
+        "workload": {
+            "protocol": "mad",
+            "questions": questions,
+            "agents": agents,
+            "rounds": rounds,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "model": DEFAULT_MODEL,
+            "calls": first["calls"],
+        },
         "repeat": repeat,
-        "engine_s": med("engine_s"), "engine_start_s": engine_start_s, "backend": eng["backend"],
-        "engine_settings": eng["engine"], "peer_settings": peer.settings, "peer_start_s": peer.start_s,
-        "prompt_tokens": first["prompt_tokens"], "completion_tokens": first["completion_tokens"],
+        "engine_s": med("engine_s"),
+        "engine_start_s": engine_start_s,
+        "backend": eng["backend"],
+        "engine_settings": eng["engine"],
+        "peer_settings": peer.settings,
+        "peer_start_s": peer.start_s,
+        "prompt_tokens": first["prompt_tokens"],
+        "completion_tokens": first["completion_tokens"],
         "offline_s": round(statistics.median(r["offline"]["seconds"] for r in reps), 3),
         "threadpool_s": round(statistics.median(r["threadpool"]["seconds"] for r in reps), 3),
         "sequential_s": first["sequential"]["seconds"] if "sequential" in first else None,
@@ -293,26 +358,37 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, dtype: st
         "speedup_vs_sequential": first["speedup_vs_sequential"],
         "peers": {k: first[k] for k in ("offline", "threadpool", "sequential") if k in first},
         "repetitions": reps,
-        "targets": TARGETS, "machine": machine_info(), "loadavg_before": load_before, "loadavg_after": loadavg(),
+        "targets": TARGETS,
+        "machine": machine_info(),
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
     }
     res["identical_work"] = all(
-        p["prompt_tokens"] == r["prompt_tokens"] and p["completion_tokens"] == r["completion_tokens"]
-        and p["identical_prompts"] and p["identical_tokens"]
-        for r in reps for p in (r[n] for n in ("offline", "threadpool", "sequential") if n in r))
+        p["prompt_tokens"] == r["prompt_tokens"]
+        and p["completion_tokens"] == r["completion_tokens"]
+        and p["identical_prompts"]
+        and p["identical_tokens"]
+        for r in reps
+        for p in (r[n] for n in ("offline", "threadpool", "sequential") if n in r)
+    )
     res["targets_met"] = {k: (res[k] is not None and res[k] >= v) for k, v in TARGETS.items()}
     return res
 
 
 def print_table(res: dict[str, Any]) -> None:
     w, reps = res["workload"], res["repetitions"]
-    print(f"\nMAD {w['questions']} q x {w['agents']} agents x {w['rounds']} rounds, {w['max_tokens']} tokens, greedy, "
-          f"{res['backend']} ({res['engine_settings'][0].get('dtype')}); each repetition's peers replay its engine "
-          f"run call by call (identical work: {res['identical_work']}); medians of {len(reps)} repetition(s)")
+    print(
+        f"\nMAD {w['questions']} q x {w['agents']} agents x {w['rounds']} rounds, {w['max_tokens']} tokens, greedy, "
+        f"{res['backend']} ({res['engine_settings'][0].get('dtype')}); each repetition's peers replay its engine "
+        f"run call by call (identical work: {res['identical_work']}); medians of {len(reps)} repetition(s)"
+    )
     print(f"{'approach':<36}{'seconds':>10}{'engine is':>14}{'target':>10}   per repetition")
-    rows = [("(a) engine", "engine_s", None, None),
-            ("(b) offline limit (whole rounds)", "offline", "efficiency_vs_offline", "{:.2f} of it"),
-            ("(c) sequential loop", "sequential", "speedup_vs_sequential", "{:.2f}x faster"),
-            ("(d) thread pool over questions", "threadpool", "speedup_vs_threadpool", "{:.2f}x faster")]
+    rows = [
+        ("(a) engine", "engine_s", None, None),
+        ("(b) offline limit (whole rounds)", "offline", "efficiency_vs_offline", "{:.2f} of it"),
+        ("(c) sequential loop", "sequential", "speedup_vs_sequential", "{:.2f}x faster"),
+        ("(d) thread pool over questions", "threadpool", "speedup_vs_threadpool", "{:.2f}x faster"),
+    ]
     for name, part, key, fmt in rows:
         secs = res["engine_s"] if key is None else res[f"{part}_s"]
         if secs is None:
@@ -320,8 +396,11 @@ def print_table(res: dict[str, Any]) -> None:
             continue
         ratio = fmt.format(res[key]) if key else ""
         target = f">= {TARGETS[key]}" if key else ""
-        each = ", ".join(f"{r['engine_s']:.1f}" if key is None else f"{r[part]['seconds']:.1f} ({r[key]:.2f})"
-                         for r in reps if key is None or part in r)
+        each = ", ".join(
+            f"{r['engine_s']:.1f}" if key is None else f"{r[part]['seconds']:.1f} ({r[key]:.2f})"
+            for r in reps
+            if key is None or part in r
+        )
         print(f"{name:<36}{secs:>10.1f}{ratio:>14}{target:>10}   {each}")
 
 
@@ -330,13 +409,25 @@ def main(argv: list[str] | None = None) -> int:
     add_workload_args(p)
     p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float32"))
     p.add_argument("--skip-sequential", action="store_true", help="leave out (c), the slowest")
-    p.add_argument("--repeat", type=int, default=3,
-                   help="repetitions (engine run + its peers, side by side); the ratios reported are their medians")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="repetitions (engine run + its peers, side by side); the ratios reported are their medians",
+    )
     p.add_argument("--out", default="bench/vs_peers.json")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    res = measure(args.questions, args.agents, args.rounds, args.max_tokens, args.dtype, args.skip_sequential,
-                  args.repeat, log=log_for(args.quiet))
+    res = measure(
+        args.questions,
+        args.agents,
+        args.rounds,
+        args.max_tokens,
+        args.dtype,
+        args.skip_sequential,
+        args.repeat,
+        log=log_for(args.quiet),
+    )
     return finish(res, args.out, argv, args.quiet, print_table)
 
 

@@ -45,22 +45,45 @@ def main() -> None:
         for name, extra in PROTOCOLS.items():
             if args.only and name not in args.only.split(","):
                 continue
-            cfg = RunConfig(**{"protocol": "mad", **extra}, backend=args.backend, agents=args.agents, rounds=args.rounds,
-                            limit=args.limit, max_tokens=args.max_tokens, progress=False, out=str(Path(d) / name.replace(" ", "_")))
+            cfg = RunConfig(
+                **{"protocol": "mad", **extra},
+                backend=args.backend,
+                agents=args.agents,
+                rounds=args.rounds,
+                limit=args.limit,
+                max_tokens=args.max_tokens,
+                progress=False,
+                out=str(Path(d) / name.replace(" ", "_")),
+            )
             r = run(cfg)
             s = r.summary
-            rows.append({"protocol": name, "accuracy": s["accuracy"], "prompt_tokens": s["prompt_tokens"],
-                         "completion_tokens": s["completion_tokens"], "total_tokens": s["prompt_tokens"] + s["completion_tokens"],
-                         "calls": s["n_calls"], "summary_calls": s["n_summary_calls"], "skipped_turns": s["n_skipped"],
-                         "effective_rounds": round(s["effective_rounds"], 2), "wall_s": round(r.wall_s, 1),
-                         "simulated": r.simulated})
+            rows.append(
+                {
+                    "protocol": name,
+                    "accuracy": s["accuracy"],
+                    "prompt_tokens": s["prompt_tokens"],
+                    "completion_tokens": s["completion_tokens"],
+                    "total_tokens": s["prompt_tokens"] + s["completion_tokens"],
+                    "calls": s["n_calls"],
+                    "summary_calls": s["n_summary_calls"],
+                    "skipped_turns": s["n_skipped"],
+                    "effective_rounds": round(s["effective_rounds"], 2),
+                    "wall_s": round(r.wall_s, 1),
+                    "simulated": r.simulated,
+                }
+            )
     base = next((x["total_tokens"] for x in rows if x["protocol"] == "mad"), None)
-    print(f"{'protocol':24s} {'acc':>6s} {'total tok':>10s} {'vs MAD':>8s} {'calls':>6s} {'summ':>5s} {'skip':>5s} {'eff.rnd':>7s} {'wall s':>7s}")
+    print(
+        f"{'protocol':24s} {'acc':>6s} {'total tok':>10s} {'vs MAD':>8s} {'calls':>6s} "
+        f"{'summ':>5s} {'skip':>5s} {'eff.rnd':>7s} {'wall s':>7s}"
+    )
     for x in rows:
         x["saving_vs_mad"] = round(1 - x["total_tokens"] / base, 4) if base else None
         sv = f"{-x['saving_vs_mad']:+.1%}" if base else "-"
-        print(f"{x['protocol']:24s} {x['accuracy']:6.3f} {x['total_tokens']:10d} {sv:>8s} {x['calls']:6d} "
-              f"{x['summary_calls']:5d} {x['skipped_turns']:5d} {x['effective_rounds']:7.2f} {x['wall_s']:7.1f}")
+        print(
+            f"{x['protocol']:24s} {x['accuracy']:6.3f} {x['total_tokens']:10d} {sv:>8s} {x['calls']:6d} "
+            f"{x['summary_calls']:5d} {x['skipped_turns']:5d} {x['effective_rounds']:7.2f} {x['wall_s']:7.1f}"
+        )
     if rows and rows[0]["simulated"]:
         print("(SIMULATED backend: token structure is real, accuracy is the simulator's, not a model's)")
     out = Path(args.out or f"bench/protocols_{args.backend}.json")

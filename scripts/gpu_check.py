@@ -36,8 +36,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,8 +62,11 @@ def ray_gpus() -> dict[str, Any]:
     """The GPUs Ray sees: in total, per node, and the device names torch sees on this node."""
     import ray
 
-    nodes = [{"node_id": n["NodeID"], "ip": n.get("NodeManagerAddress"), "gpus": n.get("Resources", {}).get("GPU", 0)}
-             for n in ray.nodes() if n.get("Alive")]
+    nodes = [
+        {"node_id": n["NodeID"], "ip": n.get("NodeManagerAddress"), "gpus": n.get("Resources", {}).get("GPU", 0)}
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
     names: list[str] = []
     try:
         import torch
@@ -77,8 +81,21 @@ def ray_gpus() -> dict[str, Any]:
 def _config(backend: str, model: str, out: Path, **kw):
     from engine.config import RunConfig
 
-    base = dict(backend=backend, model=model, protocol="mad", agents=3, rounds=2, limit=2, max_tokens=16,
-                temperature=0.0, progress=False, out=str(out), placement_timeout=300.0, max_restarts=2, call_retries=3)
+    base = dict(
+        backend=backend,
+        model=model,
+        protocol="mad",
+        agents=3,
+        rounds=2,
+        limit=2,
+        max_tokens=16,
+        temperature=0.0,
+        progress=False,
+        out=str(out),
+        placement_timeout=300.0,
+        max_restarts=2,
+        call_retries=3,
+    )
     base.update(kw)
     return RunConfig(**base).validate()
 
@@ -118,8 +135,11 @@ class Checks:
         except Skip as exc:
             entry.update(status="SKIP", detail=str(exc))
         except Exception as exc:  # noqa: BLE001 - every failure is one line here, its traceback in the JSON
-            entry.update(status="FAIL", detail=f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}",
-                         traceback=traceback.format_exc())
+            entry.update(
+                status="FAIL",
+                detail=f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}",
+                traceback=traceback.format_exc(),
+            )
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         self.results.append(entry)
         self.say(f"{entry['status']:4}  {name}: {entry['detail']} ({entry['seconds']:.0f} s)")
@@ -148,8 +168,9 @@ class Checks:
 
     def shared_gpu(self, backend: str) -> str:
         self.need_gpus()
-        res = self._engine_run(_config(backend, self.model, self._out(f"{backend}-shared"), replicas=2,
-                                       gpus_per_replica=0.5))
+        res = self._engine_run(
+            _config(backend, self.model, self._out(f"{backend}-shared"), replicas=2, gpus_per_replica=0.5)
+        )
         reps = _replicas(res)
         ids = {tuple(r.get("gpu_ids") or ()) for r in reps}
         if len(reps) != 2 or len(ids) != 1 or not next(iter(ids)):
@@ -157,12 +178,25 @@ class Checks:
         util = sorted({e.get("gpu_memory_utilization") for e in res.engine})
         if backend == "vllm" and util != [0.45]:
             raise AssertionError(f"vLLM's gpu_memory_utilization {util}, expected [0.45] (0.9 x 0.5)")
-        return f"{_answered(res)}; both on GPU {next(iter(ids))[0]}" + (f", utilization {util[0]}" if backend == "vllm" else "")
+        return f"{_answered(res)}; both on GPU {next(iter(ids))[0]}" + (
+            f", utilization {util[0]}" if backend == "vllm" else ""
+        )
 
     def embedder(self, backend: str) -> str:
         self.need_gpus()
-        res = self._engine_run(_config(backend, self.model, self._out(f"{backend}-embedder"), protocol="s2mad", agents=4,
-                                       rounds=3, groups="2+2", similarity="embedding", gpus_per_replica=0.5))
+        res = self._engine_run(
+            _config(
+                backend,
+                self.model,
+                self._out(f"{backend}-embedder"),
+                protocol="s2mad",
+                agents=4,
+                rounds=3,
+                groups="2+2",
+                similarity="embedding",
+                gpus_per_replica=0.5,
+            )
+        )
         (emb,) = [e for e in res.placement if e["role"] == "embedder"]
         if emb.get("device") != "cuda":
             raise AssertionError(f"the embedder ran on {emb.get('device')}, with half a GPU free")
@@ -186,8 +220,9 @@ class Checks:
         device = "gpu" if self.gpus else "cpu"
         killed: dict[str, Any] = {}
         with Engine() as engine:
-            cfg = _config(backend, self.model, self._out(f"{backend}-killed"), device=device, limit=8, rounds=3,
-                          max_tokens=32)
+            cfg = _config(
+                backend, self.model, self._out(f"{backend}-killed"), device=device, limit=8, rounds=3, max_tokens=32
+            )
             warm = engine.run(_config(backend, self.model, self._out(f"{backend}-killed-warm"), device=device, limit=1))
             (handle,) = engine._replicas.values()
             info = ray.get(handle.info.remote())
@@ -206,7 +241,9 @@ class Checks:
             if not killed or killed["at"] >= res.summary["n_calls"]:
                 raise AssertionError("the run ended before the replica could be killed")
             after = ray.get(handle.info.remote())
-        detail = f"{_answered(warm)} + {_answered(res)}; killed after {killed['at']} calls, restarted as pid {after['pid']}"
+        detail = (
+            f"{_answered(warm)} + {_answered(res)}; killed after {killed['at']} calls, restarted as pid {after['pid']}"
+        )
         if not local:
             return detail + " (on another node: its engine processes not checked)"
         import psutil
@@ -222,21 +259,24 @@ class Checks:
 
     def all(self) -> list[dict[str, Any]]:
         for backend in self.backends:
-            self.run(f"{backend}: one replica", lambda: self.one_replica(backend))
-            self.run(f"{backend}: replicas share a GPU", lambda: self.shared_gpu(backend))
+            self.run(f"{backend}: one replica", lambda b=backend: self.one_replica(b))
+            self.run(f"{backend}: replicas share a GPU", lambda b=backend: self.shared_gpu(b))
             if backend == self.backends[0]:
-                self.run(f"{backend}: embedder on the GPU (S2-MAD)", lambda: self.embedder(backend))
+                self.run(f"{backend}: embedder on the GPU (S2-MAD)", lambda b=backend: self.embedder(b))
             if backend == "vllm":
-                self.run(f"{backend}: tensor parallel 2", lambda: self.tensor_parallel(backend))
-            self.run(f"{backend}: replica killed mid-run", lambda: self.killed(backend))
+                self.run(f"{backend}: tensor parallel 2", lambda b=backend: self.tensor_parallel(b))
+            self.run(f"{backend}: replica killed mid-run", lambda b=backend: self.killed(b))
         return self.results
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", help="a local model folder or a hub id (default: a tiny random-weight Llama built here)")
-    p.add_argument("--backends", default=",".join(BACKENDS), help="comma list among vllm,transformers (default: both; "
-                   "those not installed are skipped)")
+    p.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="comma list among vllm,transformers (default: both; those not installed are skipped)",
+    )
     p.add_argument("--out", default="bench/gpu_check.json", help="where the JSON goes")
     args = p.parse_args(argv)
 
@@ -269,9 +309,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from engine.config import vllm_build
 
-    res = {"machine": machine_info(), "gpus": gpus, "vllm_build": vllm_build(), "model": args.model or "tiny random Llama",
-           "backends": backends, "not_installed": missing, "checks": results,
-           "ray": ray.__version__, "command": " ".join(["gpu_check.py", *(argv if argv is not None else sys.argv[1:])])}
+    res = {
+        "machine": machine_info(),
+        "gpus": gpus,
+        "vllm_build": vllm_build(),
+        "model": args.model or "tiny random Llama",
+        "backends": backends,
+        "not_installed": missing,
+        "checks": results,
+        "ray": ray.__version__,
+        "command": " ".join(["gpu_check.py", *(argv if argv is not None else sys.argv[1:])]),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2))
     counts = {s: sum(r["status"] == s for r in results) for s in ("PASS", "FAIL", "SKIP")}

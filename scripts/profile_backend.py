@@ -22,19 +22,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, loadavg, machine_info  # noqa: E402
 from engine.config import DEFAULT_MODEL  # noqa: E402
 from engine.records import GenRequest  # noqa: E402
+from scripts._bench_common import finish, loadavg, machine_info  # noqa: E402
 
 
-def measure(batch: int = 16, max_tokens: int = 64, threads: int = 2, model: str = DEFAULT_MODEL, top: int = 8,
-            log=print) -> dict:
+def measure(
+    batch: int = 16, max_tokens: int = 64, threads: int = 2, model: str = DEFAULT_MODEL, top: int = 8, log=print
+) -> dict:
     from actors.backend_transformers import TransformersBackend
 
     backend = TransformersBackend(model, threads=threads, max_batch=batch)
     text = "Agent answers: " + "The result is 42 because 6 times 7 is 42. " * 50
-    reqs = [GenRequest(messages=[{"role": "user", "content": f"{text} q{i}"}], temperature=0, max_tokens=max_tokens,
-                       seed=i) for i in range(batch)]
+    reqs = [
+        GenRequest(messages=[{"role": "user", "content": f"{text} q{i}"}], temperature=0, max_tokens=max_tokens, seed=i)
+        for i in range(batch)
+    ]
     backend.eos_ids = {-1}  # every row generates exactly max_tokens tokens
     backend.generate(reqs[:2])  # warm-up
     load = loadavg()
@@ -45,16 +48,29 @@ def measure(batch: int = 16, max_tokens: int = 64, threads: int = 2, model: str 
     prof.disable()
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     stats = pstats.Stats(prof).stats  # {(file, line, name): (calls, prim calls, own time, cumulative, callers)}
-    rows = sorted(((own, calls, name if file == "~" else f"{Path(file).name}:{line}({name})")
-                   for (file, line, name), (_, calls, own, _cum, _callers) in stats.items()), reverse=True)[:top]
+    rows = sorted(
+        (
+            (own, calls, name if file == "~" else f"{Path(file).name}:{line}({name})")
+            for (file, line, name), (_, calls, own, _cum, _callers) in stats.items()
+        ),
+        reverse=True,
+    )[:top]
     res = {
-        "benchmark": "profile_backend", "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine_info(),
+        "benchmark": "profile_backend",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine_info(),
         "params": {"batch": batch, "max_tokens": max_tokens, "threads": threads, "model": model},
         "prompt_tokens": len(backend.encode(reqs[0].messages)),
-        "wall_s": round(wall, 3), "process_cpu_s": round(cpu, 3), "cores_busy": round(cpu / wall, 3),
-        "top_own_time": [{"op": name, "calls": calls, "own_s": round(own, 3), "share_of_wall": round(own / wall, 3)}
-                         for own, calls, name in rows],
-        "loadavg_before": load, "loadavg_after": loadavg(), "pid": os.getpid(),
+        "wall_s": round(wall, 3),
+        "process_cpu_s": round(cpu, 3),
+        "cores_busy": round(cpu / wall, 3),
+        "top_own_time": [
+            {"op": name, "calls": calls, "own_s": round(own, 3), "share_of_wall": round(own / wall, 3)}
+            for own, calls, name in rows
+        ],
+        "loadavg_before": load,
+        "loadavg_after": loadavg(),
+        "pid": os.getpid(),
     }
     log(f"{batch} rows x {max_tokens} tokens: wall {wall:.2f} s, cpu {cpu:.2f} s, cores busy {cpu / wall:.2f}")
     return res
@@ -65,8 +81,10 @@ def print_table(res: dict) -> None:
     from rich.table import Table
 
     p = res["params"]
-    table = Table(title=f"TransformersBackend.generate: {p['batch']} rows x {res['prompt_tokens']}-token prompt x "
-                        f"{p['max_tokens']} tokens, {p['threads']} threads — {res['cores_busy']:.2f} cores busy")
+    table = Table(
+        title=f"TransformersBackend.generate: {p['batch']} rows x {res['prompt_tokens']}-token prompt x "
+        f"{p['max_tokens']} tokens, {p['threads']} threads — {res['cores_busy']:.2f} cores busy"
+    )
     for col in ("operation", "calls", "own s", "share of wall"):
         table.add_column(col, justify="left" if col == "operation" else "right")
     for r in res["top_own_time"]:
@@ -83,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench/profile_backend.json")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    res = measure(args.batch, args.max_tokens, args.threads, args.model, log=print if not args.quiet else (lambda *a: None))
+    res = measure(
+        args.batch, args.max_tokens, args.threads, args.model, log=print if not args.quiet else (lambda *a: None)
+    )
     return finish(res, args.out, argv, args.quiet, print_table)
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import add_workload_args, finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
+from scripts._bench_common import add_workload_args, finish, loadavg, log_for, machine_info, scratch_dir  # noqa: E402
 
 
 def cpu_by_process() -> dict[int, tuple[float, str]]:
@@ -47,8 +47,15 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
     from actors.driver import Engine
     from engine.tasks import load_questions
 
-    cfg = RunConfig(protocol="mad", agents=agents, rounds=rounds, limit=questions, max_tokens=max_tokens,
-                    temperature=0.0, progress=False).validate()
+    cfg = RunConfig(
+        protocol="mad",
+        agents=agents,
+        rounds=rounds,
+        limit=questions,
+        max_tokens=max_tokens,
+        temperature=0.0,
+        progress=False,
+    ).validate()
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
     with scratch_dir() as work, Engine() as engine:
@@ -62,21 +69,39 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
     by_name: dict[str, float] = defaultdict(float)
     for pid, (cpu, name) in after.items():
         by_name[name] += cpu - before.get(pid, (0.0, name))[0]
-    rows = sorted(({"process": k, "cpu_s": round(v, 2)} for k, v in by_name.items() if v >= 0.05),
-                  key=lambda r: -r["cpu_s"])
+    rows = sorted(
+        ({"process": k, "cpu_s": round(v, 2)} for k, v in by_name.items() if v >= 0.05), key=lambda r: -r["cpu_s"]
+    )
     model = sum(r["cpu_s"] for r in rows if r["process"] == "VLLM::Worker")
     total = sum(r["cpu_s"] for r in rows)
-    return {"workload": {"protocol": "mad", "questions": questions, "agents": agents, "rounds": rounds,
-                         "max_tokens": max_tokens, "temperature": 0.0, "model": cfg.model},
-            "backend": res.backend, "dtype": res.dtype, "engine_s": round(wall, 3),
-            "cpu_s_total": round(total, 2), "cpu_s_model_worker": round(model, 2),
-            "cpu_s_everything_else": round(total - model, 2), "processes": rows,
-            "machine": machine_info(), "loadavg_before": load_before, "loadavg_after": loadavg()}
+    return {
+        "workload": {
+            "protocol": "mad",
+            "questions": questions,
+            "agents": agents,
+            "rounds": rounds,
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "model": cfg.model,
+        },
+        "backend": res.backend,
+        "dtype": res.dtype,
+        "engine_s": round(wall, 3),
+        "cpu_s_total": round(total, 2),
+        "cpu_s_model_worker": round(model, 2),
+        "cpu_s_everything_else": round(total - model, 2),
+        "processes": rows,
+        "machine": machine_info(),
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
+    }
 
 
 def print_table(res: dict[str, Any]) -> None:
-    print(f"\nengine run {res['engine_s']:.1f} s ({res['backend']}, {res['dtype']}): {res['cpu_s_total']:.1f} CPU-s, "
-          f"model worker {res['cpu_s_model_worker']:.1f}, everything else {res['cpu_s_everything_else']:.1f}")
+    print(
+        f"\nengine run {res['engine_s']:.1f} s ({res['backend']}, {res['dtype']}): {res['cpu_s_total']:.1f} CPU-s, "
+        f"model worker {res['cpu_s_model_worker']:.1f}, everything else {res['cpu_s_everything_else']:.1f}"
+    )
     for r in res["processes"]:
         print(f"{r['cpu_s']:8.2f}  {r['process']}")
 

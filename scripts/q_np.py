@@ -192,8 +192,9 @@ def make_request(
     extractor reads from them; there is no own previous answer).
     """
     peer_texts = [(i, text) for i, (text, _) in enumerate(refs)]
-    msgs, _ = build_messages(prompts, question.text, "debate", [], peer_texts,
-                             system_prompt=system_prompt, memory="none")
+    msgs, _ = build_messages(
+        prompts, question.text, "debate", [], peer_texts, system_prompt=system_prompt, memory="none"
+    )
     meta: dict[str, Any] = {}
     if simulated:
         n_choices = len(question.choices) or 4
@@ -205,8 +206,7 @@ def make_request(
             "own_answer": None,
             "kind": "debate",
         }
-    return GenRequest(messages=msgs, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                      seed=seed, meta=meta)
+    return GenRequest(messages=msgs, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed, meta=meta)
 
 
 # ------------------------------------------------------------------ arguments
@@ -258,30 +258,50 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="q_np.py", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="q_np.py", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--dataset", default="arithmetic", help="'arithmetic' (generated, default) or a data file path")
     ap.add_argument("--task", default=None, help="task of --dataset; only 'numeric' is supported")
     ap.add_argument("--limit", type=_positive, default=3, help="questions (default 3, as in the paper)")
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=_int_list, default=[2, 3, 4, 5], help="reference counts, e.g. 2,3,4,5")
-    ap.add_argument("--p", type=_p_list, default=[Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1)],
-                    help="shares of correct references, e.g. 0,0.25,0.5,0.75,1")
+    ap.add_argument(
+        "--p",
+        type=_p_list,
+        default=[Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1)],
+        help="shares of correct references, e.g. 0,0.25,0.5,0.75,1",
+    )
     ap.add_argument("--samples", type=_positive, default=100, help="samples per question and cell (paper: 100)")
-    ap.add_argument("--wrong", choices=WRONG_MODES, default="distinct",
-                    help="incorrect references: each its own wrong value (distinct) or one shared value (same)")
-    ap.add_argument("--backend", choices=("auto", "vllm", "transformers", "simulated"), default="auto",
-                    help="auto: vllm where installed, else transformers")
+    ap.add_argument(
+        "--wrong",
+        choices=WRONG_MODES,
+        default="distinct",
+        help="incorrect references: each its own wrong value (distinct) or one shared value (same)",
+    )
+    ap.add_argument(
+        "--backend",
+        choices=("auto", "vllm", "transformers", "simulated"),
+        default="auto",
+        help="auto: vllm where installed, else transformers",
+    )
     ap.add_argument("--model", default=DEFAULT_MODEL)
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--max-tokens", type=_positive, default=256)
     ap.add_argument("--system-prompt", default=None)
-    ap.add_argument("--max-batch", type=_positive, default=None,
-                    help="concurrent sequences (vLLM max_num_seqs, default vLLM's; transformers: rows decoded together, default 16)")
+    ap.add_argument(
+        "--max-batch",
+        type=_positive,
+        default=None,
+        help="concurrent sequences (vLLM max_num_seqs, default vLLM's; "
+        "transformers: rows decoded together, default 16)",
+    )
     ap.add_argument("--threads", type=_positive, default=None, help="transformers: torch threads (default: all CPUs)")
-    ap.add_argument("--sim-follow", type=_unit, default=0.5, help="simulated: probability of adopting the reference majority")
+    ap.add_argument(
+        "--sim-follow", type=_unit, default=0.5, help="simulated: probability of adopting the reference majority"
+    )
     ap.add_argument("--sim-accuracy", type=_unit, default=0.6, help="simulated: accuracy when not following")
     ap.add_argument("--sim-reply-tokens", type=int, default=60)
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
@@ -301,14 +321,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.backend == "simulated" and args.sim_reply_tokens < 6:
         ap.error(f"--sim-reply-tokens must be at least 6 (got {args.sim_reply_tokens})")
     if args.task not in (None, "numeric"):
-        ap.error(f"--task {args.task!r}: Q(n, p) needs numeric answers (wrong references are near-miss numbers); use --task numeric")
+        ap.error(
+            f"--task {args.task!r}: Q(n, p) needs numeric answers (wrong references are near-miss numbers); "
+            "use --task numeric"
+        )
     try:
         args.questions = load_questions(args.dataset, args.task, args.limit, args.seed, offset=args.offset)
     except ValueError as exc:  # DatasetError is a ValueError
         ap.error(str(exc))
     tasks = {q.task for q in args.questions}
     if tasks != {"numeric"}:
-        ap.error(f"--dataset {args.dataset}: task {sorted(tasks)} is not numeric; pass a numeric dataset with --task numeric")
+        ap.error(
+            f"--dataset {args.dataset}: task {sorted(tasks)} is not numeric; pass a numeric dataset with --task numeric"
+        )
     for q in args.questions:
         if canonical_answer(q.gold, "numeric") is None:
             ap.error(f"--dataset {args.dataset}: question {q.qid} has a non-numeric gold {q.gold!r}")
@@ -320,8 +345,9 @@ def make_backend(args: argparse.Namespace):
     if args.backend == "simulated":
         from actors.backend_simulated import SimulatedBackend
 
-        return SimulatedBackend(model=args.model, accuracy=args.sim_accuracy, follow=args.sim_follow,
-                                reply_tokens=args.sim_reply_tokens)
+        return SimulatedBackend(
+            model=args.model, accuracy=args.sim_accuracy, follow=args.sim_follow, reply_tokens=args.sim_reply_tokens
+        )
     from engine.config import resolve_backend
 
     if resolve_backend(args.backend) == "vllm":
@@ -359,16 +385,27 @@ def _cells(args, questions, prompts, backend, t_start: float, load_s: float, log
             for q in questions:
                 for s in range(args.samples):
                     refs = build_references(q.gold, n, k, sample_rng(args.seed, q.qid, n, p, s, "refs"), args.wrong)
-                    reqs.append(make_request(
-                        prompts, q, refs, seed=_hash_int(f"{args.seed}:{q.qid}:{n}:{p}:{s}:gen"),
-                        temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                        simulated=simulated, system_prompt=args.system_prompt))
+                    reqs.append(
+                        make_request(
+                            prompts,
+                            q,
+                            refs,
+                            seed=_hash_int(f"{args.seed}:{q.qid}:{n}:{p}:{s}:gen"),
+                            temperature=args.temperature,
+                            top_p=args.top_p,
+                            max_tokens=args.max_tokens,
+                            simulated=simulated,
+                            system_prompt=args.system_prompt,
+                        )
+                    )
                     owners.append(q)
             t0 = time.perf_counter()
             results = backend.generate(reqs)  # all samples of the cell in one batched list
             cell_s = time.perf_counter() - t0
-            per_q: dict[str, dict[str, Any]] = {q.qid: {"qid": q.qid, "gold": q.gold, "correct": 0, "invalid": 0,
-                                                        "errors": 0, "samples": 0} for q in questions}
+            per_q: dict[str, dict[str, Any]] = {
+                q.qid: {"qid": q.qid, "gold": q.gold, "correct": 0, "invalid": 0, "errors": 0, "samples": 0}
+                for q in questions
+            }
             for q, res in zip(owners, results):
                 row = per_q[q.qid]
                 row["samples"] += 1
@@ -384,8 +421,14 @@ def _cells(args, questions, prompts, backend, t_start: float, load_s: float, log
             total = len(results)
             est, se = binomial_estimate(correct, total)
             cell = {
-                "n": n, "p": float(p), "n_correct_refs": k, "p_realized": k / n,
-                "estimate": est, "stderr": se, "samples": total, "correct": correct,
+                "n": n,
+                "p": float(p),
+                "n_correct_refs": k,
+                "p_realized": k / n,
+                "estimate": est,
+                "stderr": se,
+                "samples": total,
+                "correct": correct,
                 "invalid": sum(r["invalid"] for r in per_q.values()),
                 "errors": sum(r["errors"] for r in per_q.values()),
                 "prompt_tokens": sum(r.prompt_tokens for r in results),
@@ -427,8 +470,10 @@ def render_table(result: dict[str, Any]):
     from rich.table import Table
 
     label = "SIMULATED" if result["simulated"] else result["backend"]
-    table = Table(title=f"Q(n, p) — {label} model {result['model']}, {len(result['questions'])} question(s) "
-                        f"x {result['samples_per_question']} samples")
+    table = Table(
+        title=f"Q(n, p) — {label} model {result['model']}, {len(result['questions'])} question(s) "
+        f"x {result['samples_per_question']} samples"
+    )
     table.add_column("n \\ p", justify="right")
     for p in result["p_values"]:
         table.add_column(f"{p:g}", justify="right")

@@ -26,8 +26,9 @@ a mean ± sd exists); the sparse paper's rows keep the first answers fixed acros
 (``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one Engine
 (the model loads once; rounds 0 are shared where they can be) and resumable: re-run the command.
 
-Output per table: method | published values (never cut: long lists wrap under their column) | ours: accuracy mean ± sd over the seeds, tokens
-per question, total and input-token saving vs the table's MAD row | source of the published
+Output per table: method | published values (never cut: long lists wrap under their column) |
+ours: accuracy mean ± sd over the seeds, tokens per question, total and input-token saving vs the
+table's MAD row | source of the published
 numbers; and ``OUT/<paper>/reproduce.json``. With ``--dataset`` a method that a table repeats per
 dataset column is one run: it is run and printed once, with every column's published values
 named by their dataset.
@@ -89,9 +90,17 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
         for row in table.get("rows", []):
             engine = dict(row.get("engine") or {})
             dataset_name = row.get("dataset") or table.get("dataset")
-            plan = {"paper": paper_name, "table": table["id"], "title": table.get("title", ""), "method": row["method"],
-                    "published": row.get("values", {}), "source": row.get("source", ""), "dataset_name": dataset_name,
-                    "paper_model": row.get("model") or table.get("model"), "skip": None}
+            plan = {
+                "paper": paper_name,
+                "table": table["id"],
+                "title": table.get("title", ""),
+                "method": row["method"],
+                "published": row.get("values", {}),
+                "source": row.get("source", ""),
+                "dataset_name": dataset_name,
+                "paper_model": row.get("model") or table.get("model"),
+                "skip": None,
+            }
             if engine.get("unmappable") or not engine.get("protocol"):
                 plan["skip"] = engine.get("unmappable") or "no engine mapping"
                 plans.append(plan)
@@ -110,11 +119,20 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 if all(m in models_map for m in paper_models):
                     opts["models"] = ",".join(str(models_map[m]) for m in paper_models)
                 else:
-                    plan["note"] = (f"one model for all agents: map all of {', '.join(paper_models)} in "
-                                    f"models_map for the paper's mix")
+                    plan["note"] = (
+                        f"one model for all agents: map all of {', '.join(paper_models)} in "
+                        f"models_map for the paper's mix"
+                    )
             base = {k: v for k, v in user.items() if k not in ("models_map", "datasets")}
-            opts = {**base, **opts, "dataset": dataset, "backend": args.backend or base.get("backend", "auto"),
-                    "limit": args.limit, "reuse_first_round": True, "progress": False}
+            opts = {
+                **base,
+                **opts,
+                "dataset": dataset,
+                "backend": args.backend or base.get("backend", "auto"),
+                "limit": args.limit,
+                "reuse_first_round": True,
+                "progress": False,
+            }
             if args.api_base:
                 opts["api_base"] = args.api_base
             if plan["paper_model"] in models_map:
@@ -122,7 +140,8 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
             if isinstance(opts.get("models"), str) and models_map:  # "strong*1,weak*5": map each name
                 opts["models"] = ",".join(
                     f"{models_map.get(m.split('*')[0], m.split('*')[0])}" + (f"*{m.split('*')[1]}" if "*" in m else "")
-                    for m in opts["models"].split(","))
+                    for m in opts["models"].split(",")
+                )
             if paper_name == "sparse":  # the sparse paper's ± columns: first answers fixed, later rounds resampled
                 opts.setdefault("first_round_seed", 0)
             plan["options"] = opts
@@ -155,8 +174,11 @@ def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
         columns = plan["columns"]
         if len(columns) > 1:
             with_model = len({m for _, m, _ in columns}) > 1
-            plan["published"] = {f"{name} / {model}: {k}" if with_model else f"{name}: {k}": v
-                                 for name, model, values in columns for k, v in values.items()}
+            plan["published"] = {
+                f"{name} / {model}: {k}" if with_model else f"{name}: {k}": v
+                for name, model, values in columns
+                for k, v in values.items()
+            }
         plan["columns"] = [name for name, _, _ in columns]
     return out
 
@@ -172,15 +194,24 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[
     name = slug(" ".join(str(x) for x in (plan["method"], plan["dataset_name"], plan["paper_model"]) if x))
     sweep_file = folder / f"{name}.yaml"
     sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
-    cells = run_sweep(parse_sweep(data, str(sweep_file)), folder / name, engine=engine,
-                      echo=lambda line: None, progress=False)
+    cells = run_sweep(
+        parse_sweep(data, str(sweep_file)), folder / name, engine=engine, echo=lambda line: None, progress=False
+    )
     done = [c for c in cells if c.status == "finished"]
     acc = mean_sd([c.result["accuracy"] for c in done])
     tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in done])
     prompt = mean_sd([c.result["prompt_tokens"] / max(1, c.result["n_questions"]) for c in done])
-    return {"sweep": str(sweep_file), "runs": [c.run_id for c in done], "seeds": len(done),
-            "accuracy_mean": acc[0], "accuracy_sd": acc[1], "tokens_per_q": tok[0], "tokens_per_q_sd": tok[1],
-            "prompt_per_q": prompt[0], "errors": [c.error for c in cells if c.error]}
+    return {
+        "sweep": str(sweep_file),
+        "runs": [c.run_id for c in done],
+        "seeds": len(done),
+        "accuracy_mean": acc[0],
+        "accuracy_sd": acc[1],
+        "tokens_per_q": tok[0],
+        "tokens_per_q_sd": tok[1],
+        "prompt_per_q": prompt[0],
+        "errors": [c.error for c in cells if c.error],
+    }
 
 
 def fmt(x: float, spec: str) -> str:
@@ -220,7 +251,9 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
     print(f"\n{first['paper']}: {first['table']} — {first['title']}" + ("  [SIMULATED model]" if simulated else ""))
     mad = next((p for p in table_plans if p.get("ours") and p["options"]["protocol"] == "mad"), None)
     width = PUBLISHED_WIDTH
-    header = f"{'method':28s} {'published':{width}s} {'ours: accuracy':>20s} {'tok/q':>9s} {'saving tot/in':>15s}  source"
+    header = (
+        f"{'method':28s} {'published':{width}s} {'ours: accuracy':>20s} {'tok/q':>9s} {'saving tot/in':>15s}  source"
+    )
     print(header)
     for p in table_plans:
         ours = p.get("ours")
@@ -231,8 +264,10 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
             acc = f"{fmt(ours['accuracy_mean'], '.3f')} ± {fmt(ours['accuracy_sd'], '.3f')} ({ours['seeds']})"
             saving = "-"
             if mad and mad is not p and mad["ours"]["tokens_per_q"]:
-                saving = (f"{1 - ours['tokens_per_q'] / mad['ours']['tokens_per_q']:+.0%}/"
-                          f"{1 - ours['prompt_per_q'] / mad['ours']['prompt_per_q']:+.0%}")
+                saving = (
+                    f"{1 - ours['tokens_per_q'] / mad['ours']['tokens_per_q']:+.0%}/"
+                    f"{1 - ours['prompt_per_q'] / mad['ours']['prompt_per_q']:+.0%}"
+                )
             elif mad is p:
                 saving = "base"
             rest = f"{acc:>20s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s}  {p['source'][:70]}"
@@ -244,8 +279,11 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--paper", required=True, choices=(*PAPERS, "all"))
-    ap.add_argument("--backend", default=None, help="auto | vllm | transformers | openai | simulated (default: "
-                    "the --config's, else auto)")
+    ap.add_argument(
+        "--backend",
+        default=None,
+        help="auto | vllm | transformers | openai | simulated (default: the --config's, else auto)",
+    )
     ap.add_argument("--api-base", default=None, help="--backend openai: the server")
     ap.add_argument("--config", default=None, help="YAML: run options for every run, models_map, datasets")
     ap.add_argument("--dataset", default=None, help="run every table on this dataset (path or hf:NAME)")
@@ -269,9 +307,11 @@ def main(argv=None) -> int:
             plans = plan_rows(name, paper, user, args)
             if args.list:
                 for p in plans:
-                    print(f"{name} | {p['table']} | {p['method']} | "
-                          + (f"skip: {p['skip']}" if p["skip"] else json.dumps(p["options"], default=str))
-                          + (f" | note: {p['note']}" if p.get("note") else ""))
+                    print(
+                        f"{name} | {p['table']} | {p['method']} | "
+                        + (f"skip: {p['skip']}" if p["skip"] else json.dumps(p["options"], default=str))
+                        + (f" | note: {p['note']}" if p.get("note") else "")
+                    )
                 continue
             simulated = False
             for p in plans:

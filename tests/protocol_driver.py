@@ -6,7 +6,8 @@ these tests check a protocol's decisions alone, step by step, answering each req
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.protocols.base import Outcome, ProtocolGen, Request
 

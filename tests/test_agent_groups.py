@@ -15,17 +15,20 @@ from actors.driver import AUTO_AGENT_ACTORS, agents_per_actor, pack_agents
 from engine.config import ConfigError, RunConfig
 
 
-@pytest.mark.parametrize("setting, n, cpus, expected", [
-    (1, 1000, 2, 1),  # asked for: one actor per agent
-    (7, 10, 2, 7),
-    (0, 2, 2, 1),  # auto: an actor per agent while there are few agents
-    (0, AUTO_AGENT_ACTORS, 1, 1),
-    (0, AUTO_AGENT_ACTORS + 1, 1, 2),
-    (0, 128, 2, 64),  # ... then one per CPU of the cluster
-    (0, 1000, 2, 500),
-    (0, 16, 16, 1),
-    (0, 128, 16, 8),
-])
+@pytest.mark.parametrize(
+    "setting, n, cpus, expected",
+    [
+        (1, 1000, 2, 1),  # asked for: one actor per agent
+        (7, 10, 2, 7),
+        (0, 2, 2, 1),  # auto: an actor per agent while there are few agents
+        (0, AUTO_AGENT_ACTORS, 1, 1),
+        (0, AUTO_AGENT_ACTORS + 1, 1, 2),
+        (0, 128, 2, 64),  # ... then one per CPU of the cluster
+        (0, 1000, 2, 500),
+        (0, 16, 16, 1),
+        (0, 128, 16, 8),
+    ],
+)
 def test_agents_per_actor(setting, n, cpus, expected):
     assert agents_per_actor(setting, n, cpus) == expected
 
@@ -58,8 +61,18 @@ def engine():
 
 
 def sim(tmp_path, name: str, **kw) -> RunConfig:
-    base = dict(protocol="sparse", topology="ring", agents=7, rounds=3, limit=3, seed=3, backend="simulated",
-                replicas=2, progress=False, out=str(tmp_path / name))
+    base = dict(
+        protocol="sparse",
+        topology="ring",
+        agents=7,
+        rounds=3,
+        limit=3,
+        seed=3,
+        backend="simulated",
+        replicas=2,
+        progress=False,
+        out=str(tmp_path / name),
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -67,8 +80,20 @@ def sim(tmp_path, name: str, **kw) -> RunConfig:
 def calls_of(out) -> list[tuple]:
     from engine.results import read_table
 
-    return sorted((r["question_id"], r["round"], r["agent_id"], tuple(r["peers"]), r["seed"], r["text"],
-                   r["prompt_tokens"], r["completion_tokens"], r["answer"]) for r in read_table(out, "calls").to_pylist())
+    return sorted(
+        (
+            r["question_id"],
+            r["round"],
+            r["agent_id"],
+            tuple(r["peers"]),
+            r["seed"],
+            r["text"],
+            r["prompt_tokens"],
+            r["completion_tokens"],
+            r["answer"],
+        )
+        for r in read_table(out, "calls").to_pylist()
+    )
 
 
 def hosts(res) -> list[dict]:

@@ -42,21 +42,30 @@ def test_dtype_and_context_change_the_run_id_engine_sizes_do_not():
     base = RunConfig(backend="vllm", limit=2).run_id()
     assert RunConfig(backend="vllm", limit=2, dtype="float32").run_id() != base
     assert RunConfig(backend="vllm", limit=2, max_model_len=4096).run_id() != base
-    for k, v in dict(max_batch=8, max_num_batched_tokens=4096, chunked_prefill=True, gpu_memory_utilization=0.5,
-                     kv_cache_bytes=1 << 30, block_size=16).items():
+    for k, v in dict(
+        max_batch=8,
+        max_num_batched_tokens=4096,
+        chunked_prefill=True,
+        gpu_memory_utilization=0.5,
+        kv_cache_bytes=1 << 30,
+        block_size=16,
+    ).items():
         assert RunConfig(backend="vllm", limit=2, **{k: v}).run_id() == base, k
     per_model = RunConfig(backend="vllm", limit=2, placement_resources={"m": {"dtype": "float32", "num_gpus": 1}})
     assert per_model.run_id() != base  # a model's own dtype changes its texts
     assert RunConfig(backend="vllm", limit=2, placement_resources={"m": {"num_gpus": 1}}).run_id() == base
 
 
-@pytest.mark.parametrize("key,value,needle", [
-    ("dtype", "float16", "--dtype 'float16' is not one of auto, bfloat16, float32"),
-    ("max_model_len", 0, "--max-model-len must be at least 1"),
-    ("kv_cache_bytes", -1, "--kv-cache-bytes must be at least 1"),
-    ("gpu_memory_utilization", 1.5, "--gpu-memory-utilization is a fraction in (0, 1]"),
-    ("backend", "llamacpp", "--backend 'llamacpp' is not one of auto, vllm, transformers, openai, simulated"),
-])
+@pytest.mark.parametrize(
+    "key,value,needle",
+    [
+        ("dtype", "float16", "--dtype 'float16' is not one of auto, bfloat16, float32"),
+        ("max_model_len", 0, "--max-model-len must be at least 1"),
+        ("kv_cache_bytes", -1, "--kv-cache-bytes must be at least 1"),
+        ("gpu_memory_utilization", 1.5, "--gpu-memory-utilization is a fraction in (0, 1]"),
+        ("backend", "llamacpp", "--backend 'llamacpp' is not one of auto, vllm, transformers, openai, simulated"),
+    ],
+)
 def test_bad_engine_settings_name_the_flag(key, value, needle):
     with pytest.raises(ConfigError) as err:
         config_from_mapping({key: value}).validate()
@@ -64,16 +73,34 @@ def test_bad_engine_settings_name_the_flag(key, value, needle):
 
 
 def test_cli_flags_and_yaml_keys_reach_the_config(tmp_path, capsys):
-    from engine.cli import _Parser, _add_run_flags, parse_run_config
+    from engine.cli import _add_run_flags, _Parser, parse_run_config
 
     p = _Parser(prog="debate run")
     _add_run_flags(p)
     yml = tmp_path / "run.yaml"
     yml.write_text("kv_cache_bytes: 1073741824\nmax-model-len: 4096\nchunked_prefill: true\n")
-    cfg = parse_run_config(p.parse_args(["--config", str(yml), "--no-chunked-prefill", "--dtype", "float32",
-                                         "--max-batch", "32", "--backend", "vllm"]))
+    cfg = parse_run_config(
+        p.parse_args(
+            [
+                "--config",
+                str(yml),
+                "--no-chunked-prefill",
+                "--dtype",
+                "float32",
+                "--max-batch",
+                "32",
+                "--backend",
+                "vllm",
+            ]
+        )
+    )
     assert (cfg.kv_cache_bytes, cfg.max_model_len, cfg.chunked_prefill, cfg.dtype, cfg.max_batch) == (
-        1 << 30, 4096, False, "float32", 32)  # the flag wins over the file
+        1 << 30,
+        4096,
+        False,
+        "float32",
+        32,
+    )  # the flag wins over the file
 
 
 def test_cli_rejects_an_unknown_dtype_in_one_line(capsys):
@@ -85,14 +112,36 @@ def test_cli_rejects_an_unknown_dtype_in_one_line(capsys):
 
 
 def test_engine_settings_reach_each_models_replicas():
-    cfg = RunConfig(backend="vllm", models="big*1,small*2", max_model_len=4096, kv_cache_bytes=1 << 30,
-                    placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}, "dtype": "float32",
-                                                 "max_model_len": 16384, "gpu_memory_utilization": 0.8}})
+    cfg = RunConfig(
+        backend="vllm",
+        models="big*1,small*2",
+        max_model_len=4096,
+        kv_cache_bytes=1 << 30,
+        placement_resources={
+            "big": {
+                "num_gpus": 1,
+                "resources": {"strong_gpu": 1},
+                "dtype": "float32",
+                "max_model_len": 16384,
+                "gpu_memory_utilization": 0.8,
+            }
+        },
+    )
     layout = replica_layout(cfg, ["big", "small"], gpu=True)
     big, small = layout["big"][0], layout["small"][0]
-    assert big.backend_options == {"dtype": "float32", "max_model_len": 16384, "kv_cache_bytes": 1 << 30,
-                                   "gpu_memory_utilization": 0.8, "device": "cuda"}
-    assert small.backend_options == {"dtype": "auto", "max_model_len": 4096, "kv_cache_bytes": 1 << 30, "device": "cuda"}
+    assert big.backend_options == {
+        "dtype": "float32",
+        "max_model_len": 16384,
+        "kv_cache_bytes": 1 << 30,
+        "gpu_memory_utilization": 0.8,
+        "device": "cuda",
+    }
+    assert small.backend_options == {
+        "dtype": "auto",
+        "max_model_len": 4096,
+        "kv_cache_bytes": 1 << 30,
+        "device": "cuda",
+    }
     # engine settings never reach Ray's actor options; Ray's keys do
     assert big.actor_options["resources"] == {"strong_gpu": 1} and "dtype" not in big.actor_options
     assert "max_model_len" not in placement_options(cfg, "big", {"num_cpus": 1})
@@ -100,8 +149,14 @@ def test_engine_settings_reach_each_models_replicas():
 
 
 def test_transformers_takes_only_its_own_settings():
-    cfg = RunConfig(backend="transformers", dtype="bfloat16", max_model_len=1024, max_batch=8, kv_cache_bytes=1 << 30,
-                    chunked_prefill=True)
+    cfg = RunConfig(
+        backend="transformers",
+        dtype="bfloat16",
+        max_model_len=1024,
+        max_batch=8,
+        kv_cache_bytes=1 << 30,
+        chunked_prefill=True,
+    )
     assert engine_settings(cfg, "transformers") == {"dtype": "bfloat16", "max_model_len": 1024, "max_batch": 8}
     assert engine_settings(cfg, "simulated") == {} and engine_settings(cfg, "openai") == {}
     (spec,) = replica_layout(cfg, ["smollm2-135m-instruct"], gpu=False)["smollm2-135m-instruct"]
@@ -117,7 +172,9 @@ def test_cpu_core_reservation(monkeypatch):
     assert backend_vllm.default_cpu_reserved_cores() is None  # vLLM's own choice on a big one
     cfg = RunConfig(backend="vllm", cpu_reserved_cores=1)
     assert engine_settings(cfg, "vllm")["cpu_reserved_cores"] == 1
-    assert "cpu_reserved_cores" not in engine_settings(RunConfig(backend="transformers", cpu_reserved_cores=1), "transformers")
+    assert "cpu_reserved_cores" not in engine_settings(
+        RunConfig(backend="transformers", cpu_reserved_cores=1), "transformers"
+    )
     with pytest.raises(ConfigError, match="--cpu-reserved-cores must be >= 0"):
         RunConfig(cpu_reserved_cores=-1).validate()
 
@@ -126,7 +183,9 @@ def test_unknown_per_model_key_lists_the_engine_keys_too():
     cfg = RunConfig(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
     with pytest.raises(ValueError) as err:
         replica_layout(cfg, ["m"], gpu=False)
-    assert "kv_cache" in str(err.value) and "kv_cache_bytes" in str(err.value) and "tensor_parallel_size" in str(err.value)
+    assert (
+        "kv_cache" in str(err.value) and "kv_cache_bytes" in str(err.value) and "tensor_parallel_size" in str(err.value)
+    )
 
 
 def test_pick_dtype(monkeypatch):
@@ -143,18 +202,33 @@ def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
     import builtins
 
     real_open = builtins.open
-    for flags, fast in (("fpu avx2 avx512f avx512_bf16", True), ("fpu amx_bf16 amx_tile", True), ("fpu avx2 avx512f", False)):
+    for flags, fast in (
+        ("fpu avx2 avx512f avx512_bf16", True),
+        ("fpu amx_bf16 amx_tile", True),
+        ("fpu avx2 avx512f", False),
+    ):
         f = tmp_path / "cpuinfo"
         f.write_text(f"processor : 0\nflags\t\t: {flags}\n")
-        monkeypatch.setattr(builtins, "open", lambda p, *a, **k: real_open(f if p == "/proc/cpuinfo" else p, *a, **k))
+
+        def fake_open(p, *a, f=f, **k):
+            return real_open(f if p == "/proc/cpuinfo" else p, *a, **k)
+
+        monkeypatch.setattr(builtins, "open", fake_open)
         assert model_store.cpu_has_fast_bf16() is fast, flags
 
 
-@pytest.mark.parametrize("name,hub", [
-    ("Qwen/Qwen2.5-7B-Instruct", True), ("meta-llama/Llama-3.1-8B-Instruct@main", True),
-    ("smollm2", False), ("smollm2-135m-instruct", False), ("/abs/path/model", False), ("a/b/c", False),
-    ("model.gguf", False),
-])
+@pytest.mark.parametrize(
+    "name,hub",
+    [
+        ("Qwen/Qwen2.5-7B-Instruct", True),
+        ("meta-llama/Llama-3.1-8B-Instruct@main", True),
+        ("smollm2", False),
+        ("smollm2-135m-instruct", False),
+        ("/abs/path/model", False),
+        ("a/b/c", False),
+        ("model.gguf", False),
+    ],
+)
 def test_hub_ids_are_recognised(name, hub):
     assert model_store.is_hub_id(name) is hub
 
@@ -184,7 +258,9 @@ def test_hub_check_reads_the_cache_first_and_never_retries_when_offline(tmp_path
     with pytest.raises(model_store.ModelNotFound) as err:
         model_store.check_hub_model("org/other-model")
     msg = str(err.value)
-    assert msg.startswith("--model org/other-model: the Hugging Face hub") and "HF_HUB_OFFLINE" in msg and "\n" not in msg
+    assert (
+        msg.startswith("--model org/other-model: the Hugging Face hub") and "HF_HUB_OFFLINE" in msg and "\n" not in msg
+    )
 
 
 @pytest.mark.slow
@@ -258,8 +334,17 @@ def test_vllm_engine_args_on_gpu_keep_the_kv_cache_bytes():
     silently); the replica's share-sized utilization and the CPU defaults reach vLLM as set."""
     from actors.backend_vllm import engine_args
 
-    base = dict(dtype="auto", enforce_eager=None, max_model_len=None, max_batch=None, max_num_batched_tokens=None,
-                chunked_prefill=None, tensor_parallel_size=1, seed=0, block_size=None)
+    base = dict(
+        dtype="auto",
+        enforce_eager=None,
+        max_model_len=None,
+        max_batch=None,
+        max_num_batched_tokens=None,
+        chunked_prefill=None,
+        tensor_parallel_size=1,
+        seed=0,
+        block_size=None,
+    )
     gpu = engine_args("m", True, gpu_memory_utilization=None, kv_cache_bytes=2 << 30, **base)
     assert gpu["kv_cache_memory_bytes"] == 2 << 30 and "gpu_memory_utilization" not in gpu
     assert gpu["enable_chunked_prefill"] is True and gpu["enforce_eager"] is False and "block_size" not in gpu

@@ -55,7 +55,7 @@ class StubServer:
             self.max_in_flight = 0
 
     # -------------------------------------------------------------- lifecycle
-    def start(self) -> "StubServer":
+    def start(self) -> StubServer:
         self.thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
         return self
@@ -113,12 +113,20 @@ class StubServer:
                 "id": "chatcmpl-stub",
                 "object": "chat.completion",
                 "model": body.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "finish_reason": "length" if body.get("max_tokens") == 3 else "stop"}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "length" if body.get("max_tokens") == 3 else "stop",
+                    }
+                ],
             }
             if action != "nousage":
-                answer["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                                   "total_tokens": prompt + completion}
+                answer["usage"] = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                }
                 with self.lock:
                     self.usages.append((prompt, completion))
             return web.json_response(answer)
@@ -141,8 +149,14 @@ def stub(server):
 
 
 def req(i: int = 0, **kw) -> GenRequest:
-    base = dict(messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": f"question {i}"}],
-                temperature=0.25, top_p=0.9, max_tokens=77, seed=1000 + i, meta={"gold": "secret-gold"})
+    base = dict(
+        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": f"question {i}"}],
+        temperature=0.25,
+        top_p=0.9,
+        max_tokens=77,
+        seed=1000 + i,
+        meta={"gold": "secret-gold"},
+    )
     base.update(kw)
     return GenRequest(**base)
 
@@ -156,9 +170,17 @@ def backend(stub, **kw) -> OpenAIBackend:
 # ------------------------------------------------------------------ URL and config
 def test_api_base_with_or_without_v1_gives_the_same_endpoint():
     want = "http://127.0.0.1:8000/v1/chat/completions"
-    for base in ("http://127.0.0.1:8000", "http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/"):
+    for base in (
+        "http://127.0.0.1:8000",
+        "http://127.0.0.1:8000/",
+        "http://127.0.0.1:8000/v1",
+        "http://127.0.0.1:8000/v1/",
+    ):
         assert chat_completions_url(base) == want
-    assert chat_completions_url("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1/chat/completions"
+    assert (
+        chat_completions_url("https://api.example.com/openai/v1")
+        == "https://api.example.com/openai/v1/chat/completions"
+    )
     with pytest.raises(ValueError, match="--api-base"):
         chat_completions_url("127.0.0.1:8000")
     with pytest.raises(ValueError, match="concurrency"):
@@ -190,11 +212,18 @@ def test_body_fields_auth_header_and_server_token_counts(stub, monkeypatch):
     assert seen["body"] == {
         "model": "stub-model",
         "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "question 3"}],
-        "temperature": 0.25, "top_p": 0.9, "max_tokens": 77, "seed": 1003,
+        "temperature": 0.25,
+        "top_p": 0.9,
+        "max_tokens": 77,
+        "seed": 1003,
     }  # exactly these fields: meta (the simulated model's oracle) is never sent
     assert res.error is None and res.finish_reason == "stop"
     assert res.text == "Let me compute. The answer is \\boxed{19}"
-    assert (res.prompt_tokens, res.completion_tokens) == stub.usages[0] == (len("Be brief.") + len("question 3") + 11, 5 + 1003 % 7)
+    assert (
+        (res.prompt_tokens, res.completion_tokens)
+        == stub.usages[0]
+        == (len("Be brief.") + len("question 3") + 11, 5 + 1003 % 7)
+    )
     assert 0 < res.latency_s < 5
     assert b.stats["retries"] == 0 and b.stats["attempts"] == 1
 
@@ -208,7 +237,7 @@ def test_no_key_means_no_authorization_header_and_finish_reason_is_the_servers(s
 
 
 # ------------------------------------------------------------------ images
-PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="
+PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="  # noqa: E501
 
 
 def test_an_image_question_reaches_the_server_as_openai_content_parts(stub):
@@ -232,7 +261,10 @@ def test_an_image_question_reaches_the_server_as_openai_content_parts(stub):
     [seen] = stub.seen
     assert seen["body"]["messages"] == [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": [{"type": "text", "text": first}, {"type": "image_url", "image_url": {"url": PIXEL}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": first}, {"type": "image_url", "image_url": {"url": PIXEL}}],
+        },
         {"role": "assistant", "content": "I count \\boxed{2}."},
         {"role": "user", "content": prompts.self_check(q.text)},
     ]
@@ -244,8 +276,15 @@ def test_an_image_question_reaches_the_server_as_openai_content_parts(stub):
     plain = Question("q1", "numeric", q.text, "3")
     backend(stub).generate([agent.request(Turn(plain, turn.call, round=1, key=7, history=history))[0]])
     body = stub.seen[0]["body"]
-    assert [m["content"] for m in body["messages"]] == ["Be brief.", first, "I count \\boxed{2}.", prompts.self_check(q.text)]
-    assert {k: v for k, v in body.items() if k != "messages"} == {k: v for k, v in seen["body"].items() if k != "messages"}
+    assert [m["content"] for m in body["messages"]] == [
+        "Be brief.",
+        first,
+        "I count \\boxed{2}.",
+        prompts.self_check(q.text),
+    ]
+    assert {k: v for k, v in body.items() if k != "messages"} == {
+        k: v for k, v in seen["body"].items() if k != "messages"
+    }
 
 
 # ------------------------------------------------------------------ failures
@@ -387,8 +426,18 @@ def test_debate_run_on_ray_records_the_servers_token_counts(stub, ray_local, tmp
     from actors.driver import run
     from engine.results import read_table
 
-    cfg = RunConfig(backend="openai", api_base=stub.base + "/v1", protocol="mad", agents=2, rounds=2, limit=2,
-                    progress=False, out=str(tmp_path / "openai"), model="stub-model", api_concurrency=4)
+    cfg = RunConfig(
+        backend="openai",
+        api_base=stub.base + "/v1",
+        protocol="mad",
+        agents=2,
+        rounds=2,
+        limit=2,
+        progress=False,
+        out=str(tmp_path / "openai"),
+        model="stub-model",
+        api_concurrency=4,
+    )
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     assert len(calls) == 2 * 2 * 2 == len(stub.seen)  # questions x agents x rounds, one request each

@@ -17,7 +17,7 @@ spec = importlib.util.spec_from_file_location("bench_agent_scale", SCRIPT)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
-GB, MB = 1024 ** 3, 1024 ** 2
+GB, MB = 1024**3, 1024**2
 
 
 def test_sizes_take_their_own_question_count():
@@ -38,8 +38,27 @@ def test_only_per_agent_sizes_are_skipped_and_each_says_why():
 
 def test_debate_command_and_the_layout_of_each_mode():
     cmd = bench.debate_command("debate", 32, 4, 3, bench.MODES["per-agent"], "/tmp/x")
-    assert cmd == ["debate", "run", "-q", "--backend", "simulated", "--protocol", "sparse", "--topology", "ring",
-                   "--agents", "32", "--rounds", "3", "--limit", "4", "--agents-per-actor", "1", "--out", "/tmp/x"]
+    assert cmd == [
+        "debate",
+        "run",
+        "-q",
+        "--backend",
+        "simulated",
+        "--protocol",
+        "sparse",
+        "--topology",
+        "ring",
+        "--agents",
+        "32",
+        "--rounds",
+        "3",
+        "--limit",
+        "4",
+        "--agents-per-actor",
+        "1",
+        "--out",
+        "/tmp/x",
+    ]
     assert bench.MODES["packed"] == () and bench.WITHOUT_FLAG == {"per-agent": (), "packed": None}
 
 
@@ -60,11 +79,13 @@ def test_run_facts_with_and_without_the_timings_column():
 
 
 def test_memory_per_agent_is_the_growth_over_the_modes_smallest_n():
-    rows = [{"mode": "per-agent", "agents": 6, "status": "ok", "peak_pss_gb": 1.0},
-            {"mode": "per-agent", "agents": 32, "status": "ok", "peak_pss_gb": 3.0},
-            {"mode": "per-agent", "agents": 512, "status": "skipped: too many"},
-            {"mode": "packed", "agents": 32, "status": "ok", "peak_pss_gb": 1.5},
-            {"mode": "packed", "agents": 1000, "status": "ok", "peak_pss_gb": 2.5}]
+    rows = [
+        {"mode": "per-agent", "agents": 6, "status": "ok", "peak_pss_gb": 1.0},
+        {"mode": "per-agent", "agents": 32, "status": "ok", "peak_pss_gb": 3.0},
+        {"mode": "per-agent", "agents": 512, "status": "skipped: too many"},
+        {"mode": "packed", "agents": 32, "status": "ok", "peak_pss_gb": 1.5},
+        {"mode": "packed", "agents": 1000, "status": "ok", "peak_pss_gb": 2.5},
+    ]
     bench.per_agent_memory(rows)
     assert rows[0]["memory_per_agent_mb"] is None and rows[3]["memory_per_agent_mb"] is None
     assert rows[1]["memory_per_agent_mb"] == pytest.approx(2 * 1024 / 26, abs=0.01)
@@ -74,15 +95,29 @@ def test_memory_per_agent_is_the_growth_over_the_modes_smallest_n():
 
 def test_targets_are_judged_on_the_packed_rows():
     def row(mode, n, q, whole, gb, calls, rate):
-        return {"mode": mode, "agents": n, "questions": q, "status": "ok", "whole_s": whole, "peak_pss_gb": gb,
-                "calls": calls, "calls_per_s": rate}
+        return {
+            "mode": mode,
+            "agents": n,
+            "questions": q,
+            "status": "ok",
+            "whole_s": whole,
+            "peak_pss_gb": gb,
+            "calls": calls,
+            "calls_per_s": rate,
+        }
 
-    rows = [row("packed", 1000, 2, 55.0, 2.9, 6000, 600.0), row("per-agent", 128, 4, 19.0, 1.6, 1536, 90.0),
-            row("packed", 128, 4, 12.0, 1.2, 1536, 300.0), row("packed", 1000, 4, 99.0, 9.0, 12000, 1.0)]
+    rows = [
+        row("packed", 1000, 2, 55.0, 2.9, 6000, 600.0),
+        row("per-agent", 128, 4, 19.0, 1.6, 1536, 90.0),
+        row("packed", 128, 4, 12.0, 1.2, 1536, 300.0),
+        row("packed", 1000, 4, 99.0, 9.0, 12000, 1.0),
+    ]
     big, mid = bench.check_targets(rows, ["per-agent", "packed"])
     assert big["met"] is True and big["by_mode"]["per-agent"] is None and big["calls"] == 6000
-    assert mid["met"] is True and mid["by_mode"]["per-agent"] == {"checks": {"whole_s": True, "extra_gb": False},
-                                                                  "met": False}
+    assert mid["met"] is True and mid["by_mode"]["per-agent"] == {
+        "checks": {"whole_s": True, "extra_gb": False},
+        "met": False,
+    }
     rows[0]["calls_per_s"] = 499.0
     assert bench.check_targets(rows, ["packed"])[0]["by_mode"]["packed"]["checks"]["calls_per_s"] is False
     assert bench.check_targets(rows[1:2], ["per-agent", "packed"])[0]["met"] is None  # no packed row
@@ -91,7 +126,10 @@ def test_targets_are_judged_on_the_packed_rows():
 def test_process_titles():
     assert bench.process_title(["ray::AgentActor.run_turns()"], "python") == "AgentActor"
     assert bench.process_title(["ray::IDLE"], "python") == "IDLE"
-    assert bench.process_title(["/v/bin/python", "-u", "/v/ray/_private/log_monitor.py", "--x"], "python") == "log_monitor.py"
+    assert (
+        bench.process_title(["/v/bin/python", "-u", "/v/ray/_private/log_monitor.py", "--x"], "python")
+        == "log_monitor.py"
+    )
     assert bench.process_title(["/v/ray/core/src/ray/raylet/raylet", "--a=1"], "raylet") == "raylet"
     assert bench.AGENT_TITLE.match("AgentActor") and bench.AGENT_TITLE.match("AgentGroupActor")
     assert not bench.AGENT_TITLE.match("CoordinatorActor")
@@ -100,7 +138,7 @@ def test_process_titles():
 def test_process_memory_of_this_process():
     mem = bench.process_memory(os.getpid())
     assert 0 < mem["uss"] <= mem["pss"] <= mem["rss"]
-    assert bench.process_memory(2 ** 22 + 12345) is None  # above Linux's pid_max: no such process
+    assert bench.process_memory(2**22 + 12345) is None  # above Linux's pid_max: no such process
 
 
 def test_the_sampler_sums_a_whole_tree_and_reaps_it():
@@ -125,20 +163,48 @@ def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     """The script end to end at 3 agents, 1 question, per-agent: one real ``debate run`` on its own Ray,
     then a ``debate sweep`` over 2 and 3 agents."""
     out = tmp_path / "scale.json"
-    assert bench.main(["--agents", "3", "--questions", "1", "--modes", "per-agent", "--settle-s", "0", "--quiet",
-                       "--sweep", "2,3", "--sweep-questions", "1", "--out", str(out)]) == 0
+    assert (
+        bench.main(
+            [
+                "--agents",
+                "3",
+                "--questions",
+                "1",
+                "--modes",
+                "per-agent",
+                "--settle-s",
+                "0",
+                "--quiet",
+                "--sweep",
+                "2,3",
+                "--sweep-questions",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
     assert r["benchmark"] == "agent_scale" and r["simulated"] and r["commit"] and r["loadavg_before"]
-    assert r["machine"]["cpus"] >= 1 and r["machine"]["memory_total_gb"] > 0 and "--agents 3 --questions 1" in r["command"]
+    assert (
+        r["machine"]["cpus"] >= 1 and r["machine"]["memory_total_gb"] > 0 and "--agents 3 --questions 1" in r["command"]
+    )
     assert r["params"]["sizes"] == [[3, 1]] and list(r["params"]["modes"]) == ["per-agent"]
     (row,) = r["rows"]
-    assert row["status"] == "ok" and row["returncode"] == 0 and (row["mode"], row["agents"], row["questions"]) == (
-        "per-agent", 3, 1)
+    assert (
+        row["status"] == "ok"
+        and row["returncode"] == 0
+        and (row["mode"], row["agents"], row["questions"]) == ("per-agent", 3, 1)
+    )
     assert row["layout_args"] == ([] if not r["layout_flag"] else ["--agents-per-actor", "1"])
-    assert "--agents 3 " in row["command"] and "--limit 1 " in row["command"] and "--backend simulated" in row["command"]
+    assert (
+        "--agents 3 " in row["command"] and "--limit 1 " in row["command"] and "--backend simulated" in row["command"]
+    )
     assert row["calls"] == row["runs_n_calls"] == 3 * 3 * 1
-    assert row["whole_s"] > row["debate_s"] > 0 and row["overhead_s"] == pytest.approx(row["whole_s"] - row["debate_s"],
-                                                                                       abs=1e-3)
+    assert row["whole_s"] > row["debate_s"] > 0 and row["overhead_s"] == pytest.approx(
+        row["whole_s"] - row["debate_s"], abs=1e-3
+    )
     assert row["calls_per_s"] == pytest.approx(row["calls"] / row["debate_s"], abs=0.1)
     if row["timings_column"]:
         assert row["startup_s"] == pytest.approx(row["replicas_s"] + row["agents_s"])
@@ -155,7 +221,9 @@ def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     assert [(c["agents"], c["calls"]) for c in sw["cells"]] == [(2, 2 * 3), (3, 3 * 3)] and sw["calls"] == 15
     assert all(c["debate_s"] > 0 for c in sw["cells"]) and sw["peak_pss_gb"] > 0.1
     png = Path(r["png"])
-    assert png == out.with_suffix(".png") and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert (
+        png == out.with_suffix(".png") and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    )
 
 
 def test_reap_waits_for_stragglers_then_kills_them_by_pid():
@@ -164,7 +232,7 @@ def test_reap_waits_for_stragglers_then_kills_them_by_pid():
     short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
     long = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     seen = {p.pid: (psutil.Process(p.pid).create_time(), name) for p, name in ((short, "short"), (long, "long"))}
-    seen[2 ** 22 + 7] = (0.0, "gone")  # a process that has already ended
+    seen[2**22 + 7] = (0.0, "gone")  # a process that has already ended
     try:
         waited, killed = bench.reap(seen, grace_s=3)
         assert killed == ["long"] and 3 <= waited < 6

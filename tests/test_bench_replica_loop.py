@@ -29,7 +29,9 @@ def test_transcripts_are_an_agents_debate_prompt_with_its_peers_replies():
 
 def test_a_burst_shares_its_transcript_but_each_request_ends_its_own_way():
     reqs = bench.case_requests("truncate", 4, rounds=2, words=10, overflow="truncate", max_tokens=8)
-    assert len({r.seed for r in reqs}) == 4 and all(r.context_overflow == "truncate" and r.max_tokens == 8 for r in reqs)
+    assert len({r.seed for r in reqs}) == 4 and all(
+        r.context_overflow == "truncate" and r.max_tokens == 8 for r in reqs
+    )
     assert all(r.messages[:-1] == reqs[0].messages[:-1] for r in reqs)
     assert len({r.messages[-1]["content"] for r in reqs}) == 4
     other = bench.case_requests("fits", 1, rounds=2, words=10, overflow="error", max_tokens=8)[0]
@@ -41,12 +43,28 @@ def test_percentile_and_the_per_repetition_ratios():
     assert bench.percentile([float(x) for x in range(1, 101)], 0.99) == 99.0
 
     def run(k, mode, wall, late):
-        return {"repeat": k, "mode": mode, "wall_s": wall, "requests_per_s": 1.0, "late_max_ms": late,
-                "late_p99_ms": late, "late_p50_ms": 0.1, "late_total_ms": late, "latency_p50_s": 1.0,
-                "latency_max_s": 1.0, "fit_s": 0.5}
+        return {
+            "repeat": k,
+            "mode": mode,
+            "wall_s": wall,
+            "requests_per_s": 1.0,
+            "late_max_ms": late,
+            "late_p99_ms": late,
+            "late_p50_ms": 0.1,
+            "late_total_ms": late,
+            "latency_p50_s": 1.0,
+            "latency_max_s": 1.0,
+            "fit_s": 0.5,
+        }
 
-    runs = [run(0, "loop", 4.0, 400.0), run(0, "thread", 2.0, 4.0), run(1, "loop", 3.0, 300.0),
-            run(1, "thread", 3.0, 6.0), run(2, "loop", 6.0, 500.0), run(2, "thread", 5.0, 10.0)]
+    runs = [
+        run(0, "loop", 4.0, 400.0),
+        run(0, "thread", 2.0, 4.0),
+        run(1, "loop", 3.0, 300.0),
+        run(1, "thread", 3.0, 6.0),
+        run(2, "loop", 6.0, 500.0),
+        run(2, "thread", 5.0, 10.0),
+    ]
     s = bench.summarise(runs, ("loop", "thread"))
     assert s["loop"]["wall_s"] == 4.0 and s["thread"]["late_max_ms"] == 6.0
     assert s["loop_over_thread"]["wall_s"] == 1.2 and s["loop_over_thread"]["late_max_ms"] == 50.0

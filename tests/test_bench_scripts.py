@@ -1,4 +1,5 @@
-"""The engine benchmarks in scripts/: bench_vs_peers (engine vs offline, sequential and thread-pool peers) and bench_coordinator_overhead.
+"""The engine benchmarks in scripts/: bench_vs_peers (engine vs offline, sequential and thread-pool
+peers) and bench_coordinator_overhead.
 
 Pure helpers are tested without Ray on the SIMULATED backend; one small smoke run per script
 (marked ``ray``) checks the JSON it writes: counts, same work on both sides, sane ratios.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ import pytest
 from actors.backend_simulated import SimulatedBackend
 from actors.local_run import run_local
 from engine.config import RunConfig
-from engine.records import GenRequest, GenResult
+from engine.records import GenRequest
 from engine.tasks import arithmetic_questions
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
@@ -34,8 +34,9 @@ coord = _load("bench_coordinator_overhead")
 
 
 def _sim_cfg(**kw) -> RunConfig:
-    base = dict(protocol="mad", agents=3, rounds=2, limit=2, backend="simulated", temperature=0.0, max_tokens=64,
-                progress=False)
+    base = dict(
+        protocol="mad", agents=3, rounds=2, limit=2, backend="simulated", temperature=0.0, max_tokens=64, progress=False
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -73,7 +74,10 @@ def test_recorded_requests_are_the_engines_exact_requests():
         assert by_seed[req.seed]["messages"] == req.messages
     rec = {r["seed"]: r for r in rows}
     for it in items:  # each generates exactly what the engine's call generated
-        assert it["tokens"] == rec[it["seed"]]["completion_tokens"] and it["prompt_tokens"] == rec[it["seed"]]["prompt_tokens"]
+        assert (
+            it["tokens"] == rec[it["seed"]]["completion_tokens"]
+            and it["prompt_tokens"] == rec[it["seed"]]["prompt_tokens"]
+        )
     # the protocol's own order: question by question, round by round, agent by agent
     keys = [(it["question"], it["round"], it["agent"]) for it in items]
     assert keys == sorted(keys, key=lambda k: ([q.qid for q in qs].index(k[0]), k[1], k[2]))
@@ -109,8 +113,20 @@ class _FakeGen:
 
 
 def _items(nq=3, rounds=2, agents=2):
-    return [{"question": f"q{q}", "round": r, "agent": a, "messages": [], "seed": 100 * q + 10 * r + a,
-             "tokens": 5, "prompt_tokens": 50} for q in range(nq) for r in range(rounds) for a in range(agents)]
+    return [
+        {
+            "question": f"q{q}",
+            "round": r,
+            "agent": a,
+            "messages": [],
+            "seed": 100 * q + 10 * r + a,
+            "tokens": 5,
+            "prompt_tokens": 50,
+        }
+        for q in range(nq)
+        for r in range(rounds)
+        for a in range(agents)
+    ]
 
 
 def test_the_three_peer_schedules():
@@ -119,7 +135,9 @@ def test_the_three_peer_schedules():
     items = _items()
     g = _FakeGen()
     assert asyncio.run(peers.sequential(g, items)) == [(50, 5)] * 12
-    assert g.peak == 1 and g.started == [(i["question"], i["round"], i["agent"]) for i in items]  # one at a time, in order
+    assert g.peak == 1 and g.started == [
+        (i["question"], i["round"], i["agent"]) for i in items
+    ]  # one at a time, in order
     g = _FakeGen()
     asyncio.run(peers.offline(g, items))
     assert g.peak_by_round == {0: 6, 1: 6}  # a whole round (every question) at once
@@ -143,8 +161,9 @@ def test_per_turn_overhead_formula():
 
 
 def test_backend_compute_counts_every_turn():
-    cfg = RunConfig(protocol="sparse", topology="ring", agents=5, rounds=2, limit=3, backend="simulated",
-                    progress=False)
+    cfg = RunConfig(
+        protocol="sparse", topology="ring", agents=5, rounds=2, limit=3, backend="simulated", progress=False
+    )
     qs = arithmetic_questions(3, seed=0)
     seconds, calls = coord.backend_compute_s(cfg, qs)
     assert calls == 3 * 5 * 2 and 0 < seconds < 5
@@ -159,8 +178,26 @@ def test_bench_vs_peers_script_json_on_vllm(tmp_path):
     if not vllm_installed():
         pytest.skip("vLLM is not installed (tests/test_vllm_backend.py fails where it is expected)")
     out = tmp_path / "peers.json"
-    assert peers.main(["--questions", "2", "--agents", "2", "--rounds", "2", "--max-tokens", "12", "--quiet",
-                       "--repeat", "2", "--out", str(out)]) == 0
+    assert (
+        peers.main(
+            [
+                "--questions",
+                "2",
+                "--agents",
+                "2",
+                "--rounds",
+                "2",
+                "--max-tokens",
+                "12",
+                "--quiet",
+                "--repeat",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
     assert r["workload"]["calls"] == 8 and r["backend"] == "vllm" and r["identical_work"] is True
     reps = r["repetitions"]
@@ -186,18 +223,38 @@ def test_bench_vs_peers_script_json_on_vllm(tmp_path):
 @pytest.mark.ray
 def test_coordinator_overhead_script_json(ray_local, tmp_path):
     out = tmp_path / "coord.json"
-    assert coord.main(["--agents", "2,3", "--questions", "3", "--warmup-questions", "1", "--repeats", "1",
-                       "--settle-s", "0", "--quiet", "--out", str(out)]) == 0
+    assert (
+        coord.main(
+            [
+                "--agents",
+                "2,3",
+                "--questions",
+                "3",
+                "--warmup-questions",
+                "1",
+                "--repeats",
+                "1",
+                "--settle-s",
+                "0",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
     assert [s["agents"] for s in r["sizes"]] == [2, 3]
     for s in r["sizes"]:
         assert s["turns"] == s["expected_turns"] == 3 * s["agents"] * 2
         assert s["replica_requests"] == s["turns"] == s["backend_compute_calls"] and s["errors"] == 0
         assert s["wall_s"] > s["backend_busy_s"] >= 0 and s["wall_ms_per_turn"] > 0
-        assert s["overhead_ms_per_turn"] == pytest.approx(1000 * (s["wall_s"] - s["backend_busy_s"]) / s["turns"],
-                                                          abs=0.01)
+        assert s["overhead_ms_per_turn"] == pytest.approx(
+            1000 * (s["wall_s"] - s["backend_busy_s"]) / s["turns"], abs=0.01
+        )
         assert s["overhead_strict_ms_per_turn"] == pytest.approx(
-            1000 * (s["wall_s"] - s["backend_compute_s"]) / s["turns"], abs=0.01)
+            1000 * (s["wall_s"] - s["backend_compute_s"]) / s["turns"], abs=0.01
+        )
         assert s["target_met"] == (s["overhead_ms_per_turn"] < 2.0)
     assert r["simulated"] and r["params"]["sim_latency_s"] == 0.0 and r["target"]["overhead_ms_per_turn_below"] == 2.0
 

@@ -46,8 +46,12 @@ def _trace(cfg: RunConfig, answer=None, fail=()):
 
 
 def _calls(steps):
-    return [(s.round, c.agent, c.stage, c.peers, c.values["history"])
-            for s in steps for c in s.calls if isinstance(c, AgentCall)]
+    return [
+        (s.round, c.agent, c.stage, c.peers, c.values["history"])
+        for s in steps
+        for c in s.calls
+        if isinstance(c, AgentCall)
+    ]
 
 
 # --------------------------------------------------------------------------- roles
@@ -58,18 +62,24 @@ def test_roles_are_assigned_cyclically_by_agent_id_and_numbered_when_repeated():
     assert [r.name for r in roles] == [GP, CR, NA, "Psychologist", "Scientist", "General Public 2", "Critic 2"]
     assert [r.description for r in roles] == [r.description for r in DEFAULT_ROLES + DEFAULT_ROLES[:2]]
     own = [{"name": "Judge", "description": "You weigh both sides."}, {"name": "Skeptic", "description": "You doubt."}]
-    assert agent_roles(3, own) == [Role("Judge", "You weigh both sides."), Role("Skeptic", "You doubt."),
-                                   Role("Judge 2", "You weigh both sides.")]
+    assert agent_roles(3, own) == [
+        Role("Judge", "You weigh both sides."),
+        Role("Skeptic", "You doubt."),
+        Role("Judge 2", "You weigh both sides."),
+    ]
 
 
 def test_the_role_reaches_the_first_prompt_and_the_name_every_turn_not_the_system_prompt():
     """The prompts an agent really sends (AgentCore renders them): the system prompt is the user's
     own; the first message holds the role's name and description and the cue with the name; a
     later turn holds the cue with the name but not the description again."""
-    own = [{"name": "Judge", "description": "You weigh both sides carefully."},
-           {"name": "Skeptic", "description": "You doubt every single step."}]
-    cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", system_prompt="Be exact.",
-                    chateval_roles=own).validate()
+    own = [
+        {"name": "Judge", "description": "You weigh both sides carefully."},
+        {"name": "Skeptic", "description": "You doubt every single step."},
+    ]
+    cfg = RunConfig(
+        protocol="chateval", agents=3, rounds=2, backend="simulated", system_prompt="Be exact.", chateval_roles=own
+    ).validate()
     sent = []
 
     class Recording(SimulatedBackend):
@@ -83,10 +93,14 @@ def test_the_role_reaches_the_first_prompt_and_the_name_every_turn_not_the_syste
         by_agent.setdefault(rec.agent_id, []).append(req.messages)
     first, later = by_agent[2]  # agent 2 is "Judge 2" (roles cycle)
     assert first[0] == {"role": "system", "content": "Be exact."} and later[0] == first[0]
-    assert "You are now Judge 2, one of the referees in this task. You weigh both sides carefully." in first[1]["content"]
+    assert (
+        "You are now Judge 2, one of the referees in this task. You weigh both sides carefully." in first[1]["content"]
+    )
     assert "make your talk short and clear, Judge 2 !" in first[1]["content"]
     assert "[Question]\n" + arithmetic_questions(1, seed=0)[0].text in first[1]["content"]
-    assert len(first) == 2 and len(later) == 4 and later[1] == first[1]  # full memory: its first prompt, its reply, the turn
+    assert (
+        len(first) == 2 and len(later) == 4 and later[1] == first[1]
+    )  # full memory: its first prompt, its reply, the turn
     turn = later[-1]["content"]
     assert "make your talk short and clear, Judge 2 !" in turn and "weigh both sides" not in turn
     assert "You doubt every single step." in by_agent[1][0][1]["content"]
@@ -101,9 +115,15 @@ def test_one_by_one_reads_everything_said_since_its_last_turn_in_order():
     assert [len(s.calls) for s in steps] == [1] * 9 and [s.round for s in steps] == [0] * 3 + [1] * 3 + [2] * 3
     calls = _calls(steps)
     assert [(r, a, st, p) for r, a, st, p, _ in calls] == [
-        (0, 0, "chateval_first", []), (0, 1, "chateval_first", [0]), (0, 2, "chateval_first", [0, 1]),
-        (1, 0, "chateval_turn", [1, 2]), (1, 1, "chateval_turn", [2, 0]), (1, 2, "chateval_turn", [0, 1]),
-        (2, 0, "chateval_turn", [1, 2]), (2, 1, "chateval_turn", [2, 0]), (2, 2, "chateval_turn", [0, 1]),
+        (0, 0, "chateval_first", []),
+        (0, 1, "chateval_first", [0]),
+        (0, 2, "chateval_first", [0, 1]),
+        (1, 0, "chateval_turn", [1, 2]),
+        (1, 1, "chateval_turn", [2, 0]),
+        (1, 2, "chateval_turn", [0, 1]),
+        (2, 0, "chateval_turn", [1, 2]),
+        (2, 1, "chateval_turn", [2, 0]),
+        (2, 2, "chateval_turn", [0, 1]),
     ]
     history = {(r, a): h for r, a, _, _, h in calls}
     assert history[(0, 0)] == ""
@@ -126,7 +146,12 @@ def test_simultaneous_talk_reads_the_others_previous_round():
 def test_the_summarizer_summarises_the_whole_chat_after_every_round_but_the_last_and_everyone_reads_it():
     steps, outcome = _trace(RunConfig(protocol="chateval", agents=3, rounds=3, chateval_talk="summarizer"))
     assert [[type(c).__name__ for c in s.calls] for s in steps] == [
-        ["AgentCall"] * 3, ["SummaryCall"], ["AgentCall"] * 3, ["SummaryCall"], ["AgentCall"] * 3]
+        ["AgentCall"] * 3,
+        ["SummaryCall"],
+        ["AgentCall"] * 3,
+        ["SummaryCall"],
+        ["AgentCall"] * 3,
+    ]
     s1, s2 = steps[1].calls[0], steps[3].calls[0]
     assert (steps[1].round, steps[3].round) == (0, 1)
     assert s1.agent == 0 and s1.stage == "chateval_summary" and s1.sources == [0, 1, 2]
@@ -175,17 +200,25 @@ def test_a_failed_call_shows_nothing_and_its_answer_is_none():
 # --------------------------------------------------------------------------- config
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"chateval_talk": "round-robin"}, "--chateval-talk 'round-robin' is not one of"),
-    ({"chateval_roles": "Critic"}, "--chateval-roles must be a list"),
-    ({"chateval_roles": []}, "chateval_roles must be a non-empty list"),
-    ({"chateval_roles": [{"name": "Critic"}]}, r"chateval_roles\[0\] must be a mapping with the keys name and"),
-    ({"chateval_roles": [{"name": " ", "description": "x"}]}, r"chateval_roles\[0\]: name must be a non-empty"),
-    ({"chateval_roles": [{"name": "A", "description": "x"}, {"name": "A", "description": "y"}]}, "names must differ"),
-    ({"chateval_roles": [{"name": "A", "description": "x"}, {"name": "A 2", "description": "y"}], "agents": 3},
-     "agents' names must differ"),
-    ({"chateval_roles": [{"name": "Summarizer", "description": "x"}]}, "from 'Summarizer'"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"chateval_talk": "round-robin"}, "--chateval-talk 'round-robin' is not one of"),
+        ({"chateval_roles": "Critic"}, "--chateval-roles must be a list"),
+        ({"chateval_roles": []}, "chateval_roles must be a non-empty list"),
+        ({"chateval_roles": [{"name": "Critic"}]}, r"chateval_roles\[0\] must be a mapping with the keys name and"),
+        ({"chateval_roles": [{"name": " ", "description": "x"}]}, r"chateval_roles\[0\]: name must be a non-empty"),
+        (
+            {"chateval_roles": [{"name": "A", "description": "x"}, {"name": "A", "description": "y"}]},
+            "names must differ",
+        ),
+        (
+            {"chateval_roles": [{"name": "A", "description": "x"}, {"name": "A 2", "description": "y"}], "agents": 3},
+            "agents' names must differ",
+        ),
+        ({"chateval_roles": [{"name": "Summarizer", "description": "x"}]}, "from 'Summarizer'"),
+    ],
+)
 def test_options_are_checked(kw, message):
     with pytest.raises(ConfigError, match=message):
         RunConfig(protocol="chateval", **kw).validate()
@@ -199,7 +232,9 @@ def test_roles_are_yaml_only_and_part_of_the_run_id():
         Option("some_list", list, None, "a list given as a flag")
     own = [{"name": "Judge", "description": "You weigh both sides."}]
     assert RunConfig(protocol="chateval", chateval_roles=own).run_id() != RunConfig(protocol="chateval").run_id()
-    assert RunConfig(protocol="chateval", chateval_talk="summarizer").run_id() != RunConfig(protocol="chateval").run_id()
+    assert (
+        RunConfig(protocol="chateval", chateval_talk="summarizer").run_id() != RunConfig(protocol="chateval").run_id()
+    )
 
 
 # --------------------------------------------------------------------------- cost
@@ -210,37 +245,47 @@ def words(text: str) -> int:
 
 
 REPLY = 40
-OWN_ROLES = [{"name": "Very Careful Judge", "description": "You weigh both sides of every claim."},
-             {"name": "Skeptic", "description": "You doubt."}]
+OWN_ROLES = [
+    {"name": "Very Careful Judge", "description": "You weigh both sides of every claim."},
+    {"name": "Skeptic", "description": "You doubt."},
+]
 
 
 @pytest.mark.parametrize("talk", ["one-by-one", "simultaneous", "summarizer"])
-@pytest.mark.parametrize("n, rounds, extra", [
-    (3, 2, {}),
-    (4, 3, {"system_prompt": "You are a careful referee."}),  # agents get it, the summarizer does not
-    (1, 3, {}),  # alone: reads nobody (but the summary)
-    (3, 1, {}),  # one round: no summary
-    (7, 2, {}),  # personas repeat: "General Public 2"
-    (3, 4, {"chateval_roles": OWN_ROLES}),  # names and roles of other lengths
-    (3, 3, {"prompts": {"all": {"chateval_turn": "$role again, $name: $question\n${history}$name ! $format"}}}),
-])
+@pytest.mark.parametrize(
+    "n, rounds, extra",
+    [
+        (3, 2, {}),
+        (4, 3, {"system_prompt": "You are a careful referee."}),  # agents get it, the summarizer does not
+        (1, 3, {}),  # alone: reads nobody (but the summary)
+        (3, 1, {}),  # one round: no summary
+        (7, 2, {}),  # personas repeat: "General Public 2"
+        (3, 4, {"chateval_roles": OWN_ROLES}),  # names and roles of other lengths
+        (3, 3, {"prompts": {"all": {"chateval_turn": "$role again, $name: $question\n${history}$name ! $format"}}}),
+    ],
+)
 def test_cost_is_exact_against_the_simulated_model(talk, n, rounds, extra):
     """Tolerance 0 tokens: every call is fixed by N, T, the talk and the roles, and the simulated
     model counts whitespace tokens, so a formula off by one template word, one framing, one chat
     line or one name anywhere fails. The last case's turn override shows the role and the question
     again (their turn coefficients become 1)."""
-    cfg = RunConfig(protocol="chateval", agents=n, rounds=rounds, backend="simulated", chateval_talk=talk,
-                    **extra).validate()
+    cfg = RunConfig(
+        protocol="chateval", agents=n, rounds=rounds, backend="simulated", chateval_talk=talk, **extra
+    ).validate()
     qs = arithmetic_questions(4, seed=3)
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3))
     s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
-    pred = cost_model.predict("chateval", s, n, rounds, q_tokens, REPLY, chateval_talk=talk,
-                              chateval_roles=cfg.chateval_roles)
+    pred = cost_model.predict(
+        "chateval", s, n, rounds, q_tokens, REPLY, chateval_talk=talk, chateval_roles=cfg.chateval_roles
+    )
     for row, _ in rows:
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
-            pred.prompt_tokens, pred.completion_tokens, pred.calls)
+            pred.prompt_tokens,
+            pred.completion_tokens,
+            pred.calls,
+        )
     if extra.get("prompts"):
         assert (s.chateval_turn.role, s.chateval_turn.q) == (1, 1)
 
@@ -249,9 +294,19 @@ def test_cost_closed_form_by_hand():
     """The docstring's closed form for made-up constants (tolerance 0): N = 2 agents named with 1
     and 2 words, role descriptions of 3 and 1 words, T = 3, C = 10, Q = 5."""
     st = cost_model.ChatStage
-    s = cost_model.Sizes(g=2, f=3, a1=0, a2=0, a3=0, a4=0, chateval_first=st(20, q=1, name=2, role=1, history=1),
-                         chateval_turn=st(7, name=1, history=1), chateval_summary=st(11, q=1, history=1), line=1,
-                         content_tokens=words)
+    s = cost_model.Sizes(
+        g=2,
+        f=3,
+        a1=0,
+        a2=0,
+        a3=0,
+        a4=0,
+        chateval_first=st(20, q=1, name=2, role=1, history=1),
+        chateval_turn=st(7, name=1, history=1),
+        chateval_summary=st(11, q=1, history=1),
+        line=1,
+        content_tokens=words,
+    )
     roles = [Role("A", "x y z"), Role("B b", "w")]
     q, c = 5, 10
     l0, l1, ls = 1 + 1 + c, 1 + 2 + c, 1 + 1 + c  # chat lines: framing + name + reply
@@ -276,14 +331,15 @@ def test_cost_closed_form_by_hand():
 def test_records_graph_and_label_of_a_summarizer_run():
     from engine.report import RunData, base_label
 
-    cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated",
-                    chateval_talk="summarizer").validate()
+    cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_talk="summarizer").validate()
     ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=1), SimulatedBackend())
     assert row["n_calls"] == 7 and row["n_summary_calls"] == 1 and row["rounds_run"] == 2
     summary = [r for r in log.records if r.agent_id == SUMMARIZER]
     assert [(r.round, r.kind, r.peers) for r in summary] == [(0, "chateval_summary", [0, 1, 2])]
     assert sorted((r, s, d) for r, s, d, _ in log.edges if r == 0) == [(0, 0, -1), (0, 1, -1), (0, 2, -1)]
-    assert sorted((s, d) for r, s, d, _ in log.edges if r == 1) == [(s, d) for s in range(3) for d in range(3) if s != d]
+    assert sorted((s, d) for r, s, d, _ in log.edges if r == 1) == [
+        (s, d) for s in range(3) for d in range(3) if s != d
+    ]
     data = RunData(run_dir=None, run_id="x", run={}, config=cfg.to_dict(), questions=[], calls=None)
     assert base_label(data) == "chateval 3x2 summarizer (SIMULATED)"
     cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_roles=OWN_ROLES)

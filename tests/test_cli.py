@@ -20,11 +20,13 @@ def fail(capsys, argv):
 
 
 def test_unknown_protocol_and_flag(capsys):
-    for argv, needles in [(["run", "--protocol", "nope"], ["--protocol", "'nope'"]),
-                          (["run", "--agnets", "3"], ["unrecognized arguments: --agnets"]),
-                          (["run", "--context-overflow", "cut"], ["--context-overflow", "'cut'"]),
-                          (["run", "--agents", "many"], ["--agents", "invalid int value: 'many'"]),
-                          (["nonsense"], ["invalid choice: 'nonsense'"])]:
+    for argv, needles in [
+        (["run", "--protocol", "nope"], ["--protocol", "'nope'"]),
+        (["run", "--agnets", "3"], ["unrecognized arguments: --agnets"]),
+        (["run", "--context-overflow", "cut"], ["--context-overflow", "'cut'"]),
+        (["run", "--agents", "many"], ["--agents", "invalid int value: 'many'"]),
+        (["nonsense"], ["invalid choice: 'nonsense'"]),
+    ]:
         code, text = err(capsys, argv)
         assert code == 2 and all(n in text for n in needles), text
         assert len(text.strip().splitlines()) == 1 and "error:" in text
@@ -86,7 +88,10 @@ def test_config_file_errors(capsys, tmp_path):
         (lambda d: (d / "x.bin").write_text("hello"), "a file that is not .gguf"),
         (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text("{}"), "has no model_type"),
         (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text("[1"), "is not a JSON object"),
-        (lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text('{"model_type": "llama"}'), "has no weights"),
+        (
+            lambda d: (d / "m").mkdir() or (d / "m" / "config.json").write_text('{"model_type": "llama"}'),
+            "has no weights",
+        ),
         (lambda d: (d / "m").mkdir(), "has no config.json"),
     ],
 )
@@ -115,8 +120,9 @@ def test_gguf_that_cannot_load_stops_the_run_with_one_line(capsys, tmp_path, ray
     stops the run with one line naming --model (no Ray traceback), exit status 2."""
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 4)
-    code, text = fail(capsys, ["run", "--no-progress", "--model", str(bad), "--limit", "1",
-                               "--out", str(tmp_path / "out")])
+    code, text = fail(
+        capsys, ["run", "--no-progress", "--model", str(bad), "--limit", "1", "--out", str(tmp_path / "out")]
+    )
     assert code == 2 and text.startswith(f"debate: error: --model {bad}: the replica could not load it:")
     assert len(text.splitlines()) == 1
 
@@ -135,8 +141,21 @@ def _user_errors():
     from engine.tasks import DatasetError
     from topologies import TopologyError
 
-    return [ConfigError, DatasetError, TopologyError, ModelNotFound, PromptError, ReplicaStartError, PlacementTimeout,
-            EndpointError, VLLMBuildError, ImagesNotSupported, EmbeddingModelNotFound, ReportError, SweepError]
+    return [
+        ConfigError,
+        DatasetError,
+        TopologyError,
+        ModelNotFound,
+        PromptError,
+        ReplicaStartError,
+        PlacementTimeout,
+        EndpointError,
+        VLLMBuildError,
+        ImagesNotSupported,
+        EmbeddingModelNotFound,
+        ReportError,
+        SweepError,
+    ]
 
 
 def _raising(monkeypatch, exc: BaseException) -> None:
@@ -178,12 +197,14 @@ def test_a_bug_exits_1_with_its_traceback(tmp_path):
     import subprocess
     import sys
 
-    script = ("import sys, actors.driver as d\n"
-              "def boom(*a, **k):\n    raise ValueError('boom')\n"
-              "d.load_questions = boom\n"
-              "d.init_ray = lambda *a, **k: None\n"
-              "from engine.cli import main\n"
-              f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n")
+    script = (
+        "import sys, actors.driver as d\n"
+        "def boom(*a, **k):\n    raise ValueError('boom')\n"
+        "d.load_questions = boom\n"
+        "d.init_ray = lambda *a, **k: None\n"
+        "from engine.cli import main\n"
+        f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback (most recent call last)" in proc.stderr and "ValueError: boom" in proc.stderr
@@ -193,11 +214,15 @@ def test_a_bug_exits_1_with_its_traceback(tmp_path):
 def test_a_run_stopped_on_the_error_rate_is_exit_1_with_one_line(capsys, monkeypatch, tmp_path):
     import actors.driver
 
-    stop = actors.driver.ErrorRateExceeded("run mad-x stopped: 9 of 20 calls errored (45%), more than "
-                                           "--max-error-rate 0.2. The results ...", "9 of 20 calls errored")
+    stop = actors.driver.ErrorRateExceeded(
+        "run mad-x stopped: 9 of 20 calls errored (45%), more than --max-error-rate 0.2. The results ...",
+        "9 of 20 calls errored",
+    )
     _raising(monkeypatch, stop)
     code, text = fail(capsys, ["run", "--no-progress", "--backend", "simulated", "--out", str(tmp_path / "o")])
-    assert code == 1 and len(own_lines(text)) == 1 and own_lines(text)[0].startswith("debate: error: run mad-x stopped:")
+    assert (
+        code == 1 and len(own_lines(text)) == 1 and own_lines(text)[0].startswith("debate: error: run mad-x stopped:")
+    )
 
 
 def test_max_error_rate_must_be_a_fraction(capsys):

@@ -98,8 +98,7 @@ def test_readme_run_config_fits_the_node_types():
         for b in bundles:
             for k, v in b.items():
                 need[k] = need.get(k, 0) + v
-        fits = [name for name, t in types.items()
-                if all(t["resources"].get(k, 0) >= v for k, v in need.items())]
+        fits = [name for name, t in types.items() if all(t["resources"].get(k, 0) >= v for k, v in need.items())]
         assert fits, f"{model}: no node type offers {need}"
         assert any(model in downloads[name] for name in fits), f"{model}: not downloaded on {fits}"
 
@@ -110,20 +109,28 @@ def test_setup_refuses_a_gpu_driver_too_old_for_the_pinned_cuda_build(tmp_path):
     fake = tmp_path / "bin"
     fake.mkdir()
     smi = fake / "nvidia-smi"
-    smi.write_text('#!/bin/sh\ncase "$*" in *-L*) echo "GPU 0: NVIDIA L4 (UUID: GPU-x)";; '
-                   '*driver_version*) echo "550.54.14";; esac\n')
+    smi.write_text(
+        '#!/bin/sh\ncase "$*" in *-L*) echo "GPU 0: NVIDIA L4 (UUID: GPU-x)";; '
+        '*driver_version*) echo "550.54.14";; esac\n'
+    )
     smi.chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "VENV": str(tmp_path / "venv")}
     env.pop("DEBATE_VLLM", None)
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True, env=env,
-                       timeout=60)
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True, env=env, timeout=60
+    )
     assert r.returncode == 1 and not (tmp_path / "venv").exists()
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "NVIDIA driver 550.54.14 is older than 580" in lines[0]
     # a current driver passes the check (stopped right after it: the venv cannot be made there)
     smi.write_text(smi.read_text().replace("550.54.14", "595.58.03"))
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True,
-                       env={**env, "VENV": "/proc/no-such-dir/venv"}, timeout=60)
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        env={**env, "VENV": "/proc/no-such-dir/venv"},
+        timeout=60,
+    )
     assert r.returncode != 0 and "NVIDIA driver" not in r.stderr and "/proc/no-such-dir" in r.stderr
 
 
@@ -150,7 +157,7 @@ class _LocalRsync:
         if cmd[0] == "rsync":
             self.rsyncs.append(list(cmd))
             at = cmd.index("--rsh")
-            local = [self._local(a) for a in cmd[:at] + cmd[at + 2:]]
+            local = [self._local(a) for a in cmd[:at] + cmd[at + 2 :]]
             subprocess.run(local, check=True, capture_output=True, timeout=60)
         return 0
 
@@ -180,8 +187,13 @@ def test_the_sync_to_the_nodes_leaves_out_the_venv_results_and_caches(tmp_path, 
     if shutil.which("rsync") is None:
         pytest.skip("rsync is not installed (ray up needs it; apt-get install rsync)")
     code = ["actors/driver.py", "scripts/setup.sh", "cluster.yaml", "placement.yaml", ".gitignore"]
-    left_out = [".venv/bin/python", ".venv/.debate-setup-cpu-0123456789ab", "runs/placement/runs/part-0.parquet",
-                "actors/__pycache__/driver.cpython-312.pyc", "debate_engine.egg-info/PKG-INFO"]
+    left_out = [
+        ".venv/bin/python",
+        ".venv/.debate-setup-cpu-0123456789ab",
+        "runs/placement/runs/part-0.parquet",
+        "actors/__pycache__/driver.cpython-312.pyc",
+        "debate_engine.egg-info/PKG-INFO",
+    ]
     checkout = tmp_path / "checkout"
     results = ["placement/runs/part-0.parquet", "placement/questions/part-0.parquet"]
     node = tmp_path / "node"
@@ -196,11 +208,21 @@ def test_the_sync_to_the_nodes_leaves_out_the_venv_results_and_caches(tmp_path, 
 
     runner = _LocalRsync(node)
     updater = NodeUpdater(
-        node_id="head", provider_config=cfg["provider"], provider=Provider(cfg["provider"], cfg["cluster_name"]),
-        auth_config=cfg["auth"], cluster_name=cfg["cluster_name"], file_mounts=cfg["file_mounts"],
-        initialization_commands=[], setup_commands=[], ray_start_commands=[], runtime_hash="",
-        file_mounts_contents_hash="", is_head_node=True, process_runner=runner,
-        rsync_options={"rsync_exclude": cfg.get("rsync_exclude"), "rsync_filter": cfg.get("rsync_filter")})
+        node_id="head",
+        provider_config=cfg["provider"],
+        provider=Provider(cfg["provider"], cfg["cluster_name"]),
+        auth_config=cfg["auth"],
+        cluster_name=cfg["cluster_name"],
+        file_mounts=cfg["file_mounts"],
+        initialization_commands=[],
+        setup_commands=[],
+        ray_start_commands=[],
+        runtime_hash="",
+        file_mounts_contents_hash="",
+        is_head_node=True,
+        process_runner=runner,
+        rsync_options={"rsync_exclude": cfg.get("rsync_exclude"), "rsync_filter": cfg.get("rsync_filter")},
+    )
     monkeypatch.setattr(updater.cmd_runner, "ssh_control_path", None)  # no ssh: no control folder in /tmp
     monkeypatch.chdir(checkout)  # `ray up` runs in the checkout: file_mounts' "." is it
     updater.sync_file_mounts(updater.rsync_up)
@@ -222,8 +244,9 @@ def _stub_venv(tmp_path: Path) -> Path:
     return venv
 
 
-def _setup(venv: Path, command: str = "bash scripts/setup.sh", cwd: Path = ROOT, **env: str
-           ) -> tuple[subprocess.CompletedProcess, list[str]]:
+def _setup(
+    venv: Path, command: str = "bash scripts/setup.sh", cwd: Path = ROOT, **env: str
+) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Run a setup ``command`` (README command 1, or a node's setup line) on the stub ``venv``
     (no vLLM): its result and what each of its ``pip install -e`` calls asked for (``.[test]``)."""
     calls = venv / "calls"
@@ -248,7 +271,9 @@ def test_setup_installs_the_extras_named_in_debate_extras(tmp_path):
     assert _setup(venv, DEBATE_EXTRAS="aws")[1] == []
     r, installs = _setup(venv, DEBATE_EXTRAS="aws,no-such")
     assert r.returncode == 1 and installs == []
-    assert r.stderr.strip().splitlines() == ["setup: error: DEBATE_EXTRAS=aws,no-such: pyproject.toml has no extra 'no-such'"]
+    assert r.stderr.strip().splitlines() == [
+        "setup: error: DEBATE_EXTRAS=aws,no-such: pyproject.toml has no extra 'no-such'"
+    ]
 
 
 def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_path):
@@ -269,7 +294,7 @@ def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_pat
     for command in cfg["head_setup_commands"]:
         r, installs = _setup(venv, command, cwd=home, HOME=str(home))
         assert r.returncode == 0, f"{command}: {r.stderr}"
-        extras.update(e for spec in installs for e in spec[spec.index("[") + 1:-1].split(","))
+        extras.update(e for spec in installs for e in spec[spec.index("[") + 1 : -1].split(","))
     assert "aws" in extras, f"the head's setup installs the extras {sorted(extras)}, not aws"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["optional-dependencies"]["aws"] == [f"boto3=={version('boto3')}"]
@@ -282,11 +307,13 @@ def test_gpu_use_comes_from_the_config_not_from_the_nodes_up_now():
     from engine.config import RunConfig
 
     autoscaling = 0.0  # GPU workers not up yet: the cluster shows no GPU
-    for cfg in (RunConfig(backend="vllm", placement_resources={"m": {"num_gpus": 1}}),
-                RunConfig(backend="vllm", placement_resources={"m": {"resources": {"strong_gpu": 1}}}),
-                RunConfig(backend="vllm", placement_resources={"m": {"tensor_parallel_size": 2}}),
-                RunConfig(backend="vllm", tensor_parallel=4),
-                RunConfig(backend="vllm", device="gpu")):
+    for cfg in (
+        RunConfig(backend="vllm", placement_resources={"m": {"num_gpus": 1}}),
+        RunConfig(backend="vllm", placement_resources={"m": {"resources": {"strong_gpu": 1}}}),
+        RunConfig(backend="vllm", placement_resources={"m": {"tensor_parallel_size": 2}}),
+        RunConfig(backend="vllm", tensor_parallel=4),
+        RunConfig(backend="vllm", device="gpu"),
+    ):
         assert gpu_hints(cfg) and wants_gpu(cfg, autoscaling), cfg
     plain = RunConfig(backend="vllm")
     assert gpu_hints(plain) == [] and not wants_gpu(plain, autoscaling)
@@ -332,8 +359,12 @@ def test_embedder_device_is_the_drivers_choice():
     opts, device = embedding_placement(RunConfig(backend="vllm", protocol="cortex", device="cpu"))
     assert device == "cpu" and "num_gpus" not in opts
     assert opts["runtime_env"]["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""  # sees no GPU it does not hold
-    assert embedding_placement(RunConfig(backend="vllm", embedding_device="cpu",
-                                         placement_resources={"m": {"num_gpus": 1}}), free_gpu=True)[1] == "cpu"
+    assert (
+        embedding_placement(
+            RunConfig(backend="vllm", embedding_device="cpu", placement_resources={"m": {"num_gpus": 1}}), free_gpu=True
+        )[1]
+        == "cpu"
+    )
     # asked for by name, the GPU share is taken even when none is free now (the user's choice)
     assert embedding_placement(RunConfig(backend="vllm", embedding_device="cuda"), free_gpu=False)[1] == "cuda"
     assert embedding_placement(RunConfig(backend="simulated", tensor_parallel=2))[1] == "cpu"
@@ -354,8 +385,9 @@ def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
     # a whole GPU keeps vLLM's own default; a utilization the user gives is kept as given
     (whole,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
     assert whole.actor_options["num_gpus"] == 1 and "gpu_memory_utilization" not in whole.backend_options
-    (given,) = replica_layout(RunConfig(backend="vllm", gpus_per_replica=0.5, gpu_memory_utilization=0.3), ["m"],
-                              gpu=True)["m"]
+    (given,) = replica_layout(
+        RunConfig(backend="vllm", gpus_per_replica=0.5, gpu_memory_utilization=0.3), ["m"], gpu=True
+    )["m"]
     assert given.backend_options["gpu_memory_utilization"] == 0.3
     # per model: gpus_per_replica (or Ray's name, num_gpus)
     per_model = RunConfig(backend="vllm", placement_resources={"a": {"gpus_per_replica": 0.5}, "b": {"num_gpus": 0.5}})
@@ -365,13 +397,19 @@ def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
     assert "placement_resources[a].gpus_per_replica" in gpu_hints(per_model)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    (dict(gpus_per_replica=2), "--gpus-per-replica 2: a replica without tensor parallelism uses one GPU"),
-    (dict(placement_resources={"m": {"num_gpus": 4}}), "placement_resources['m'].num_gpus 4: a replica without"),
-    (dict(placement_resources={"m": {"tensor_parallel_size": 2, "gpus_per_replica": 0.5}}),
-     "placement_resources['m'].gpus_per_replica 0.5 with tensor parallel 2: a tensor-parallel replica takes 2 whole"),
-    (dict(placement_resources={"m": {"num_gpus": 1, "gpus_per_replica": 0.5}}), "disagree"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        (dict(gpus_per_replica=2), "--gpus-per-replica 2: a replica without tensor parallelism uses one GPU"),
+        (dict(placement_resources={"m": {"num_gpus": 4}}), "placement_resources['m'].num_gpus 4: a replica without"),
+        (
+            dict(placement_resources={"m": {"tensor_parallel_size": 2, "gpus_per_replica": 0.5}}),
+            "placement_resources['m'].gpus_per_replica 0.5 with tensor parallel 2: "
+            "a tensor-parallel replica takes 2 whole",
+        ),
+        (dict(placement_resources={"m": {"num_gpus": 1, "gpus_per_replica": 0.5}}), "disagree"),
+    ],
+)
 def test_gpu_requests_a_replica_cannot_use_are_one_line(kw, needle):
     from actors.driver import replica_layout
 

@@ -38,9 +38,20 @@ def cluster():
 
 
 def _cfg(tmp_path, name: str, **kw) -> RunConfig:
-    base = dict(protocol="mad", agents=4, rounds=2, limit=3, backend="simulated", models="big*1,small*3",
-                placement="central", placement_resources=PLACEMENT, temperature=0.0, progress=False,
-                placement_timeout=120.0, out=str(tmp_path / name))
+    base = dict(
+        protocol="mad",
+        agents=4,
+        rounds=2,
+        limit=3,
+        backend="simulated",
+        models="big*1,small*3",
+        placement="central",
+        placement_resources=PLACEMENT,
+        temperature=0.0,
+        progress=False,
+        placement_timeout=120.0,
+        out=str(tmp_path / name),
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -88,9 +99,16 @@ def test_a_replica_no_node_can_hold_fails_in_one_line(cluster, tmp_path):
     from actors.cluster import PlacementTimeout
     from actors.driver import Engine
 
-    cfg = _cfg(tmp_path, "none", models=None, placement="none", model="huge", limit=1,
-               placement_resources={"huge": {"tensor_parallel_size": 4, "resources": {"huge_gpu": 1}}},
-               placement_timeout=3.0)
+    cfg = _cfg(
+        tmp_path,
+        "none",
+        models=None,
+        placement="none",
+        model="huge",
+        limit=1,
+        placement_resources={"huge": {"tensor_parallel_size": 4, "resources": {"huge_gpu": 1}}},
+        placement_timeout=3.0,
+    )
     with Engine() as engine, pytest.raises(PlacementTimeout) as err:
         engine.run(cfg)
     msg = str(err.value)

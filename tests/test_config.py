@@ -74,9 +74,14 @@ def test_run_id_hashes_the_protocol_options_a_run_reads():
     assert RunConfig(protocol="s2mad", tau=0.1).run_id() == s2.run_id()  # tau unused with answer similarity
     emb = RunConfig(protocol="s2mad", similarity="embedding")
     assert RunConfig(protocol="s2mad", similarity="embedding", tau=0.1).run_id() != emb.run_id()
-    assert RunConfig(protocol="sparse", density=0.5, center=1).run_id() == RunConfig(protocol="sparse", density=0.5).run_id()
-    assert RunConfig(protocol="sparse", topology="star", center=1).run_id() != RunConfig(protocol="sparse",
-                                                                                       topology="star").run_id()
+    assert (
+        RunConfig(protocol="sparse", density=0.5, center=1).run_id()
+        == RunConfig(protocol="sparse", density=0.5).run_id()
+    )
+    assert (
+        RunConfig(protocol="sparse", topology="star", center=1).run_id()
+        != RunConfig(protocol="sparse", topology="star").run_id()
+    )
 
 
 def test_two_protocols_sharing_an_option_declare_it_once():

@@ -9,9 +9,9 @@ import pytest
 from engine.config import ConfigError, RunConfig
 from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, Similarity, Step, get_protocol
-from tests.protocol_driver import drive
 from engine.protocols.cortex import model_size, parse_confidence
 from engine.tasks import Question
+from tests.protocol_driver import drive
 from topologies.cortex import (
     MDMState,
     credibility,
@@ -183,9 +183,16 @@ def test_parse_confidence(text, value):
 @pytest.mark.parametrize(
     "text",
     [
-        None, "", "Answer: 5", "Confidence Score: ()", "Confidence: high",
+        None,
+        "",
+        "Answer: 5",
+        "Confidence Score: ()",
+        "Confidence: high",
         "Your confidence score should be between 0 and 1.",  # echoed instruction
-        "Confidence: 150", "Confidence: 12/10", "Confidence: 120%", "2 confident agents",
+        "Confidence: 150",
+        "Confidence: 12/10",
+        "Confidence: 120%",
+        "2 confident agents",
     ],
 )
 def test_parse_confidence_unreadable(text):
@@ -242,8 +249,10 @@ def play(cfg, answers, conf_texts, sims, key=1):
             return sims[len(sim_reqs) - 1]
         assert isinstance(req, Step)
         steps.append(req)
-        return [Reply(f"r{req.round}a{c.agent} {conf_texts[req.round][c.agent]}", answers[req.round][c.agent])
-                for c in req.calls]
+        return [
+            Reply(f"r{req.round}a{c.agent} {conf_texts[req.round][c.agent]}", answers[req.round][c.agent])
+            for c in req.calls
+        ]
 
     out = drive(get_protocol("cortex")(Context(Q, cfg, key)), answer)
     return steps, sim_reqs, out
@@ -292,8 +301,13 @@ def test_protocol_graph_weights_and_vote():
 
 def test_protocol_credibility_from_model_info_changes_the_graph():
     # agent 2 is a far bigger model: its C lifts its outgoing edges above the others
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=2, agent_settings=[{}, {}, {"model": "big"}],
-                    model_info={"big": {"params_b": 70, "tokens_t": 15}})
+    cfg = RunConfig(
+        protocol="cortex",
+        agents=3,
+        rounds=2,
+        agent_settings=[{}, {}, {"model": "big"}],
+        model_info={"big": {"params_b": 70, "tokens_t": 15}},
+    )
     steps, _, out = play(cfg, [["5", "4", "6"], ["5", "4", "4"]], CONF, [COS0])
     c_big = credibility(70, 15)
     # agent 0: W[1,0] = .06 C_smol vs W[2,0] = .06 C_big -> only agent 2 stays now
@@ -336,7 +350,11 @@ def test_single_agent_self_checks_and_error_reply_is_unparsed():
 
     out = drive(get_protocol("cortex")(Context(Q, cfg, 1)), answer)
     call = steps[1].calls[0]
-    assert call.stage == "cortex_self_check" and call.peers == [] and call.values == {"previous": "Answer: 5 Confidence: 0.9"}
+    assert (
+        call.stage == "cortex_self_check"
+        and call.peers == []
+        and call.values == {"previous": "Answer: 5 Confidence: 0.9"}
+    )
     assert out.info["self_checks"] == [[1, 0]] and out.info["unparsed_confidence"] == [[1, 0]]
     assert out.info["confidence"] == [[0.8], [0.3]]
 
@@ -357,8 +375,14 @@ def test_mixed_models_without_sizes_are_refused_before_the_run():
         validate_protocol(mixed)
     msg = str(err.value)
     assert "\n" not in msg and "big-model" in msg and "model_info" in msg and "smollm2" not in msg.split("unknown:")[-1]
-    validate_protocol(RunConfig(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3",
-                                model_info={"big-model": {"params_b": 7, "tokens_t": 18}}))  # sized: fine
+    validate_protocol(
+        RunConfig(
+            protocol="cortex",
+            agents=4,
+            models="big-model*1,smollm2-135m-instruct*3",
+            model_info={"big-model": {"params_b": 7, "tokens_t": 18}},
+        )
+    )  # sized: fine
     validate_protocol(RunConfig(protocol="cortex", agents=3, model="some-unknown-model"))  # one model: fine
 
 
@@ -409,9 +433,14 @@ def test_full_graph_reads_everyone_by_descending_weight_and_self_weights_skip_em
 @pytest.mark.parametrize(
     "text, value",
     [
-        ("Explanation: fine.\nScore: 7", 7.0), ("**Score:** 8/10", 8.0), ("a score of 3 out of 5", 6.0),
-        ("Rating (1-10): 9", 9.0), ("Score: 70%", 7.0), ("Score: 1", 1.0),  # 1 is the lowest, not 100%
-        ("Score: 4\n...\nScore: 9", 9.0), ("Score: 85", 8.5),
+        ("Explanation: fine.\nScore: 7", 7.0),
+        ("**Score:** 8/10", 8.0),
+        ("a score of 3 out of 5", 6.0),
+        ("Rating (1-10): 9", 9.0),
+        ("Score: 70%", 7.0),
+        ("Score: 1", 1.0),  # 1 is the lowest, not 100%
+        ("Score: 4\n...\nScore: 9", 9.0),
+        ("Score: 85", 8.5),
     ],
 )
 def test_parse_score_on_a_ten_point_scale(text, value):
@@ -471,8 +500,10 @@ def test_protocol_peer_evaluation_scores_then_prunes():
     cfg = RunConfig(protocol="cortex", agents=3, rounds=3, cortex_weights="peer", early_stop=False).validate()
     assert not cfg.options_read() & {"embedding_model"}
     answers = [["5", "4", "6"], ["5", "5", "4"], ["5", "5", "5"]]
-    scores = {1: [[None, 2, 8], [9, None, 6], [7, 3, None]],  # [scorer][scored]: received 8, 2.5, 7 -> mean 5.83
-              2: [[None, "no score", "Score: ten"], [4, None, 6], [2, 3, None]]}  # 3, 3, 6 (agent 2 only 6)
+    scores = {
+        1: [[None, 2, 8], [9, None, 6], [7, 3, None]],  # [scorer][scored]: received 8, 2.5, 7 -> mean 5.83
+        2: [[None, "no score", "Score: ten"], [4, None, 6], [2, 3, None]],
+    }  # 3, 3, 6 (agent 2 only 6)
     steps, out = play_peer(cfg, answers, scores)
     assert [(s.round, len(s.calls)) for s in steps] == [(0, 3), (1, 6), (1, 3), (2, 6), (2, 3)]
     scoring = steps[1].calls

@@ -31,8 +31,12 @@ def sizes():
 def measured(cfg, n_q=6):
     qs = arithmetic_questions(n_q, seed=3)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3))
-    return qs, sum(r["prompt_tokens"] for r, _ in rows), sum(r["completion_tokens"] for r, _ in rows), sum(
-        r["n_calls"] for r, _ in rows)
+    return (
+        qs,
+        sum(r["prompt_tokens"] for r, _ in rows),
+        sum(r["completion_tokens"] for r, _ in rows),
+        sum(r["n_calls"] for r, _ in rows),
+    )
 
 
 @pytest.mark.parametrize(
@@ -56,8 +60,9 @@ def test_exact_for_deterministic_topologies(sizes, kw):
     qs, prompt, completion, calls = measured(cfg)
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)  # arithmetic questions have a fixed length
-    pred = cost_model.predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, cfg.density,
-                              cfg.forgetting, memory=cfg.memory)
+    pred = cost_model.predict(
+        cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, cfg.density, cfg.forgetting, memory=cfg.memory
+    )
     assert pred.prompt_tokens * len(qs) == prompt
     assert pred.completion_tokens * len(qs) == completion
     assert pred.calls * len(qs) == calls
@@ -99,8 +104,11 @@ def run_sim(cfg, n_q=6, reply=REPLY, backend=None, similarity=None, **sim_kw):
 
 
 def totals(rows):
-    return (sum(r["prompt_tokens"] for r, _ in rows), sum(r["completion_tokens"] for r, _ in rows),
-            sum(r["n_calls"] for r, _ in rows))
+    return (
+        sum(r["prompt_tokens"] for r, _ in rows),
+        sum(r["completion_tokens"] for r, _ in rows),
+        sum(r["n_calls"] for r, _ in rows),
+    )
 
 
 @pytest.mark.parametrize(
@@ -123,15 +131,18 @@ def test_group_debate_exact(n, groups, rounds, r, extra):
     piece of every prompt add up exactly. The last case overrides gd_intra to show the question
     twice (the measured q multiplicity must be 2); a formula off by one template word, one
     framing or one reply anywhere would fail."""
-    cfg = RunConfig(backend="simulated", protocol="group", agents=n, rounds=rounds, groups=groups,
-                    stage_rounds=r, **extra)
+    cfg = RunConfig(
+        backend="simulated", protocol="group", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
+    )
     s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
     q_tokens, rows = run_sim(cfg)
     prompt, completion, calls = totals(rows)
-    pred = cost_model.predict("group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r,
-                              memory=cfg.memory)
+    pred = cost_model.predict("group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, memory=cfg.memory)
     assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == (
-        prompt, completion, calls)
+        prompt,
+        completion,
+        calls,
+    )
     if extra.get("prompts"):
         assert s.gd_intra.q == 2
 
@@ -141,8 +152,19 @@ def test_group_debate_closed_form_by_hand():
     groups 1+4, T = 5, R = 2 -> rounds first, intra, inter, intra, inter: I = 2, X = 2, N1 = 1,
     sum n_j^2 - N = 17 - 5 = 12 replies read per intra round, G = 2."""
     st = cost_model.Stage
-    s = cost_model.Sizes(g=2, f=3, a1=10, a2=0, a3=1, a4=7, gd_intra=st(5), gd_summary=st(4),
-                         gd_inter=st(6, extra=1), block=2, no_other=9)
+    s = cost_model.Sizes(
+        g=2,
+        f=3,
+        a1=10,
+        a2=0,
+        a3=1,
+        a4=7,
+        gd_intra=st(5),
+        gd_summary=st(4),
+        gd_inter=st(6, extra=1),
+        block=2,
+        no_other=9,
+    )
     q, c = 11, 20
     b = 2 + 3 + 10 + q  # B = 26
     h = b + 3 + c  # H = 49
@@ -177,8 +199,9 @@ class DistinctBackend:
         for req in requests:
             self.k += 1
             text = " ".join(["word"] * (self.c - 1) + [f"\\boxed{{{self.k}}}"])
-            out.append(GenResult(text=text, prompt_tokens=count_tokens(req.messages), completion_tokens=self.c,
-                                 latency_s=0.0))
+            out.append(
+                GenResult(text=text, prompt_tokens=count_tokens(req.messages), completion_tokens=self.c, latency_s=0.0)
+            )
         return out
 
 
@@ -202,18 +225,23 @@ def test_s2mad_upper_bound(sizes, n, groups, rounds, r):
     for row, _ in rows:
         assert not row["stopped_early"]
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
-            bound.prompt_tokens, bound.completion_tokens, bound.calls)
+            bound.prompt_tokens,
+            bound.completion_tokens,
+            bound.calls,
+        )
 
 
-@pytest.mark.parametrize("n, groups, rounds, r, use_filter",
-                         [c + (True,) for c in S2_CASES] + [(6, "3+3", 6, 2, False)])
+@pytest.mark.parametrize(
+    "n, groups, rounds, r, use_filter", [c + (True,) for c in S2_CASES] + [(6, "3+3", 6, 2, False)]
+)
 def test_s2mad_exact_given_decisions(sizes, n, groups, rounds, r, use_filter):
     """S2-MAD given the run's decisions (who spoke, how many views each read, how many replies
     each summary read, rounds run), read back from the call records: tolerance 0 tokens per
     question, since with the decisions fixed every call's prompt is again a sum of measured
     pieces. The runs must include skipped turns and early stops, so those paths are exercised."""
-    cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r,
-                    filter=use_filter)
+    cfg = RunConfig(
+        backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r, filter=use_filter
+    )
     # mostly right agents agree within groups, so summaries have answers (a summary has one only
     # when the replies it read agree) and both the early stop and silent agents are exercised
     q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
@@ -223,7 +251,10 @@ def test_s2mad_exact_given_decisions(sizes, n, groups, rounds, r, use_filter):
         assert dec.rounds_run == row["rounds_run"] and dec.skipped == row["n_skipped"]
         pred = cost_model.predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=use_filter)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
     assert any(row["n_skipped"] for row, _ in rows)
     assert any(row["stopped_early"] for row, _ in rows)
 
@@ -243,8 +274,9 @@ def answer_similarity(texts):
 
 def in_degrees(log, n, rounds_run):
     """Mean in-degree k_d of every debate round, from the calls' recorded peers."""
-    return [sum(len(rec.peers) for rec in log.records if rec.round == d and not rec.side) / n
-            for d in range(1, rounds_run)]
+    return [
+        sum(len(rec.peers) for rec in log.records if rec.round == d and not rec.side) / n for d in range(1, rounds_run)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -256,8 +288,9 @@ def test_cortex_exact_given_in_degrees(sizes, n, rounds, memory, early_stop):
     tolerance 0 tokens per question in every memory mode (none / last / full), and with one agent
     (self-check prompt). The in-degrees must actually vary below N-1, so a formula that ignored
     pruning would fail."""
-    cfg = RunConfig(backend="simulated", protocol="cortex", agents=n, rounds=rounds, cortex_memory=memory,
-                    early_stop=early_stop)
+    cfg = RunConfig(
+        backend="simulated", protocol="cortex", agents=n, rounds=rounds, cortex_memory=memory, early_stop=early_stop
+    )
     q_tokens, rows = run_sim(cfg, similarity=answer_similarity)
     seen = []
     for row, log in rows:
@@ -265,7 +298,10 @@ def test_cortex_exact_given_in_degrees(sizes, n, rounds, memory, early_stop):
         seen += k
         pred = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
     if n > 1:
         assert min(seen) < n - 1 and len(set(seen)) > 1
 
@@ -311,26 +347,36 @@ def test_mad_gd_s2mad_ordering(sizes):
     assert sum(measured["s2mad"]) / 10 < pred["group"]
 
 
-@pytest.mark.parametrize("extra", [{"jump": False}, {"group_density": 0.5}, {"jump": False, "group_density": 0.5},
-                                   {"jump": False, "filter": False}])
+@pytest.mark.parametrize(
+    "extra",
+    [{"jump": False}, {"group_density": 0.5}, {"jump": False, "group_density": 0.5}, {"jump": False, "filter": False}],
+)
 def test_s2mad_ablations_bound_and_exact(sizes, extra):
     """S2-MAD's "w/o Jump" and "w/ Sparse Commu." ablations: the bound is tight when nothing agrees,
     and exact given the run's decisions (a --no-jump agent with nothing new self-checks)."""
     n, groups, rounds, r = 6, "1+5", 5, 2
-    cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r,
-                    **extra)
+    cfg = RunConfig(
+        backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
+    )
     q_tokens, rows = run_sim(cfg, n_q=2, backend=DistinctBackend(REPLY))
     bound = cost_model.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, **extra)
     for row, _ in rows:
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
-            bound.prompt_tokens, bound.completion_tokens, bound.calls)
+            bound.prompt_tokens,
+            bound.completion_tokens,
+            bound.calls,
+        )
     q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
     for row, log in rows:
         dec = cost_model.s2_decisions_from_records(log.records, n, row["rounds_run"])
-        pred = cost_model.predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r,
-                                        filter=extra.get("filter", True))
+        pred = cost_model.predict_s2mad(
+            sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=extra.get("filter", True)
+        )
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
         if extra.get("jump") is False:
             assert row["n_skipped"] == 0 and row["n_calls"] == n * row["rounds_run"] + row["n_summary_calls"]
     if extra.get("jump") is False:
@@ -342,37 +388,70 @@ def test_cortex_full_graph_ablation_is_exact(sizes, weights):
     """--cortex-graph full (Table 2's fully connected rows): every agent reads all N-1 peers, so
     the closed form is exact (no early stop)."""
     n, rounds = 4, 3
-    cfg = RunConfig(backend="simulated", protocol="cortex", agents=n, rounds=rounds, early_stop=False,
-                    cortex_graph="full", cortex_weights=weights)
+    cfg = RunConfig(
+        backend="simulated",
+        protocol="cortex",
+        agents=n,
+        rounds=rounds,
+        early_stop=False,
+        cortex_graph="full",
+        cortex_weights=weights,
+    )
     q_tokens, rows = run_sim(cfg, similarity=answer_similarity)
     pred = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, cortex_graph="full")
     for row, log in rows:
         assert in_degrees(log, n, rounds) == [n - 1] * (rounds - 1)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
 
 
-@pytest.mark.parametrize("n, rounds, memory, graph", [(4, 3, "none", "sparse"), (3, 4, "full", "sparse"),
-                                                      (4, 3, "none", "full")])
+@pytest.mark.parametrize(
+    "n, rounds, memory, graph", [(4, 3, "none", "sparse"), (3, 4, "full", "sparse"), (4, 3, "none", "full")]
+)
 def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
     """--cortex-weights peer: N(N-1) scoring calls per debate round run (one answer shown, no
     memory), exact given the in-degrees; with the full graph the estimate itself is exact."""
-    cfg = RunConfig(backend="simulated", protocol="cortex", agents=n, rounds=rounds, cortex_memory=memory,
-                    cortex_weights="peer", cortex_graph=graph, early_stop=graph == "sparse")
+    cfg = RunConfig(
+        backend="simulated",
+        protocol="cortex",
+        agents=n,
+        rounds=rounds,
+        cortex_memory=memory,
+        cortex_weights="peer",
+        cortex_graph=graph,
+        early_stop=graph == "sparse",
+    )
     q_tokens, rows = run_sim(cfg)
     seen_alone = 0
     for row, log in rows:
         k = in_degrees(log, n, row["rounds_run"])
         scoring = [r for r in log.records if r.side]
         assert len(scoring) == n * (n - 1) * (row["rounds_run"] - 1) and {r.kind for r in scoring} == {"cortex_score"}
-        alone = [sum(1 for r in log.records if r.round == d and r.kind == "cortex_self_check")
-                 for d in range(1, row["rounds_run"])]
+        alone = [
+            sum(1 for r in log.records if r.round == d and r.kind == "cortex_self_check")
+            for d in range(1, row["rounds_run"])
+        ]
         pred = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory, peer_scores=True, self_checks=alone)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
         if graph == "full":
-            est = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, cortex_graph="full",
-                                     cortex_weights="peer", cortex_memory=memory)
+            est = cost_model.predict(
+                "cortex",
+                sizes,
+                n,
+                rounds,
+                q_tokens,
+                REPLY,
+                cortex_graph="full",
+                cortex_weights="peer",
+                cortex_memory=memory,
+            )
             assert (est.prompt_tokens, est.calls) == (row["prompt_tokens"], row["n_calls"])
         seen_alone += sum(alone)
     without = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory, self_checks=alone)
@@ -384,11 +463,22 @@ def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
 # Peer Review Debate
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("n, rounds, extra", [
-    (3, 2, {}), (4, 3, {}), (2, 4, {}), (3, 1, {}),
-    (3, 3, {"system_prompt": "You are a careful reviewer of math."}),
-    (3, 2, {"prompts": {"all": {"prd_revise": "Q: $question\nSols:$peers\nFb:$feedbacks\nAgain $question $format"}}}),
-])
+
+@pytest.mark.parametrize(
+    "n, rounds, extra",
+    [
+        (3, 2, {}),
+        (4, 3, {}),
+        (2, 4, {}),
+        (3, 1, {}),
+        (3, 3, {"system_prompt": "You are a careful reviewer of math."}),
+        (
+            3,
+            2,
+            {"prompts": {"all": {"prd_revise": "Q: $question\nSols:$peers\nFb:$feedbacks\nAgain $question $format"}}},
+        ),
+    ],
+)
 def test_prd_exact(sizes, n, rounds, extra):
     """Peer Review Debate's calls do not depend on the answers: tolerance 0 tokens per question
     (reviews on the growing transcript, revise prompts with N-1 solutions and N-1 feedbacks)."""
@@ -398,7 +488,10 @@ def test_prd_exact(sizes, n, rounds, extra):
     pred = cost_model.predict("prd", s, n, rounds, q_tokens, REPLY)
     for row, _ in rows:
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
     assert pred.calls == n + (rounds - 1) * n * n
 
 

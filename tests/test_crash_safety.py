@@ -14,10 +14,10 @@ import sys
 import time
 
 import pytest
+from test_sweep_kill import DEBATE, ROOT, _env, _kill_session
 
 from engine.results import read_table
 from engine.tasks import load_questions
-from test_sweep_kill import DEBATE, ROOT, _env, _kill_session
 
 WRITER = """
 import sys, itertools
@@ -26,8 +26,9 @@ from tests.rows import complete_rows
 sink = ParquetSink(sys.argv[1], flush_rows=50, flush_seconds=0.0, name=sys.argv[2])
 text = "x" * 2000  # big rows: each part takes a while to write, so kills often land mid-write
 for i in itertools.count():
-    sink.write("calls", complete_rows("calls", [{"run_id": "r", "question_id": f"{sys.argv[2]}-{i}", "round": j, "agent_id": 0,
-                          "text": text, "prompt_tokens": i} for j in range(50)]))
+    rows = [{"run_id": "r", "question_id": f"{sys.argv[2]}-{i}", "round": j, "agent_id": 0,
+             "text": text, "prompt_tokens": i} for j in range(50)]
+    sink.write("calls", complete_rows("calls", rows))
 """
 
 
@@ -71,17 +72,37 @@ def test_debate_run_killed_at_random_points_resumes_to_each_question_once(tmp_pa
     rng = random.Random(seed)
     out = tmp_path / "run"
     log = tmp_path / "run.log"
-    argv = [str(DEBATE), "run", "--backend", "simulated", "--protocol", "mad", "--agents", str(AGENTS),
-            "--rounds", str(ROUNDS), "--limit", str(LIMIT), "--sim-latency-s", "0.05", "--max-concurrent-questions",
-            "4", "--no-progress", "--out", str(out)]
+    argv = [
+        str(DEBATE),
+        "run",
+        "--backend",
+        "simulated",
+        "--protocol",
+        "mad",
+        "--agents",
+        str(AGENTS),
+        "--rounds",
+        str(ROUNDS),
+        "--limit",
+        str(LIMIT),
+        "--sim-latency-s",
+        "0.05",
+        "--max-concurrent-questions",
+        "4",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+
     def on_disk() -> int:
         return read_table(out, "questions").num_rows if out.exists() else 0
 
     kills = []
     for k in range(3):
         with open(log, "ab") as fh:
-            proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(), stdout=fh, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, cwd=tmp_path, env=_env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
         t0, before = time.monotonic(), on_disk()
         if k == 0:  # anywhere in the first seconds: Ray start-up, actor creation, first rounds
             time.sleep(rng.uniform(1.0, 8.0))
@@ -97,7 +118,9 @@ def test_debate_run_killed_at_random_points_resumes_to_each_question_once(tmp_pa
                 read_table(out, t)
         kills.append((round(time.monotonic() - t0, 1), on_disk(), finished))
     with open(log, "ab") as fh:
-        code = subprocess.run(argv, cwd=tmp_path, env=_env(), stdout=fh, stderr=subprocess.STDOUT, timeout=600).returncode
+        code = subprocess.run(
+            argv, cwd=tmp_path, env=_env(), stdout=fh, stderr=subprocess.STDOUT, timeout=600
+        ).returncode
     print(f"\nrun kill seed {seed}: (kill after s, questions on disk, had finished) {kills}")
     assert code == 0, f"seed {seed}: " + log.read_text()[-3000:]
     assert any(0 < n < LIMIT for _, n, _ in kills), f"seed {seed}: no kill landed mid-run: {kills}"

@@ -5,9 +5,9 @@ import hashlib
 from engine.config import RunConfig
 from engine.debate import DebateLog, Reads, call_reads, call_seed, question_key
 from engine.protocols import AgentCall, Context, Reply, Step, consensus, effective_rounds, get_protocol
-from tests.protocol_driver import drive
 from engine.records import CallRecord, TurnResult
 from engine.tasks import Question
+from tests.protocol_driver import drive
 
 Q = Question(qid="q1", task="numeric", text="What is 1+1?", gold="2")
 
@@ -112,10 +112,26 @@ def test_run_consensus_by_round_carries_early_stops_forward():
     from engine.accounting import summarize
 
     rows = [
-        {"correct": True, "prompt_tokens": 1, "completion_tokens": 1, "n_calls": 1, "n_invalid": 0, "n_errors": 0,
-         "consensus": [0.5, 1.0], "effective_rounds": 2},
-        {"correct": False, "prompt_tokens": 1, "completion_tokens": 1, "n_calls": 1, "n_invalid": 0, "n_errors": 0,
-         "consensus": [0.5, 0.5, 0.75], "effective_rounds": 3},
+        {
+            "correct": True,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "n_calls": 1,
+            "n_invalid": 0,
+            "n_errors": 0,
+            "consensus": [0.5, 1.0],
+            "effective_rounds": 2,
+        },
+        {
+            "correct": False,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "n_calls": 1,
+            "n_invalid": 0,
+            "n_errors": 0,
+            "consensus": [0.5, 0.5, 0.75],
+            "effective_rounds": 3,
+        },
     ]
     s = summarize(rows)
     assert s["consensus_by_round"] == [0.5, 0.75, 0.875] and s["effective_rounds"] == 2.5 and s["accuracy"] == 0.5
@@ -158,10 +174,30 @@ def test_question_row_has_the_vote_after_each_round():
 def test_accuracy_by_round_carries_stopped_questions():
     from engine.accounting import summarize
 
-    rows = [{"correct": True, "correct_by_round": [False, True, True], "prompt_tokens": 1, "completion_tokens": 1,
-             "n_calls": 1, "n_invalid": 0, "n_errors": 0, "consensus": [1.0], "tie": True},
-            {"correct": True, "correct_by_round": [True], "prompt_tokens": 1, "completion_tokens": 1,  # stopped
-             "n_calls": 1, "n_invalid": 0, "n_errors": 0, "consensus": [1.0], "tie": False}]
+    rows = [
+        {
+            "correct": True,
+            "correct_by_round": [False, True, True],
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "n_calls": 1,
+            "n_invalid": 0,
+            "n_errors": 0,
+            "consensus": [1.0],
+            "tie": True,
+        },
+        {
+            "correct": True,
+            "correct_by_round": [True],
+            "prompt_tokens": 1,
+            "completion_tokens": 1,  # stopped
+            "n_calls": 1,
+            "n_invalid": 0,
+            "n_errors": 0,
+            "consensus": [1.0],
+            "tie": False,
+        },
+    ]
     s = summarize(rows)
     assert s["accuracy_by_round"] == [0.5, 1.0, 1.0] and s["n_ties"] == 1
 
@@ -213,22 +249,34 @@ def test_a_side_call_reads_the_transcript_but_leaves_it_and_the_answer_alone():
     before = {i: list(h) for i, h in log.histories.items()}
     answers = dict(log.answers)
     # agent 0 reviews agents 1 and 2 in one step (two side calls), then takes its turn
-    reviews = [AgentCall(agent=0, stage="debate", peers=[j], peer_texts=[(j, first[j].text)],
-                         peer_answers=[first[j].answer], side=True) for j in (1, 2)]
+    reviews = [
+        AgentCall(
+            agent=0,
+            stage="debate",
+            peers=[j],
+            peer_texts=[(j, first[j].text)],
+            peer_answers=[first[j].answer],
+            side=True,
+        )
+        for j in (1, 2)
+    ]
     reqs, out = _serve(log, reviews, 1)
     assert log.histories == before and log.answers == answers  # no transcript entry, no answer change
     assert all(r.answer is None for r in out) and "Score:" in out[0].text  # a judgement, not an answer
     assert reqs[0].messages[:2] == before[0]  # the review was rendered on the reviewer's transcript
     assert reqs[0].meta["judging"] and reqs[0].meta["peer_answers"] == [first[1].answer]
     # its own seed: per stage and judged agent, never the agent's turn seed of that round
-    turn_req, _ = _serve(log, [AgentCall(agent=0, stage="debate", peers=[1, 2],
-                                         peer_texts=[(1, first[1].text), (2, first[2].text)])], 1)
+    turn_req, _ = _serve(
+        log, [AgentCall(agent=0, stage="debate", peers=[1, 2], peer_texts=[(1, first[1].text), (2, first[2].text)])], 1
+    )
     assert len({reqs[0].seed, reqs[1].seed, turn_req[0].seed}) == 3
     assert reqs[0].seed == call_seed(RunConfig(agents=3).agent_specs()[0].seed, 5, 1, "side:debate:1")
     assert len(log.histories[0]) == 4  # the turn joined the transcript: first prompt+reply, debate prompt+reply
     recs = [r for r in log.records if r.side]
     assert [(r.round, r.agent_id, r.peers, r.kind, r.answer) for r in recs] == [
-        (1, 0, [1], "debate", None), (1, 0, [2], "debate", None)]  # who reviewed whom
+        (1, 0, [1], "debate", None),
+        (1, 0, [2], "debate", None),
+    ]  # who reviewed whom
     assert (1, 1, 0, 1.0) in log.edges and (1, 2, 0, 1.0) in log.edges
     from engine.protocols import Outcome
 

@@ -16,8 +16,11 @@ import pytest
 
 from engine.grading import extract_answer, is_correct
 
-ROWS = [json.loads(line) for line in (Path(__file__).parent / "data" / "debate_replies.jsonl").read_text().splitlines()
-        if line.strip()]
+ROWS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "debate_replies.jsonl").read_text().splitlines()
+    if line.strip()
+]
 
 
 def test_the_file_covers_every_task_and_case():
@@ -26,9 +29,17 @@ def test_the_file_covers_every_task_and_case():
     assert sum(r.get("truncated", False) for r in ROWS) >= 2 and sum(r["answer"] is None for r in ROWS) >= 4
 
 
-@pytest.mark.parametrize("row", [
-    pytest.param(r, id=f"{i}-{r['task']}", marks=pytest.mark.xfail(strict=True, reason=r["note"]) if r.get("known_gap") else ())
-    for i, r in enumerate(ROWS)])
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(
+            r,
+            id=f"{i}-{r['task']}",
+            marks=pytest.mark.xfail(strict=True, reason=r["note"]) if r.get("known_gap") else (),
+        )
+        for i, r in enumerate(ROWS)
+    ],
+)
 def test_reply_is_read_as_its_writer_meant(row):
     got = extract_answer(row["text"], row["task"], row.get("n_choices"), truncated=row.get("truncated", False))
     if row["answer"] is None:

@@ -38,8 +38,10 @@ def test_cosine_matrix_hand_computed():
 
 
 def test_aliases_map_to_packaged_folder():
-    paths = {resolve_embedding_model(n) for n in
-             ("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")}
+    paths = {
+        resolve_embedding_model(n)
+        for n in ("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+    }
     assert len(paths) == 1
     path, local = paths.pop()
     assert local is True
@@ -50,16 +52,22 @@ def test_aliases_map_to_packaged_folder():
 
 
 def test_bad_model_path_errors(tmp_path, monkeypatch):
-    with pytest.raises(EmbeddingModelNotFound, match=r"--embedding-model /no/such/dir/model: no such model folder.*"
-                                                     r"nothing can be downloaded"):
+    with pytest.raises(
+        EmbeddingModelNotFound,
+        match=r"--embedding-model /no/such/dir/model: no such model folder.*"
+        r"nothing can be downloaded",
+    ):
         resolve_embedding_model("/no/such/dir/model")
     with pytest.raises(EmbeddingModelNotFound, match="not a sentence-transformers model folder"):
         resolve_embedding_model(str(tmp_path))
     with pytest.raises(EmbeddingModelNotFound, match="--embedding-model is empty"):
         resolve_embedding_model("")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(EmbeddingModelNotFound, match=r"--embedding-model debate-engine-test/not-a-model: not found in "
-                                                     r"the local Hugging Face cache and nothing can be downloaded"):
+    with pytest.raises(
+        EmbeddingModelNotFound,
+        match=r"--embedding-model debate-engine-test/not-a-model: not found in "
+        r"the local Hugging Face cache and nothing can be downloaded",
+    ):
         load_sentence_transformer("debate-engine-test/not-a-model", "cpu")
 
 

@@ -54,8 +54,17 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
 
     from actors.driver import Engine
 
-    base = dict(backend="vllm", protocol="mad", agents=3, rounds=3, max_tokens=48, temperature=0.0,
-                progress=False, max_restarts=3, call_retries=3)
+    base = dict(
+        backend="vllm",
+        protocol="mad",
+        agents=3,
+        rounds=3,
+        max_tokens=48,
+        temperature=0.0,
+        progress=False,
+        max_restarts=3,
+        call_retries=3,
+    )
     killed: dict = {}
     with Engine() as engine:
         engine.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
@@ -83,7 +92,9 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
         deadline = time.time() + 30
         while time.time() < deadline and (old_engine & _vllm_procs()):
             time.sleep(0.5)
-        assert not (old_engine & _vllm_procs()), f"engine processes of the dead replica still alive: {old_engine & _vllm_procs()}"
+        assert not (old_engine & _vllm_procs()), (
+            f"engine processes of the dead replica still alive: {old_engine & _vllm_procs()}"
+        )
         # and the next run on the same engine works
         again = engine.run(RunConfig(limit=2, seed=5, out=str(tmp_path / "again"), **base))
         assert again.summary["n_errors"] == 0 and len(again.questions) == 2
@@ -110,8 +121,14 @@ def test_replica_sigkill_takes_its_engine_processes_with_it():
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.update({name: "false" for name in RAY_WORKER_CLEANUP}, PYTHONPATH=str(root))
-    out = subprocess.run([sys.executable, str(root / "tests" / "orphan_check.py"), "20"], cwd=root, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(root / "tests" / "orphan_check.py"), "20"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     facts = json.loads(out.stdout.strip().splitlines()[-1])
     assert "VLLM::EngineCore" in facts["engine"].values(), facts

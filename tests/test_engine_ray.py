@@ -133,7 +133,11 @@ def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     from actors.driver import placement_options
 
     cfg = RunConfig(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
-    assert placement_options(cfg, "big", {"num_cpus": 2}) == {"num_cpus": 2, "num_gpus": 1, "resources": {"strong_gpu": 1}}
+    assert placement_options(cfg, "big", {"num_cpus": 2}) == {
+        "num_cpus": 2,
+        "num_gpus": 1,
+        "resources": {"strong_gpu": 1},
+    }
     assert placement_options(cfg, "small", {"num_cpus": 2}) == {"num_cpus": 2}
     with pytest.raises(ValueError, match="unknown key"):
         placement_options(RunConfig(placement_resources={"m": {"gpus": 1}}), "m", {})
@@ -145,9 +149,15 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
     actor's CPU and custom resources (the actor itself takes no GPU), so the actor fits its bundle."""
     from actors.driver import assign_replicas, replica_layout
 
-    cfg = RunConfig(backend="vllm", replicas=2, models="big*2,small*4",
-                    placement_resources={"big": {"replicas": 1, "tensor_parallel_size": 4, "resources": {"strong_gpu": 1}},
-                                         "small": {"resources": {"weak_gpu": 1}}})
+    cfg = RunConfig(
+        backend="vllm",
+        replicas=2,
+        models="big*2,small*4",
+        placement_resources={
+            "big": {"replicas": 1, "tensor_parallel_size": 4, "resources": {"strong_gpu": 1}},
+            "small": {"resources": {"weak_gpu": 1}},
+        },
+    )
     layout = replica_layout(cfg, ["big", "small"], gpu=True)
     assert [len(layout[m]) for m in ("big", "small")] == [1, 2]
     big, small = layout["big"][0], layout["small"][0]
@@ -158,9 +168,19 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
         assert big.bundles[0][k] >= v  # the replica actor fits bundle 0 (Ray rejected it before)
     # one GPU + a custom resource: a one-bundle group, the actor holding the GPU inside it
     assert small.bundles == ({"CPU": 1.0, "GPU": 1.0, "weak_gpu": 1.0},) and small.actor_options["num_gpus"] == 1
-    assert small.actor_options["max_restarts"] == cfg.max_restarts and small.actor_options["max_task_retries"] == cfg.call_retries
+    assert (
+        small.actor_options["max_restarts"] == cfg.max_restarts
+        and small.actor_options["max_task_retries"] == cfg.call_retries
+    )
     placed = assign_replicas(["big", "small", "small", "big", "small", "small"], layout)
-    assert [(p.model, p.index) for p in placed] == [("big", 0), ("small", 0), ("small", 1), ("big", 0), ("small", 0), ("small", 1)]
+    assert [(p.model, p.index) for p in placed] == [
+        ("big", 0),
+        ("small", 0),
+        ("small", 1),
+        ("big", 0),
+        ("small", 0),
+        ("small", 1),
+    ]
     # CPU: the node's cores are split over all replicas, no placement group; tensor parallel needs GPUs
     cpu = replica_layout(RunConfig(replicas=2, replica_cpus=None), ["m"], gpu=False)["m"]
     assert len(cpu) == 2 and cpu[0].key(RunConfig()) != cpu[1].key(RunConfig()) and cpu[0].bundles == ()
@@ -178,8 +198,9 @@ def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_
     # agents 0,2 -> replica 0 (kept from the first run, whose 48 requests it also counts); 1,3 -> replica 1
     assert [s["requests"] for s in two.replica_stats] == [48 + 24, 24]
     key = lambda r: (r["question_id"], r["round"], r["agent_id"], r["text"], r["prompt_tokens"])  # noqa: E731
-    assert sorted(map(key, read_table(one.out_dir, "calls").to_pylist())) == \
-        sorted(map(key, read_table(two.out_dir, "calls").to_pylist()))
+    assert sorted(map(key, read_table(one.out_dir, "calls").to_pylist())) == sorted(
+        map(key, read_table(two.out_dir, "calls").to_pylist())
+    )
     assert one.run_id == two.run_id  # replicas are an engine knob: same run
 
 

@@ -20,8 +20,26 @@ Q = Question("q1", "numeric", "1+1?", "2")
 
 def _echo(turn) -> TurnResult:
     call = turn.call
-    return TurnResult(CallRecord(turn.question.qid, turn.round, call.agent, call.stage, "m", list(call.peers),
-                                 "\\boxed{2}", "2", 10, 2, 0.0, "stop", None, 0, 0.7), {"role": "user", "content": "x"})
+    return TurnResult(
+        CallRecord(
+            turn.question.qid,
+            turn.round,
+            call.agent,
+            call.stage,
+            "m",
+            list(call.peers),
+            "\\boxed{2}",
+            "2",
+            10,
+            2,
+            0.0,
+            "stop",
+            None,
+            0,
+            0.7,
+        ),
+        {"role": "user", "content": "x"},
+    )
 
 
 def _run(protocol_fn, monkeypatch, similarity=None):
@@ -101,8 +119,15 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
 
     good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(4)]
     bad = Question("c9", "choice", "Pick one", "A", choices=tuple(f"o{i}" for i in range(27)))
-    cfg = RunConfig(protocol="mad", agents=2, rounds=2, backend="simulated", max_concurrent_questions=1,
-                    progress=False, out=str(tmp_path / "run"))
+    cfg = RunConfig(
+        protocol="mad",
+        agents=2,
+        rounds=2,
+        backend="simulated",
+        max_concurrent_questions=1,
+        progress=False,
+        out=str(tmp_path / "run"),
+    )
     with Engine() as engine:
         with pytest.raises(EngineError, match=r"unexpected error in the engine \(ValueError: n_choices") as info:
             engine.run(cfg, questions=good + [bad])
@@ -118,14 +143,18 @@ def test_the_cli_prints_one_line_for_an_engine_error(monkeypatch, capsys):
     from engine.cli import main
 
     def boom(cfg, questions=None, progress_cb=None):
-        raise driver.EngineError("run mad-1 stopped by an unexpected error in the engine (IndexError: x); traceback "
-                                 "above; the results written so far are in out and resume with the same command")
+        raise driver.EngineError(
+            "run mad-1 stopped by an unexpected error in the engine (IndexError: x); traceback "
+            "above; the results written so far are in out and resume with the same command"
+        )
 
     monkeypatch.setattr(driver, "run", boom)
     assert main(["run", "--backend", "simulated", "--limit", "2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["debate: error: run mad-1 stopped by an unexpected error in the engine (IndexError: x); traceback "
-                   "above; the results written so far are in out and resume with the same command"]
+    assert err == [
+        "debate: error: run mad-1 stopped by an unexpected error in the engine (IndexError: x); traceback "
+        "above; the results written so far are in out and resume with the same command"
+    ]
 
 
 def test_verbose_flag_shows_the_engines_decisions(capsys):
@@ -141,5 +170,3 @@ def test_verbose_flag_shows_the_engines_decisions(capsys):
     err = capsys.readouterr().err
     assert "INFO actors.driver: starting replica 0 of m" in err and "hidden" not in err
     setup_logging()
-
-

@@ -4,6 +4,7 @@ Own fixtures always run.  Tests on the real benchmark files run when the data
 directory exists (``$DEBATE_DATA_DIR`` or ``<checkout>/../shared/data``) and
 are skipped with a reason otherwise.
 """
+
 from __future__ import annotations
 
 import json
@@ -238,9 +239,7 @@ def test_extract_math(text, expected):
     assert extract_answer(text, "math") == expected
 
 
-@pytest.mark.parametrize(
-    "text", [None, "", "I do not know the answer.", "The answer is not obvious to me at all"]
-)
+@pytest.mark.parametrize("text", [None, "", "I do not know the answer.", "The answer is not obvious to me at all"])
 def test_extract_math_none(text):
     assert extract_answer(text, "math") is None
 
@@ -573,68 +572,80 @@ def test_real_mmlu():
         assert answers_equal(extract_answer(reply, "choice"), gold, "choice")
 
 
-@pytest.mark.parametrize("text, want", [
-    ("The total is $118 000.", "118000"),  # thousands separated by a space
-    ("It costs $1 200 000 in total", "1200000"),
-    ("Answer: 12 000 dollars", "12000"),
-    ("The answer is 1\u202f500 km", "1500"),  # narrow no-break space
-    ("She needs $\\frac{3}{4}$ cup of sugar.", "3/4"),  # a fraction followed by a unit: one number
-    ("Final answer: $\\frac{3}{4}$ cup", "3/4"),
-    ("so $-\\frac{1}{2}$ remains", "-1/2"),
-    ("The answer is \u22125", "-5"),  # Unicode minus
-    ("Answer: \u221212 000", "-12000"),
-    ("In 2023 there were 5 cats", "5"),  # a year is not a thousands group
-    ("scores 3 100 and 200", "200"),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("The total is $118 000.", "118000"),  # thousands separated by a space
+        ("It costs $1 200 000 in total", "1200000"),
+        ("Answer: 12 000 dollars", "12000"),
+        ("The answer is 1\u202f500 km", "1500"),  # narrow no-break space
+        ("She needs $\\frac{3}{4}$ cup of sugar.", "3/4"),  # a fraction followed by a unit: one number
+        ("Final answer: $\\frac{3}{4}$ cup", "3/4"),
+        ("so $-\\frac{1}{2}$ remains", "-1/2"),
+        ("The answer is \u22125", "-5"),  # Unicode minus
+        ("Answer: \u221212 000", "-12000"),
+        ("In 2023 there were 5 cats", "5"),  # a year is not a thousands group
+        ("scores 3 100 and 200", "200"),
+    ],
+)
 def test_numeric_free_text(text, want):
     assert extract_answer(text, "numeric") == want
 
 
 # The agent's own final answer wins over answers it reports from other agents (issue 11's rule 1).
-@pytest.mark.parametrize("text, task, want", [
-    ("Agent 3 argued the answer is 7, but I get 8.\nFinal answer: 8", "numeric", "8"),
-    ("Two agents chose (D). The evidence points to (A).\n\n(A)", "choice", "A"),
-    ("Answer: 56\nConfidence: 0.8", "numeric", "56"),
-    ("Response A is better.", "pair", "A"),
-    ("The final answer is 12. Agent 2 said the answer is 15.", "numeric", "12"),
-    ("Final answer: 8\nOther agents said the answer is 9.", "numeric", "8"),
-    ("I think (B). The other agents chose (D).", "choice", "B"),
-    ("My answer: (B). One agent's answer was (C).", "choice", "B"),
-    ("One of the agents thinks (C), but I believe the answer is (B).", "choice", "B"),
-    ("Solution 2 gives 14, which is wrong; the answer is 12.", "numeric", "12"),
-    ("Agent 1: the answer is 3. Agent 2: the answer is 4. I think the answer is 3.", "numeric", "3"),
-    ("The other agents said the answer is 5, and I agree the answer is 5.", "numeric", "5"),
-    ("After reviewing the other agents' solutions, my final answer is 42.", "numeric", "42"),
-    ("Both agents chose (A), but (C) follows from the second premise.\nAnswer: (C)", "choice", "C"),
-    ("Agent 2 said 15.", "numeric", None),  # only someone else's answer: no answer of its own
-    ("The other agents chose (D).", "choice", None),
-    # characters of a word problem are not other agents
-    ("They paid 30 in total, so the answer is 30.", "numeric", "30"),
-    ("So they spent 12 dollars", "numeric", "12"),
-    ("Everyone gets 3 cookies, so the answer is 3.", "numeric", "3"),
-    ("Response B is better than response A.", "pair", "B"),
-])
+@pytest.mark.parametrize(
+    "text, task, want",
+    [
+        ("Agent 3 argued the answer is 7, but I get 8.\nFinal answer: 8", "numeric", "8"),
+        ("Two agents chose (D). The evidence points to (A).\n\n(A)", "choice", "A"),
+        ("Answer: 56\nConfidence: 0.8", "numeric", "56"),
+        ("Response A is better.", "pair", "A"),
+        ("The final answer is 12. Agent 2 said the answer is 15.", "numeric", "12"),
+        ("Final answer: 8\nOther agents said the answer is 9.", "numeric", "8"),
+        ("I think (B). The other agents chose (D).", "choice", "B"),
+        ("My answer: (B). One agent's answer was (C).", "choice", "B"),
+        ("One of the agents thinks (C), but I believe the answer is (B).", "choice", "B"),
+        ("Solution 2 gives 14, which is wrong; the answer is 12.", "numeric", "12"),
+        ("Agent 1: the answer is 3. Agent 2: the answer is 4. I think the answer is 3.", "numeric", "3"),
+        ("The other agents said the answer is 5, and I agree the answer is 5.", "numeric", "5"),
+        ("After reviewing the other agents' solutions, my final answer is 42.", "numeric", "42"),
+        ("Both agents chose (A), but (C) follows from the second premise.\nAnswer: (C)", "choice", "C"),
+        ("Agent 2 said 15.", "numeric", None),  # only someone else's answer: no answer of its own
+        ("The other agents chose (D).", "choice", None),
+        # characters of a word problem are not other agents
+        ("They paid 30 in total, so the answer is 30.", "numeric", "30"),
+        ("So they spent 12 dollars", "numeric", "12"),
+        ("Everyone gets 3 cookies, so the answer is 3.", "numeric", "3"),
+        ("Response B is better than response A.", "pair", "B"),
+    ],
+)
 def test_own_final_answer_wins_over_reported_ones(text, task, want):
     assert extract_answer(text, task) == want
 
 
-@pytest.mark.parametrize("text, task, want", [
-    ("First 3 + 4 = 7, then 7 * 2 = 14, and then we subtract", "numeric", None),  # cut mid-reasoning
-    ("The answer is 14. Now let me double-check with 3 + 4", "numeric", "14"),  # marked before the cut
-    ("So \\boxed{14}. Checking: 7 * 2 = 1", "numeric", "14"),
-    ("Options (A) and (C) look plausible, but", "choice", None),
-    ("Answer: (C)\nBecause option A fails", "choice", "C"),
-])
+@pytest.mark.parametrize(
+    "text, task, want",
+    [
+        ("First 3 + 4 = 7, then 7 * 2 = 14, and then we subtract", "numeric", None),  # cut mid-reasoning
+        ("The answer is 14. Now let me double-check with 3 + 4", "numeric", "14"),  # marked before the cut
+        ("So \\boxed{14}. Checking: 7 * 2 = 1", "numeric", "14"),
+        ("Options (A) and (C) look plausible, but", "choice", None),
+        ("Answer: (C)\nBecause option A fails", "choice", "C"),
+    ],
+)
 def test_a_reply_cut_off_counts_only_a_marked_answer(text, task, want):
     assert extract_answer(text, task, marked_only=True) == want
     assert extract_answer(text, task) is not None  # the same text, complete, has a fallback answer
 
 
-@pytest.mark.parametrize("text, task, want", [
-    ("Final answer: 8. To double-check, the answer is 9 if we count twice.", "numeric", "8"),
-    ("My final answer is 30; a careless reader might think the answer is 35.", "numeric", "30"),
-    ("My final answer is (B). Some would say the answer is (C).", "choice", "B"),
-    ("The answer is 10. Answer: 12", "numeric", "12"),  # no final statement: the last one wins
-])
+@pytest.mark.parametrize(
+    "text, task, want",
+    [
+        ("Final answer: 8. To double-check, the answer is 9 if we count twice.", "numeric", "8"),
+        ("My final answer is 30; a careless reader might think the answer is 35.", "numeric", "30"),
+        ("My final answer is (B). Some would say the answer is (C).", "choice", "B"),
+        ("The answer is 10. Answer: 12", "numeric", "12"),  # no final statement: the last one wins
+    ],
+)
 def test_final_statement_outranks_answer_is_on_the_way(text, task, want):
     assert extract_answer(text, task) == want

@@ -31,9 +31,20 @@ def per_actor(request) -> int:
 
 
 def sim(tmp_path, name: str, per_actor: int = 1, **kw) -> RunConfig:
-    base = dict(protocol="mad", agents=3, rounds=3, limit=8, seed=5, backend="simulated", sim_latency_s=0.05,
-                max_batch=4, max_concurrent_questions=4, progress=False, out=str(tmp_path / name),
-                agents_per_actor=per_actor)
+    base = dict(
+        protocol="mad",
+        agents=3,
+        rounds=3,
+        limit=8,
+        seed=5,
+        backend="simulated",
+        sim_latency_s=0.05,
+        max_batch=4,
+        max_concurrent_questions=4,
+        progress=False,
+        out=str(tmp_path / name),
+        agents_per_actor=per_actor,
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -63,8 +74,10 @@ def killer(after_calls: int, victims):
 
 def calls_of(out) -> list[tuple]:
     rows = read_table(out, "calls").to_pylist()
-    return sorted((r["question_id"], r["round"], r["agent_id"], r["prompt_tokens"], r["completion_tokens"], r["text"])
-                  for r in rows)
+    return sorted(
+        (r["question_id"], r["round"], r["agent_id"], r["prompt_tokens"], r["completion_tokens"], r["text"])
+        for r in rows
+    )
 
 
 def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_path, per_actor):
@@ -83,8 +96,9 @@ def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_pa
     assert hurt.faults["agent_restores"] >= 2  # both killed agent actors were configured again
     # Turns carry the transcripts, so resent turns reproduce every call exactly (same prompts => same tokens).
     assert calls_of(hurt.out_dir) == calls_of(clean.out_dir)
-    assert [r["final_answer"] for r in sorted(hurt.questions, key=lambda r: r["question_id"])] == \
-        [r["final_answer"] for r in sorted(clean.questions, key=lambda r: r["question_id"])]
+    assert [r["final_answer"] for r in sorted(hurt.questions, key=lambda r: r["question_id"])] == [
+        r["final_answer"] for r in sorted(clean.questions, key=lambda r: r["question_id"])
+    ]
 
 
 def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tmp_path, per_actor):
@@ -131,8 +145,11 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(e
     full = 16 * 3 * 3  # questions x agents x rounds
     cfg = sim(tmp_path, "rate", max_restarts=0, call_retries=0, limit=16, max_error_rate=0.2)
     cb, state = killer(6, victims)
-    with pytest.raises(ErrorRateExceeded, match=r"calls errored \(\d+%\), more than --max-error-rate 0.2.*"
-                                                r"run the same command again to resume"):
+    with pytest.raises(
+        ErrorRateExceeded,
+        match=r"calls errored \(\d+%\), more than --max-error-rate 0.2.*"
+        r"run the same command again to resume",
+    ):
         engine.run(cfg, progress_cb=cb)
     assert state["killed"], "the run ended before the kill point"
     calls = read_table(cfg.out, "calls").to_pylist()

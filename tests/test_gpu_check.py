@@ -21,8 +21,14 @@ def test_gpu_check_runs_its_cpu_checks_and_skips_the_gpu_ones(tmp_path):
 
     out = tmp_path / "gpu_check.json"
     env = {**os.environ, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1"}
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(out)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
     assert lines[0].startswith("GPUs Ray sees: 0 on 1 node(s)")

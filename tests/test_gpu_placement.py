@@ -44,8 +44,18 @@ def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_p
     autoscaler's demand), and once a node with three GPUs joins, the run goes on within one deadline."""
     from actors.driver import Engine
 
-    cfg = RunConfig(backend="simulated", protocol="mad", agents=3, rounds=2, limit=2, replicas=3, device="gpu",
-                    progress=False, placement_timeout=120.0, out=str(tmp_path / "run"))
+    cfg = RunConfig(
+        backend="simulated",
+        protocol="mad",
+        agents=3,
+        rounds=2,
+        limit=2,
+        replicas=3,
+        device="gpu",
+        progress=False,
+        placement_timeout=120.0,
+        out=str(tmp_path / "run"),
+    )
     result: dict = {}
 
     def go():
@@ -74,10 +84,11 @@ def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_p
 def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, monkeypatch):
     """Two replicas no node can hold: asked for together and waited on with one deadline (not one
     timeout per replica), then one line naming the first and counting the rest; no group is left."""
+    from ray.util.placement_group import placement_group_table
+
     from actors import cluster as placement
     from actors.cluster import PlacementTimeout
     from actors.driver import Engine
-    from ray.util.placement_group import placement_group_table
 
     calls: list[tuple[int, float]] = []
     reserve_all = placement.reserve_all
@@ -90,14 +101,24 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
             calls.append((len(asks), time.monotonic() - t0))
 
     monkeypatch.setattr(placement, "reserve_all", spy)
-    cfg = RunConfig(backend="simulated", protocol="mad", agents=2, rounds=2, limit=1, replicas=2, device="gpu",
-                    progress=False, placement_timeout=3.0, out=str(tmp_path / "run"))
+    cfg = RunConfig(
+        backend="simulated",
+        protocol="mad",
+        agents=2,
+        rounds=2,
+        limit=1,
+        replicas=2,
+        device="gpu",
+        progress=False,
+        placement_timeout=3.0,
+        out=str(tmp_path / "run"),
+    )
     with Engine() as engine, pytest.raises(PlacementTimeout) as err:
         engine.run(cfg)
     msg = str(err.value)
     assert "\n" not in msg and "(replica 0): no node offers 1 GPU (and 1 more placement group of this run)" in msg
     assert "waited 3 s" in msg
-    (asked, took), = calls  # both groups in one wait
+    ((asked, took),) = calls  # both groups in one wait
     assert asked == 2 and 3.0 <= took < 3.0 + 3.0, calls
     assert not [g for g in placement_group_table().values() if g["state"] != "REMOVED"]
 
@@ -108,8 +129,18 @@ def test_four_replicas_share_one_gpu_each_sized_to_its_share(cluster, tmp_path):
     from actors.driver import Engine
 
     node = cluster.add_node(num_cpus=2, num_gpus=1)
-    cfg = RunConfig(backend="simulated", protocol="mad", agents=4, rounds=2, limit=2, replicas=4, gpus_per_replica=0.25,
-                    progress=False, placement_timeout=60.0, out=str(tmp_path / "run"))
+    cfg = RunConfig(
+        backend="simulated",
+        protocol="mad",
+        agents=4,
+        rounds=2,
+        limit=2,
+        replicas=4,
+        gpus_per_replica=0.25,
+        progress=False,
+        placement_timeout=60.0,
+        out=str(tmp_path / "run"),
+    )
     with Engine() as engine:
         res = engine.run(cfg)
     assert res.summary["n_errors"] == 0
@@ -160,7 +191,10 @@ def test_the_embedder_takes_a_gpu_share_only_where_one_is_free(cluster):
     while time.time() < deadline and free_gpu_share(0.1):  # the resource view catches up
         time.sleep(0.1)
     assert not free_gpu_share(0.1)
-    assert embedding_placement(cfg) == ({"num_cpus": 0, "runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}, "cpu")
+    assert embedding_placement(cfg) == (
+        {"num_cpus": 0, "runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}},
+        "cpu",
+    )
     ray.util.remove_placement_group(pg)
     deadline = time.time() + 10
     while time.time() < deadline and not free_gpu_share(0.1):
@@ -171,8 +205,9 @@ def test_the_embedder_takes_a_gpu_share_only_where_one_is_free(cluster):
 def test_no_autoscaler_on_a_plain_cluster(cluster):
     """The head's monitor reports only the anonymous node types of nodes already up: no autoscaler,
     so the placement timeout keeps its 600 s default."""
-    from actors.cluster import default_placement_timeout, has_autoscaler
     from ray.experimental.internal_kv import _internal_kv_get
+
+    from actors.cluster import default_placement_timeout, has_autoscaler
 
     deadline = time.time() + 30
     while time.time() < deadline and _internal_kv_get("__autoscaling_status") is None:
@@ -199,7 +234,8 @@ def test_a_restarted_replica_that_cannot_load_again_is_dead_not_half_alive(ray_l
 
     folder = build_tiny_text_model(tmp_path / "tiny")
     actor = ReplicaActor.options(max_restarts=2, max_task_retries=0).remote(
-        "transformers", str(folder), {"device": "cpu", "threads": 1})
+        "transformers", str(folder), {"device": "cpu", "threads": 1}
+    )
     info = ray.get(actor.info.remote(), timeout=120)
     assert not info.get("error"), info
     shutil.rmtree(folder)

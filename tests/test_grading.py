@@ -10,14 +10,22 @@ from engine.grading import extract_answer, gold_answer, is_correct
 from tests.conftest import DATA_DIR
 
 
-@pytest.mark.parametrize("reply, gold, task, right", [
-    ("So she makes 9 * 2 = $18 every day.\n#### 18", "Janet sells ... 16 - 3 - 4 = 9 duck eggs.\n#### 18", "numeric", True),
-    ("The answer is 17.", "#### 18", "numeric", False),
-    ("Thus the answer is $\\boxed{\\dfrac{9}{7}}$.", "We get ... so $x = \\boxed{\\frac{9}{7}}$.", "math", True),
-    ("Final answer: (C)", "C", "choice", True),
-    ("Response B is better.", "A", "pair", False),
-    ("I cannot decide.", "#### 3", "numeric", False),  # no answer: never correct
-])
+@pytest.mark.parametrize(
+    "reply, gold, task, right",
+    [
+        (
+            "So she makes 9 * 2 = $18 every day.\n#### 18",
+            "Janet sells ... 16 - 3 - 4 = 9 duck eggs.\n#### 18",
+            "numeric",
+            True,
+        ),
+        ("The answer is 17.", "#### 18", "numeric", False),
+        ("Thus the answer is $\\boxed{\\dfrac{9}{7}}$.", "We get ... so $x = \\boxed{\\frac{9}{7}}$.", "math", True),
+        ("Final answer: (C)", "C", "choice", True),
+        ("Response B is better.", "A", "pair", False),
+        ("I cannot decide.", "#### 3", "numeric", False),  # no answer: never correct
+    ],
+)
 def test_is_correct_takes_gold_as_written(reply, gold, task, right):
     assert is_correct(extract_answer(reply, task), gold, task) is right
 
@@ -45,7 +53,7 @@ def _unbox(s: str) -> str:
         return s
     inner = _find_boxed(s)[-1]
     j = s.find("{", i)
-    return s[:i] + inner + s[j + 1 + len(inner) + 1:]
+    return s[:i] + inner + s[j + 1 + len(inner) + 1 :]
 
 
 @pytest.mark.parametrize("name, task", [("gsm8k_test.jsonl", "numeric"), ("math_test_algebra.jsonl", "math")])
@@ -57,7 +65,9 @@ def test_every_gold_solution_grades_as_its_own_answer(name, task):
     assert not wrong, f"{len(wrong)} of {len(rows)} gold solutions graded wrong, e.g. {wrong[:5]}"
 
 
-@pytest.mark.parametrize("name, task, floor", [("gsm8k_test.jsonl", "numeric", 0.97), ("math_test_algebra.jsonl", "math", 0.82)])
+@pytest.mark.parametrize(
+    "name, task, floor", [("gsm8k_test.jsonl", "numeric", 0.97), ("math_test_algebra.jsonl", "math", 0.82)]
+)
 def test_gold_solutions_without_their_final_marker(name, task, floor):
     """The same solutions with the marker removed (GSM8K's #### line; MATH's \\boxed unwrapped):
     the grader then reads the last answer statement or number. Measured rate (this data, this
@@ -76,8 +86,14 @@ def test_math_equivalence_runs_outside_the_main_thread():
     actors' event-loop threads and thread pools, where the same verdicts must come out."""
     from concurrent.futures import ThreadPoolExecutor
 
-    pairs = [("x+1", "1+x", True), ("1,-2", "-2, 1", True), (r"\\pm 3", "3,-3", True), ("(1,2)", "(2,1)", False),
-             (r"x \\in (-2,3)", "(-2, 3)", True), ("x+2", "1+x", False)]
+    pairs = [
+        ("x+1", "1+x", True),
+        ("1,-2", "-2, 1", True),
+        (r"\\pm 3", "3,-3", True),
+        ("(1,2)", "(2,1)", False),
+        (r"x \\in (-2,3)", "(-2, 3)", True),
+        ("x+2", "1+x", False),
+    ]
     with ThreadPoolExecutor(2) as pool:
         got = list(pool.map(lambda p: is_correct(p[0], p[1], "math"), pairs))
     assert got == [p[2] for p in pairs]
@@ -104,9 +120,14 @@ def test_math_final_answers_are_valid_latex_that_grade_alike():
     reads as the reply meant: matrices keep their row breaks, commands their arguments."""
     from engine.extract import canonical_answer
 
-    for raw in [r"\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", r"2 \\pi r", r"\\frac{\\sqrt6}3", r"\\sqrt x + 1",
-                r"\\left(1,\\frac{9}{2}\\right)", r"x \\in [-2, 3)"]:
+    for raw in [
+        r"\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+        r"2 \\pi r",
+        r"\\frac{\\sqrt6}3",
+        r"\\sqrt x + 1",
+        r"\\left(1,\\frac{9}{2}\\right)",
+        r"x \\in [-2, 3)",
+    ]:
         canon = canonical_answer(raw, "math")
         assert is_correct(canon, raw, "math"), (raw, canon)
         assert "\\\\" in canon or "begin" not in canon
-

@@ -4,9 +4,6 @@ import numpy as np
 import pytest
 
 from engine.config import RunConfig
-from engine.prompts import PromptSet
-from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, get_protocol
-from tests.protocol_driver import drive
 from engine.cost_model import (
     gd_first_round_tokens,
     gd_inter_round_tokens,
@@ -19,6 +16,8 @@ from engine.cost_model import (
     s2_participation,
     s2_summary_tokens,
 )
+from engine.prompts import PromptSet
+from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, get_protocol
 from engine.protocols.group_debate import (
     group_debate,
 )
@@ -26,6 +25,7 @@ from engine.protocols.s2mad import (
     s2mad,
 )
 from engine.tasks import Question
+from tests.protocol_driver import drive
 from topologies import (
     TopologyError,
     all_similar,
@@ -45,6 +45,7 @@ Q = Question(qid="q1", task="numeric", text="What is 1+1?", gold="2")
 
 
 # ----------------------------------------------------------------------------- groups
+
 
 def test_group_sizes_from_spec():
     assert parse_group_sizes("2+2+4", 8) == [2, 2, 4]
@@ -98,12 +99,14 @@ def test_stage_plan():
     assert [p.round for p in five if p.summarize_after] == [1, 3]
     assert [p.kind for p in stage_plan(3, 1)] == ["first", "inter", "inter"]
     assert [p.kind for p in stage_plan(3, 5)] == ["first", "intra", "intra"] and not any(
-        p.summarize_after for p in stage_plan(3, 5))
+        p.summarize_after for p in stage_plan(3, 5)
+    )
     with pytest.raises(TopologyError, match="--stage-rounds 0"):
         stage_plan(3, 0)
 
 
 # ----------------------------------------------------------------------------- decision mechanism
+
 
 def test_similarity_filter_participation():
     sim = similar_by_answer(["1", "1", "2", "2", None, None])
@@ -122,6 +125,7 @@ def test_similarity_filter_participation():
 
 
 # ----------------------------------------------------------------------------- equations (hand-computed)
+
 
 def test_gd_equations_on_hand_computed_numbers():
     assert gd_first_round_tokens(10, [3, 4]) == 27  # 2*10 + 3 + 4
@@ -150,6 +154,7 @@ def test_s2_equations_on_hand_computed_numbers():
 
 
 # ----------------------------------------------------------------------------- protocol drivers
+
 
 def run(protocol, cfg, agent_answer, summary_answer=lambda stage, group: "7", similarity=None, key=1):
     """Drive a protocol; returns (requests, outcome). Reply texts are unique per call."""
@@ -226,7 +231,9 @@ def _gd_cost(reqs, q, sizes):
         for c in step.calls:
             assert c.memory == "last"
             shown = sum(sizes[t] for _, t in c.peer_texts)
-            shown += sum(v for k, v in sizes.items() if k.startswith("summary") and any(k in s for s in c.values.values()))
+            shown += sum(
+                v for k, v in sizes.items() if k.startswith("summary") and any(k in s for s in c.values.values())
+            )
             own = sizes[f"agent {c.agent} round {step.round}"]
             total += q + last.get(c.agent, 0) + shown + own
             last[c.agent] = own
@@ -254,6 +261,7 @@ def test_gd_calls_cost_what_eqs_3_4_7_say():
 
 # ----------------------------------------------------------------------------- S2-MAD
 
+
 def s2cfg(**kw):
     base = dict(protocol="s2mad", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=0)
     base.update(kw)
@@ -263,7 +271,9 @@ def s2cfg(**kw):
 def test_s2_all_identical_answers_skip_and_stop_early():
     reqs, out = run(s2mad, s2cfg(), lambda r, a: "7", summary_answer=lambda s, j: "7")
     assert [(r.round, type(r.calls[0]).__name__, len(r.calls)) for r in reqs] == [
-        (0, "AgentCall", 4), (1, "SummaryCall", 2)]  # round 1: nobody has anything new to read
+        (0, "AgentCall", 4),
+        (1, "SummaryCall", 2),
+    ]  # round 1: nobody has anything new to read
     assert out.stopped_early and out.rounds_run == 2 and out.skipped_turns == 4
     assert out.answers_by_round == [["7"] * 4, ["7"] * 4] and out.final_answer == "7"
     assert out.info["skipped_by_round"] == [[], [0, 1, 2, 3]]
@@ -342,8 +352,9 @@ def test_s2_embedding_mode_asks_for_similarity_and_uses_tau():
     # tau 0.5: 0~1 and 2~3 are similar -> agent 0 reads one of {2, 3}; agent 2 reads one of {0, 1}
     assert {c.agent: c.peers for c in reqs[2].calls} == {0: [2], 1: [2], 2: [0], 3: [0]}
     # tau 0.92: 0.9 is no longer similar, 0.95 still is
-    reqs, _ = run(s2mad, s2cfg(rounds=2, groups="1", similarity="embedding", tau=0.92), lambda r, a: "2",
-                  similarity=similarity)
+    reqs, _ = run(
+        s2mad, s2cfg(rounds=2, groups="1", similarity="embedding", tau=0.92), lambda r, a: "2", similarity=similarity
+    )
     assert {c.agent: c.peers for c in reqs[2].calls} == {0: [1, 2], 1: [0, 2], 2: [0, 1], 3: [0, 1]}
 
 
@@ -365,6 +376,7 @@ def test_s2_embedding_early_stop_uses_summary_similarity():
 def _s2_expected(groups, m, t, r, q, c, ell, ans, sum_ans):
     """eqs. 1-4 + Alg. 2 line 7 with every output of size c and every summary of size ell, the
     D_i computed here from the answers (unique differing views, the filter's reading)."""
+
     def uniq_diff(own, others):
         seen, n = set(), 0
         for o in others:
@@ -401,8 +413,13 @@ def test_s2_calls_cost_what_eqs_1_to_4_say():
     m, t, r, q, c, ell = 6, 5, 2, 50, 20, 8
     cfg = s2cfg(agents=m, rounds=t, groups="3+3", seed=4)
     groups = make_groups("3+3", m, seed=4)
-    ans = [["1", "2", "2", "3", "1", "1"], ["1", "1", "2", "3", "3", "1"], ["2", "2", "2", "2", "1", "1"],
-           ["2", "1", "2", "2", "3", "3"], ["1", "1", "1", "1", "1", "2"]]
+    ans = [
+        ["1", "2", "2", "3", "1", "1"],
+        ["1", "1", "2", "3", "3", "1"],
+        ["2", "2", "2", "2", "1", "1"],
+        ["2", "1", "2", "2", "3", "3"],
+        ["1", "1", "1", "1", "1", "2"],
+    ]
     sum_ans = [["1", "2"], ["2", "3"]]
     reqs, out = run(s2mad, cfg, lambda rnd, a: ans[rnd][a], summary_answer=lambda s, j: sum_ans[s][j])
     assert not out.stopped_early and out.rounds_run == t
@@ -451,10 +468,16 @@ def test_s2_summary_pool_is_deduplicated_before_agents_read_it():
         assert "summary s0 g1" in call.values["summaries"]
         # group 1's summary read one of its two identical replies: its lowest-id member's
         assert call.peers == [a for a in groups.members[1][:1] if a != call.agent]
-    reqs, _ = run(s2mad, s2cfg(agents=6, groups="2+2+2", rounds=3, filter=False), lambda r, a: "1",
-                  summary_answer=lambda s, j: ["1", "3", "3"][j])
-    assert all(call.stage == "gd_inter" and call.values["other_summaries"].count("One group response") == 2
-               for call in reqs[-1].calls)
+    reqs, _ = run(
+        s2mad,
+        s2cfg(agents=6, groups="2+2+2", rounds=3, filter=False),
+        lambda r, a: "1",
+        summary_answer=lambda s, j: ["1", "3", "3"][j],
+    )
+    assert all(
+        call.stage == "gd_inter" and call.values["other_summaries"].count("One group response") == 2
+        for call in reqs[-1].calls
+    )
 
 
 def test_validate_hook_rejects_bad_groups_before_a_run():
@@ -473,8 +496,9 @@ def test_s2_summary_listing_divergent_answers_does_not_stop_the_debate():
     (a, b), (c, d) = groups.members
     first = {a: "20", b: "20", c: "18", d: "20"}
     cfg = s2cfg(rounds=4, stage_rounds=1)
-    _, out = run(s2mad, cfg, lambda r, x: first[x] if r == 0 else ("20" if x != c else "18"),
-                 summary_answer=lambda s, j: "20")
+    _, out = run(
+        s2mad, cfg, lambda r, x: first[x] if r == 0 else ("20" if x != c else "18"), summary_answer=lambda s, j: "20"
+    )
     assert not out.stopped_early and out.rounds_run == 4
     assert out.info["summary_answers"][0] == [("20" if g == groups.group_of(a) else None) for g in range(2)]
     # when both groups' replies agree, their summaries do stop it (Alg. 1 lines 46-47)
@@ -494,7 +518,9 @@ def test_tau_left_at_the_papers_value_with_another_embedder_warns_once():
     cfg = RunConfig(protocol="s2mad", agents=4, similarity="embedding")
     assert "--tau 0.4" in s2.tau_warning(cfg) and "all-minilm-l6-v2" in s2.tau_warning(cfg)
     assert s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", tau=0.1)) is None
-    assert s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased")) is None
+    assert (
+        s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased")) is None
+    )
     assert s2.tau_warning(RunConfig(protocol="s2mad")) is None  # answer matching reads no tau
     seen: list[str] = []
     handler = logging.Handler(logging.WARNING)

@@ -13,7 +13,6 @@ import pytest
 
 from engine import hf_datasets
 from engine.tasks import DatasetError, load_dataset, load_questions
-
 from tests.conftest import DATA_DIR as DATA
 
 
@@ -47,9 +46,18 @@ def test_real_gsm8k_rows_load_as_the_file_loader_reads_them(tmp_path):
 
 
 def test_gpqa_columns_become_shuffled_choices_with_the_right_gold(tmp_path):
-    rows = [{"Record ID": f"rec{i}", "Question": f"Which particle is number {i}?", "Correct Answer": f"right{i}",
-             "Incorrect Answer 1": f"w1-{i}", "Incorrect Answer 2": f"w2-{i}", "Incorrect Answer 3": f"w3-{i}",
-             "Explanation": "because"} for i in range(8)]
+    rows = [
+        {
+            "Record ID": f"rec{i}",
+            "Question": f"Which particle is number {i}?",
+            "Correct Answer": f"right{i}",
+            "Incorrect Answer 1": f"w1-{i}",
+            "Incorrect Answer 2": f"w2-{i}",
+            "Incorrect Answer 3": f"w3-{i}",
+            "Explanation": "because",
+        }
+        for i in range(8)
+    ]
     folder = _folder(tmp_path, "Idavidrein-gpqa", rows, split="train")
     qs = load_questions(f"hf:{folder}:train", None, None, 0)
     assert [q.qid for q in qs] == [f"rec{i}" for i in range(8)] and {q.task for q in qs} == {"choice"}
@@ -63,19 +71,34 @@ def test_gpqa_columns_become_shuffled_choices_with_the_right_gold(tmp_path):
 
 
 def test_arc_mmlu_and_gsm_ic_mappings(tmp_path):
-    arc = _folder(tmp_path, "ai2_arc", [{"id": "Mercury_1", "question": "Which is a metal?",
-                                          "choices": {"text": ["wood", "iron", "glass"], "label": ["1", "2", "3"]},
-                                          "answerKey": "2"}])
+    arc = _folder(
+        tmp_path,
+        "ai2_arc",
+        [
+            {
+                "id": "Mercury_1",
+                "question": "Which is a metal?",
+                "choices": {"text": ["wood", "iron", "glass"], "label": ["1", "2", "3"]},
+                "answerKey": "2",
+            }
+        ],
+    )
     (q,) = load_questions(f"hf:{arc}", None, None, 0)
     assert (q.qid, q.task, q.gold, q.choices) == ("Mercury_1", "choice", "B", ("wood", "iron", "glass"))
     mmlu = tmp_path / "cais-mmlu"
     mmlu.mkdir()
-    pq.write_table(pa.table({"question": ["2+2?"], "subject": ["math"], "choices": [["3", "4", "5", "6"]],
-                             "answer": [1]}), mmlu / "test.parquet")
+    pq.write_table(
+        pa.table({"question": ["2+2?"], "subject": ["math"], "choices": [["3", "4", "5", "6"]], "answer": [1]}),
+        mmlu / "test.parquet",
+    )
     (q,) = load_questions(f"hf:{mmlu}", None, None, 0)
     assert (q.task, q.gold, q.meta["subject"]) == ("choice", "B", "math")
-    gsm_ic = _folder(tmp_path, "gsm-ic", [{"original_question": "1+1?", "new_question": "1+1? My dog is 3.",
-                                           "answer": "2"}], split="validation")
+    gsm_ic = _folder(
+        tmp_path,
+        "gsm-ic",
+        [{"original_question": "1+1?", "new_question": "1+1? My dog is 3.", "answer": "2"}],
+        split="validation",
+    )
     (q,) = load_questions(f"hf:{gsm_ic}:validation", None, None, 0)
     assert (q.task, q.text, q.gold) == ("numeric", "1+1? My dog is 3.", "2")
 

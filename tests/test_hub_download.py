@@ -28,13 +28,33 @@ from actors import model_store
 MAIN, V1 = "a" * 40, "b" * 40
 SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
 # what a load reads: configs, tokenizer, the safetensors index and the shards it names
-WANTED = {"config.json", "generation_config.json", "special_tokens_map.json", "tokenizer.json",
-          "tokenizer_config.json", "model.safetensors.index.json", *SHARDS}
+WANTED = {
+    "config.json",
+    "generation_config.json",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "model.safetensors.index.json",
+    *SHARDS,
+}
 # a repository laid out like meta-llama's: a second copy of the weights in the same format, the
 # other format, the original checkpoint in a sub-folder, and files no load reads
-LISTING = sorted(WANTED | {"consolidated.safetensors", "pytorch_model-00001-of-00001.bin", "pytorch_model.bin.index.json",
-                           "training_args.bin", "original/consolidated.00.pth", "original/params.json",
-                           "original/tokenizer.model", "README.md", "LICENSE", ".gitattributes", "USE_POLICY.md"})
+LISTING = sorted(
+    WANTED
+    | {
+        "consolidated.safetensors",
+        "pytorch_model-00001-of-00001.bin",
+        "pytorch_model.bin.index.json",
+        "training_args.bin",
+        "original/consolidated.00.pth",
+        "original/params.json",
+        "original/tokenizer.model",
+        "README.md",
+        "LICENSE",
+        ".gitattributes",
+        "USE_POLICY.md",
+    }
+)
 
 
 def repo_files(tag: str) -> dict[str, bytes]:
@@ -64,16 +84,23 @@ class FakeHub:
             raise self.error
         assert files_metadata, "sizes are asked for"
         commit = self.refs.get(revision or "main", revision)
-        return SimpleNamespace(sha=commit, siblings=[SimpleNamespace(rfilename=f, size=len(c))
-                                                     for f, c in self.commits[commit].items()])
+        return SimpleNamespace(
+            sha=commit, siblings=[SimpleNamespace(rfilename=f, size=len(c)) for f, c in self.commits[commit].items()]
+        )
 
     def snapshot_download(self, repo_id, *, revision=None, allow_patterns=None, cache_dir=None, **_):
         from huggingface_hub.utils import are_progress_bars_disabled
 
         files = self.commits[revision]  # always a commit: the one model_info named
         chosen = sorted(f for f in files if any(fnmatch.fnmatch(f, p) for p in allow_patterns))
-        self.downloads.append({"revision": revision, "files": chosen, "bars_off": are_progress_bars_disabled(),
-                               "cache_dir": str(cache_dir)})
+        self.downloads.append(
+            {
+                "revision": revision,
+                "files": chosen,
+                "bars_off": are_progress_bars_disabled(),
+                "cache_dir": str(cache_dir),
+            }
+        )
         if self.gate is not None and any(f.endswith(".safetensors") for f in chosen):
             self.gate.wait(10)
         storage = Path(cache_dir) / ("models--" + repo_id.replace("/", "--"))
@@ -87,7 +114,7 @@ class FakeHub:
             part = blob.with_name(blob.name + ".incomplete")
             with open(part, "wb") as out:
                 for i in range(0, len(files[f]), 5_000):
-                    out.write(files[f][i:i + 5_000])
+                    out.write(files[f][i : i + 5_000])
                     out.flush()
                     time.sleep(self.delay)
             part.rename(blob)
@@ -154,13 +181,31 @@ def test_the_files_a_load_reads_are_chosen():
     assert set(model_store.config_files(LISTING) + model_store.weight_files(LISTING, weight_map)) == WANTED
     # without an index every safetensors file at the top is a weight
     assert model_store.weight_files(LISTING) == sorted([*SHARDS, "consolidated.safetensors"])
-    bins = ["config.json", "tokenizer.json", "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
-            "pytorch_model.bin.index.json", "training_args.bin", "model.safetensors.index.json", "merges.txt",
-            "vocab.json", "LICENSE.txt", "tokenizer.model.v3", "chat_template.jinja", "model.gguf"]
+    bins = [
+        "config.json",
+        "tokenizer.json",
+        "pytorch_model-00001-of-00002.bin",
+        "pytorch_model-00002-of-00002.bin",
+        "pytorch_model.bin.index.json",
+        "training_args.bin",
+        "model.safetensors.index.json",
+        "merges.txt",
+        "vocab.json",
+        "LICENSE.txt",
+        "tokenizer.model.v3",
+        "chat_template.jinja",
+        "model.gguf",
+    ]
     assert model_store.weights_format(bins) == (".bin", "pytorch_model.bin.index.json")
-    assert model_store.config_files(bins) == ["chat_template.jinja", "config.json", "merges.txt",
-                                              "pytorch_model.bin.index.json", "tokenizer.json", "tokenizer.model.v3",
-                                              "vocab.json"]
+    assert model_store.config_files(bins) == [
+        "chat_template.jinja",
+        "config.json",
+        "merges.txt",
+        "pytorch_model.bin.index.json",
+        "tokenizer.json",
+        "tokenizer.model.v3",
+        "vocab.json",
+    ]
     assert model_store.weight_files(bins) == ["pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin"]
     assert model_store.weights_format(["config.json", "model.gguf", "original/model.safetensors"]) is None
 
@@ -196,13 +241,17 @@ def test_a_hub_id_downloads_what_a_load_reads_once_with_progress_lines(hub, line
     assert all(d["bars_off"] for d in hub.downloads) and not are_progress_bars_disabled()
     assert (hub.cache / "models--org--llama" / "refs" / "main").read_text() == MAIN
     total = sum(len(hub.commits[MAIN][f]) for f in WANTED)
-    assert lines[0] == (f"org/llama: downloading 8 files, {model_store._size(total)} from the Hugging Face hub "
-                        f"(commit {MAIN[:12]}) into {hub.cache}")
+    assert lines[0] == (
+        f"org/llama: downloading 8 files, {model_store._size(total)} from the Hugging Face hub "
+        f"(commit {MAIN[:12]}) into {hub.cache}"
+    )
     progress = [ln for ln in lines[1:-1] if " downloaded, " in ln]
     assert progress and all(ln.startswith("org/llama: ") and "%) downloaded, " in ln for ln in progress), lines
     percents = [int(ln.split("(")[1].split("%")[0]) for ln in progress]
     assert percents == sorted(percents) and percents[-1] > 0
-    assert lines[-1].startswith(f"org/llama: downloaded 8 files, {model_store._size(total)} in ") and lines[-1].endswith(" s")
+    assert lines[-1].startswith(f"org/llama: downloaded 8 files, {model_store._size(total)} in ") and lines[
+        -1
+    ].endswith(" s")
     # a second replica later: the cache holds it, nothing is asked of the hub
     assert model_store.resolve_model("org/llama") == folder and len(hub.infos) == 1 and len(hub.downloads) == 2
 
@@ -263,9 +312,13 @@ def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub
         def from_engine_args(args):
             raise Loaded(args)
 
-    fakes = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms"),
-             "vllm.v1": types.ModuleType("vllm.v1"), "vllm.v1.engine": types.ModuleType("vllm.v1.engine"),
-             "vllm.v1.engine.async_llm": types.ModuleType("vllm.v1.engine.async_llm")}
+    fakes = {
+        "vllm": types.ModuleType("vllm"),
+        "vllm.platforms": types.ModuleType("vllm.platforms"),
+        "vllm.v1": types.ModuleType("vllm.v1"),
+        "vllm.v1.engine": types.ModuleType("vllm.v1.engine"),
+        "vllm.v1.engine.async_llm": types.ModuleType("vllm.v1.engine.async_llm"),
+    }
     fakes["vllm"].AsyncEngineArgs = dict
     fakes["vllm.platforms"].current_platform = SimpleNamespace(is_cpu=lambda: False)
     fakes["vllm.v1.engine.async_llm"].AsyncLLM = AsyncLLM
@@ -309,12 +362,16 @@ def test_a_failed_download_is_the_replicas_load_error_in_one_line(hub, caplog):
     log (a bug in the download must not pass for a hub failure unseen)."""
     from actors.replica_actor import make_backend
 
-    hub.error = OSError("401 Client Error: Unauthorized\nAccess to model org/llama is restricted.\n  Cannot access gated repo")
+    hub.error = OSError(
+        "401 Client Error: Unauthorized\nAccess to model org/llama is restricted.\n  Cannot access gated repo"
+    )
     with pytest.raises(model_store.ModelNotFound) as err:
         make_backend("transformers", "org/llama", {"device": "cpu"})
     msg = str(err.value)
-    assert msg == ("--model org/llama: downloading it from the Hugging Face hub failed: OSError: 401 Client Error: "
-                   "Unauthorized Access to model org/llama is restricted. Cannot access gated repo")
+    assert msg == (
+        "--model org/llama: downloading it from the Hugging Face hub failed: OSError: 401 Client Error: "
+        "Unauthorized Access to model org/llama is restricted. Cannot access gated repo"
+    )
     assert hub.downloads == [] and not (hub.cache / "models--org--llama" / "snapshots").exists()
     (record,) = [r for r in caplog.records if "the download failed" in r.getMessage()]
     assert record.levelname == "WARNING" and record.exc_info and record.exc_info[0] is OSError

@@ -48,13 +48,17 @@ def test_summary_memory_summarises_what_each_agent_reads_before_it_speaks():
 
 
 def test_sparse_summary_has_no_summary_for_an_agent_reading_nobody():
-    steps, _ = _trace(RunConfig(protocol="sparse", agents=4, rounds=2, topology="star", center=0, memory="summary",
-                                backend="simulated"))
+    steps, _ = _trace(
+        RunConfig(
+            protocol="sparse", agents=4, rounds=2, topology="star", center=0, memory="summary", backend="simulated"
+        )
+    )
     summaries = steps[1].calls
     assert [s.agent for s in summaries] == [0, 1, 2, 3] and summaries[0].sources == [1, 2, 3]
     assert all(s.sources == [0] for s in summaries[1:])
-    steps, _ = _trace(RunConfig(protocol="sparse", agents=4, rounds=2, density=0.0, memory="summary",
-                                backend="simulated"))
+    steps, _ = _trace(
+        RunConfig(protocol="sparse", agents=4, rounds=2, density=0.0, memory="summary", backend="simulated")
+    )
     assert len(steps) == 2 and {c.stage for c in steps[1].calls} == {"self_check"}
 
 
@@ -71,8 +75,9 @@ def test_one_by_one_talk_reads_this_rounds_replies_of_agents_that_already_spoke(
 
 
 def test_one_by_one_with_summaries_summarises_the_latest_replies():
-    steps, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=2, talk="one-by-one", memory="summary",
-                                backend="simulated"))
+    steps, _ = _trace(
+        RunConfig(protocol="mad", agents=3, rounds=2, talk="one-by-one", memory="summary", backend="simulated")
+    )
     assert [type(s.calls[0]).__name__ for s in steps[1:]] == ["SummaryCall", "AgentCall"] * 3
     last_summary = steps[5].calls[0]
     assert last_summary.agent == 2 and [t[:4] for t in last_summary.texts] == ["A0r1", "A1r1"]
@@ -81,17 +86,19 @@ def test_one_by_one_with_summaries_summarises_the_latest_replies():
 def test_group_debate_full_memory_is_the_mad_plus_group_ablation():
     steps, _ = _trace(RunConfig(protocol="group", agents=4, rounds=3, groups="2+2", backend="simulated"))
     assert {c.memory for s in steps for c in s.calls if isinstance(c, AgentCall)} == {"last"}
-    steps, _ = _trace(RunConfig(protocol="group", agents=4, rounds=3, groups="2+2", memory="full",
-                                backend="simulated"))
+    steps, _ = _trace(RunConfig(protocol="group", agents=4, rounds=3, groups="2+2", memory="full", backend="simulated"))
     assert {c.memory for s in steps for c in s.calls if isinstance(c, AgentCall)} == {"full"}
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"protocol": "mad", "forgetting": True, "memory": "summary"}, "--forgetting means --memory last"),
-    ({"protocol": "group", "memory": "summary"}, "--memory summary is not a memory of --protocol group"),
-    ({"protocol": "mad", "memory": "everything"}, "--memory 'everything' is not one of"),
-    ({"protocol": "mad", "talk": "random"}, "--talk 'random' is not one of"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"protocol": "mad", "forgetting": True, "memory": "summary"}, "--forgetting means --memory last"),
+        ({"protocol": "group", "memory": "summary"}, "--memory summary is not a memory of --protocol group"),
+        ({"protocol": "mad", "memory": "everything"}, "--memory 'everything' is not one of"),
+        ({"protocol": "mad", "talk": "random"}, "--talk 'random' is not one of"),
+    ],
+)
 def test_memory_and_talk_flags_are_checked(kw, message):
     with pytest.raises(ConfigError, match=message):
         RunConfig(**kw).validate()
@@ -101,7 +108,8 @@ def test_forgetting_is_an_alias_of_memory_last():
     a, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=3, forgetting=True, backend="simulated"))
     b, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=3, memory="last", backend="simulated"))
     assert [[(c.agent, c.stage, c.memory) for c in s.calls] for s in a] == [
-        [(c.agent, c.stage, c.memory) for c in s.calls] for s in b]
+        [(c.agent, c.stage, c.memory) for c in s.calls] for s in b
+    ]
 
 
 def test_new_modes_run_end_to_end_with_exact_token_accounting():
@@ -111,8 +119,9 @@ def test_new_modes_run_end_to_end_with_exact_token_accounting():
     from actors.local_run import run_local
     from engine.report import RunData, base_label
 
-    cfg = RunConfig(protocol="mad", agents=3, rounds=3, memory="summary", talk="one-by-one",
-                    backend="simulated").validate()
+    cfg = RunConfig(
+        protocol="mad", agents=3, rounds=3, memory="summary", talk="one-by-one", backend="simulated"
+    ).validate()
     rows = run_local(cfg, arithmetic_questions(2, seed=1), SimulatedBackend())
     for row, log in rows:
         assert row["n_summary_calls"] == 6 and row["n_calls"] == 9 + 6

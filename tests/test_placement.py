@@ -144,8 +144,7 @@ def test_agent_specs_without_models_uses_model_flag():
 
 
 def test_agent_settings_model_overrides_placement():
-    cfg = _cfg(models="big*1,small*5", placement="central", center=2,
-               agent_settings=[{}, {}, {"model": "override"}])
+    cfg = _cfg(models="big*1,small*5", placement="central", center=2, agent_settings=[{}, {}, {"model": "override"}])
     assert [s.model for s in cfg.agent_specs()] == ["small", "small", "override", "small", "small", "small"]
 
 

@@ -21,11 +21,17 @@ def test_figure9_prompts():
     assert review.startswith("Here is a solution from another agent:\nI think it is 6\n")
     assert "examine this agent's reasoning process step by step and offer feedback" in review
     assert "confidence in your feedback on a scale from 1-10" in review
-    revise = p.render("prd_revise", question="What is 2+3?", peers=p.peers_block([(1, "sol one")]),
-                      feedbacks=feedback_block(["fb a", "fb b"]))
+    revise = p.render(
+        "prd_revise",
+        question="What is 2+3?",
+        peers=p.peers_block([(1, "sol one")]),
+        feedbacks=feedback_block(["fb a", "fb b"]),
+    )
     assert "One agent solution: ```sol one```" in revise
-    assert "Here are the feedbacks for your solution from other agents:\n\nOne agent feedback: ```fb a```\n\n" \
-           "One agent feedback: ```fb b```\n" in revise
+    assert (
+        "Here are the feedbacks for your solution from other agents:\n\nOne agent feedback: ```fb a```\n\n"
+        "One agent feedback: ```fb b```\n" in revise
+    )
     assert "Using other agents' solutions and feedbacks as additional information" in revise
     assert "The original problem is: What is 2+3?" in revise and revise.endswith("at the end of your response.")
     assert revise.index("sol one") < revise.index("fb a")  # solutions, then the feedback on one's own
@@ -35,10 +41,15 @@ def test_figure9_prompts():
 def play(cfg, answers, review_text=lambda i, j, r: f"review {i}->{j} r{r} Confidence: {i + j}/10", fail=()):
     """Drive prd: the turn of agent i in round r answers answers[r][i] with text "a{i}r{r}"; the
     review by i of j says review_text(i, j, r); reviews listed in ``fail`` ((i, j, r)) fail."""
+
     def reply(step, c):
         if c.side:
             i, j = c.agent, c.peers[0]
-            return Reply("", None, error="boom") if (i, j, step.round) in fail else Reply(review_text(i, j, step.round), None)
+            return (
+                Reply("", None, error="boom")
+                if (i, j, step.round) in fail
+                else Reply(review_text(i, j, step.round), None)
+            )
         return Reply(f"a{c.agent}r{step.round}", answers[step.round][c.agent])
 
     return drive_steps(get_protocol("prd")(Context(Q, cfg, 1)), reply)
@@ -61,8 +72,9 @@ def test_create_review_revise_rounds_and_vote():
     assert [c.peers for c in revise] == [[1, 2], [0, 2], [0, 1]]
     assert revise[1].peer_texts == [(0, "a0r0"), (2, "a2r0")] and revise[1].peer_answers == ["5", "6"]
     # agent 1 reads the reviews OF agent 1, by reviewers 0 and 2 in that order
-    assert revise[1].values == {"feedbacks": feedback_block(["review 0->1 r1 Confidence: 1/10",
-                                                             "review 2->1 r1 Confidence: 3/10"])}
+    assert revise[1].values == {
+        "feedbacks": feedback_block(["review 0->1 r1 Confidence: 1/10", "review 2->1 r1 Confidence: 3/10"])
+    }
     # round 2 reviews the revised solutions
     assert steps[3].calls[0].values == {"solution": "a1r1"} and steps[3].calls[0].peer_answers == ["4"]
     assert steps[4].calls[2].peer_texts == [(0, "a0r1"), (1, "a1r1")]
@@ -74,8 +86,12 @@ def test_create_review_revise_rounds_and_vote():
 
 def test_unreadable_or_failed_reviews():
     cfg = RunConfig(protocol="prd", agents=3, rounds=2)
-    steps, out = play(cfg, [["5", "4", "6"], ["5", "5", "5"]],
-                      review_text=lambda i, j, r: "looks fine" if i == 2 else "Confidence: 9", fail={(0, 1, 1)})
+    steps, out = play(
+        cfg,
+        [["5", "4", "6"], ["5", "5", "5"]],
+        review_text=lambda i, j, r: "looks fine" if i == 2 else "Confidence: 9",
+        fail={(0, 1, 1)},
+    )
     # the failed review of agent 1 by agent 0 is left out of what agent 1 reads
     assert steps[2].calls[1].values == {"feedbacks": feedback_block(["looks fine"])}
     assert steps[2].calls[0].values == {"feedbacks": feedback_block(["Confidence: 9", "looks fine"])}
@@ -88,7 +104,9 @@ def test_one_round_is_create_only_and_one_agent_is_refused():
     steps, out = play(RunConfig(protocol="prd", agents=4, rounds=1), [["5", "4", "4", None]])
     assert len(steps) == 1 and out.final_answer == "4" and out.info["review_confidence"] == []
     assert [(c.agent, c.peers, c.values) for c in judge_every_other("s", ["t0", "t1"], ["0", "1"])] == [
-        (0, [1], {"solution": "t1"}), (1, [0], {"solution": "t0"})]
+        (0, [1], {"solution": "t1"}),
+        (1, [0], {"solution": "t0"}),
+    ]
     with pytest.raises(ConfigError, match="--protocol prd needs --agents >= 2"):
         RunConfig(protocol="prd", agents=1).validate()
 
@@ -108,7 +126,8 @@ def test_a_run_records_who_reviewed_whom_and_keeps_reviews_out_of_transcripts():
     assert row["n_calls"] == n + (rounds - 1) * n * n and row["n_invalid"] == 0 and row["rounds_run"] == rounds
     side = [r for r in log.records if r.side]
     assert [(r.round, r.agent_id, r.peers) for r in side] == [
-        (t, i, [j]) for t in (1, 2) for i in range(n) for j in range(n) if i != j]
+        (t, i, [j]) for t in (1, 2) for i in range(n) for j in range(n) if i != j
+    ]
     assert all(r.kind == "prd_review" and r.answer is None for r in side)
     assert {r.kind for r in log.records if not r.side} == {"first", "prd_revise"}
     assert all(len(h) == 2 * rounds for h in log.histories.values())  # first + 2 revisions, no review
@@ -135,9 +154,14 @@ def test_the_reviewer_sees_its_own_solution():
 
     turn = log.turn(0, AgentCall(agent=0, stage="first"), 1)
     _, user = core.request(turn)
-    log.add(0, AgentCall(agent=0, stage="first"),
-            TurnResult(CallRecord("q1", 0, 0, "first", "m", [], "my answer is \\boxed{5}", "5", 1, 1, 0.0, "stop",
-                                  None, 0, 0.7), user))
+    log.add(
+        0,
+        AgentCall(agent=0, stage="first"),
+        TurnResult(
+            CallRecord("q1", 0, 0, "first", "m", [], "my answer is \\boxed{5}", "5", 1, 1, 0.0, "stop", None, 0, 0.7),
+            user,
+        ),
+    )
     steps, _ = play(cfg, [["5", "4"], ["5", "5"]])
     review = steps[1].calls[0]
     req, _ = core.request(log.turn(1, review, 1))

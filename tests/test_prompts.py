@@ -4,7 +4,12 @@ from engine.prompts import PromptError, PromptSet, build_messages
 
 
 def test_templates_exist_for_every_task_and_mention_the_answer_format():
-    for task, marker in [("numeric", "\\boxed{answer}"), ("math", "\\boxed{answer}"), ("choice", "(X)"), ("pair", "A or B")]:
+    for task, marker in [
+        ("numeric", "\\boxed{answer}"),
+        ("math", "\\boxed{answer}"),
+        ("choice", "(X)"),
+        ("pair", "A or B"),
+    ]:
         p = PromptSet.for_task(task)
         assert "Q?" in p.first("Q?") and marker in p.first("Q?")
         deb = p.debate("Q?", [(1, "sol one"), (4, "sol four")])
@@ -23,8 +28,12 @@ def test_override_and_bad_placeholder():
 
 def test_history_and_forgetting():
     p = PromptSet.for_task("numeric")
-    hist = [{"role": "user", "content": "u0"}, {"role": "assistant", "content": "r0"},
-            {"role": "user", "content": "u1"}, {"role": "assistant", "content": "r1"}]
+    hist = [
+        {"role": "user", "content": "u0"},
+        {"role": "assistant", "content": "r0"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "r1"},
+    ]
     msgs, user = build_messages(p, "Q", "debate", hist, [(1, "peer")], system_prompt="sys")
     assert "peer" in user["content"] and "\\boxed{answer}" in user["content"]
     assert [m["content"] for m in msgs[:5]] == ["sys", "u0", "r0", "u1", "r1"] and msgs[-1] is user

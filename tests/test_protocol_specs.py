@@ -14,8 +14,19 @@ from engine.protocols.s2mad import TAU
 def test_every_protocol_has_a_spec_and_its_help():
     from engine.cli import _HELP
 
-    assert list(SPECS) == ["cot", "sc", "mad", "sparse", "probmad", "group", "s2mad", "cortex", "reconcile",
-                          "chateval", "prd"]
+    assert list(SPECS) == [
+        "cot",
+        "sc",
+        "mad",
+        "sparse",
+        "probmad",
+        "group",
+        "s2mad",
+        "cortex",
+        "reconcile",
+        "chateval",
+        "prd",
+    ]
     for name, spec in SPECS.items():
         assert spec.name == name and spec.help and spec.label and spec.cost is not None
         assert f"{name}: {spec.help}" in _HELP["protocol"]
@@ -25,8 +36,13 @@ def _echo(ctx: Context) -> ProtocolGen:
     """A made-up protocol: every agent answers, then every agent reads agent 0 only."""
     replies = yield Step(0, [AgentCall(i, "first") for i in range(ctx.n_agents)])
     history = [[r.answer for r in replies]]
-    replies = yield Step(1, [AgentCall(i, "echo", peers=[0], peer_texts=[(0, replies[0].text)],
-                                       peer_answers=[replies[0].answer]) for i in range(ctx.n_agents)])
+    replies = yield Step(
+        1,
+        [
+            AgentCall(i, "echo", peers=[0], peer_texts=[(0, replies[0].text)], peer_answers=[replies[0].answer])
+            for i in range(ctx.n_agents)
+        ],
+    )
     history.append([r.answer for r in replies])
     return Outcome(vote(ctx, history[-1]), history)
 
@@ -37,10 +53,18 @@ def _check(cfg) -> None:
 
 
 ECHO = ProtocolSpec(
-    "echo", _echo, "everyone reads agent 0", "Echo", settings=(TAU,), check=_check,
-    shape=lambda cfg: (cfg.agents, 2), stages={"echo": "Agent 0 said: $peers\nAgain: $question $format"},
-    needs_embeddings=lambda cfg: False, cost=lambda s, n, rounds, q, c, **kw: ("echo-cost", n, rounds),
-    label_parts=lambda cfg: [f"tau={cfg.get('tau')}"])
+    "echo",
+    _echo,
+    "everyone reads agent 0",
+    "Echo",
+    settings=(TAU,),
+    check=_check,
+    shape=lambda cfg: (cfg.agents, 2),
+    stages={"echo": "Agent 0 said: $peers\nAgain: $question $format"},
+    needs_embeddings=lambda cfg: False,
+    cost=lambda s, n, rounds, q, c, **kw: ("echo-cost", n, rounds),
+    label_parts=lambda cfg: [f"tau={cfg.get('tau')}"],
+)
 
 
 @pytest.fixture
@@ -79,8 +103,14 @@ def test_report_labels_and_cli_choices_come_from_the_specs(echo):
     from engine.cli import main
     from engine.report import RunData, base_label
 
-    data = RunData(run_dir=None, run_id="echo-1", run={}, config={"protocol": "echo", "agents": 3, "rounds": 5,
-                                                                  "tau": 0.3}, questions=[], calls=None)
+    data = RunData(
+        run_dir=None,
+        run_id="echo-1",
+        run={},
+        config={"protocol": "echo", "agents": 3, "rounds": 5, "tau": 0.3},
+        questions=[],
+        calls=None,
+    )
     assert base_label(data) == "echo 3x2 tau=0.3"
     with pytest.raises(SystemExit):  # argparse's choices were fixed at import: an unknown name is refused
         main(["run", "--protocol", "nope"])
@@ -152,7 +182,8 @@ def test_a_new_protocol_option_is_declared_once_in_its_spec():
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "--echo-weight" in out["help"] and "echo: share of agents that read agent 0 (default 0.5)" in " ".join(
-        out["help"].split())
+        out["help"].split()
+    )
     assert out["flag"] == 0.25 and out["yaml"] == 0.75
     assert out["bad"] == "--echo-weight must be within [0, 1] (got 2.0)"
     echo_a, echo_b, mad_a, mad_b = out["ids"]

@@ -33,8 +33,18 @@ def _run(tmp_path, *extra: str) -> dict:
 # ---------------------------------------------------------------- pure pieces
 @pytest.mark.parametrize(
     "n,p,k",
-    [(2, "0", 0), (2, "0.25", 1), (2, "0.5", 1), (2, "0.75", 2), (3, "0.5", 2), (3, "0.25", 1),
-     (4, "0.75", 3), (5, "0.5", 3), (5, "0.25", 1), (5, "1", 5)],
+    [
+        (2, "0", 0),
+        (2, "0.25", 1),
+        (2, "0.5", 1),
+        (2, "0.75", 2),
+        (3, "0.5", 2),
+        (3, "0.25", 1),
+        (4, "0.75", 3),
+        (5, "0.5", 3),
+        (5, "0.25", 1),
+        (5, "1", 5),
+    ],
 )
 def test_n_correct_refs_rounds_half_up(n, p, k):
     assert q_np.n_correct_refs(n, Fraction(p)) == k
@@ -90,8 +100,21 @@ def test_make_request_uses_engine_debate_prompt_and_oracle_meta():
 # ---------------------------------------------------------------- simulated runs
 @pytest.mark.parametrize("wrong", ["distinct", "same"])
 def test_follow_one_gives_q_one_and_zero(tmp_path, wrong):
-    res = _run(tmp_path, "--sim-follow", "1", "--samples", "12", "--limit", "2", "--n", "2,3,4,5",
-               "--p", "0,1", "--wrong", wrong)
+    res = _run(
+        tmp_path,
+        "--sim-follow",
+        "1",
+        "--samples",
+        "12",
+        "--limit",
+        "2",
+        "--n",
+        "2,3,4,5",
+        "--p",
+        "0,1",
+        "--wrong",
+        wrong,
+    )
     by = {(c["n"], c["p"]): c for c in res["cells"]}
     for n in (2, 3, 4, 5):
         assert by[(n, 1.0)]["estimate"] == 1.0 and by[(n, 1.0)]["stderr"] == 0.0
@@ -102,8 +125,23 @@ def test_tie_cell_equals_share_of_samples_with_correct_reference_first(tmp_path)
     # n=2, p=0.5, one shared wrong value: the simulated model (follow=1) takes the majority of
     # [correct, wrong] — a tie, won by the first one shown. So Q is exactly the share of samples
     # whose shuffled references start with the correct one.
-    res = _run(tmp_path, "--sim-follow", "1", "--samples", "40", "--limit", "2", "--n", "2", "--p", "0.5",
-               "--wrong", "same", "--seed", "3")
+    res = _run(
+        tmp_path,
+        "--sim-follow",
+        "1",
+        "--samples",
+        "40",
+        "--limit",
+        "2",
+        "--n",
+        "2",
+        "--p",
+        "0.5",
+        "--wrong",
+        "same",
+        "--seed",
+        "3",
+    )
     qs = arithmetic_questions(2, seed=3)
     first_ok = 0
     for q in qs:
@@ -117,11 +155,13 @@ def test_tie_cell_equals_share_of_samples_with_correct_reference_first(tmp_path)
 
 
 def test_no_follow_uses_accuracy(tmp_path):
-    right = _run(tmp_path, "--sim-follow", "0", "--sim-accuracy", "1", "--samples", "5", "--limit", "1",
-                 "--n", "3", "--p", "0")
+    right = _run(
+        tmp_path, "--sim-follow", "0", "--sim-accuracy", "1", "--samples", "5", "--limit", "1", "--n", "3", "--p", "0"
+    )
     assert right["cells"][0]["estimate"] == 1.0
-    wrong = _run(tmp_path, "--sim-follow", "0", "--sim-accuracy", "0", "--samples", "5", "--limit", "1",
-                 "--n", "3", "--p", "1")
+    wrong = _run(
+        tmp_path, "--sim-follow", "0", "--sim-accuracy", "0", "--samples", "5", "--limit", "1", "--n", "3", "--p", "1"
+    )
     assert wrong["cells"][0]["estimate"] == 0.0
 
 
@@ -133,8 +173,22 @@ def test_json_schema(tmp_path):
     assert res["sim"] == {"follow": 0.5, "accuracy": 0.6, "reply_tokens": 60}
     assert [(c["n"], c["p"]) for c in res["cells"]] == [(2, 0.0), (2, 0.5), (2, 1.0), (4, 0.0), (4, 0.5), (4, 1.0)]
     for c in res["cells"]:
-        assert set(c) >= {"n", "p", "n_correct_refs", "p_realized", "estimate", "stderr", "samples", "correct",
-                          "invalid", "errors", "prompt_tokens", "completion_tokens", "wall_s", "per_question"}
+        assert set(c) >= {
+            "n",
+            "p",
+            "n_correct_refs",
+            "p_realized",
+            "estimate",
+            "stderr",
+            "samples",
+            "correct",
+            "invalid",
+            "errors",
+            "prompt_tokens",
+            "completion_tokens",
+            "wall_s",
+            "per_question",
+        }
         assert c["samples"] == 14 and c["n_correct_refs"] == q_np.n_correct_refs(c["n"], c["p"])
         assert c["estimate"] == pytest.approx(c["correct"] / 14)
         assert c["stderr"] == pytest.approx(math.sqrt(c["estimate"] * (1 - c["estimate"]) / 14))

@@ -14,8 +14,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 @pytest.mark.parametrize("backend", ["auto", "transformers"])
 def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, backend):
     """The default backend (vLLM here) and the transformers fallback, each end to end."""
-    cfg = RunConfig(protocol="mad", agents=2, rounds=2, limit=2, max_tokens=48, out=str(tmp_path / "real"), progress=False,
-                    replica_cpus=2, backend=backend)
+    cfg = RunConfig(
+        protocol="mad",
+        agents=2,
+        rounds=2,
+        limit=2,
+        max_tokens=48,
+        out=str(tmp_path / "real"),
+        progress=False,
+        replica_cpus=2,
+        backend=backend,
+    )
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     qs = read_table(result.out_dir, "questions").to_pandas()
@@ -37,8 +46,9 @@ def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, ba
     assert (r1 > r0.reindex(r1.index)).all()  # rows arrive in completion order: align by (question, agent)
     stored = [None if pd.isna(a) else a for a in calls.answer]  # pandas 3 reads a null string as NaN
     # a reply cut off at the token limit counts only a marked answer (engine/extract.py, marked_only)
-    assert [extract_answer(t, "numeric", marked_only=fr == "length")
-            for t, fr in zip(calls.text, calls.finish_reason)] == stored
+    assert [
+        extract_answer(t, "numeric", marked_only=fr == "length") for t, fr in zip(calls.text, calls.finish_reason)
+    ] == stored
     assert qs.correct.dtype == bool and result.summary["completion_tokens"] == calls.completion_tokens.sum()
 
 
@@ -48,14 +58,29 @@ def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
     Both aliases load the same SmolLM2 weights (the only model that ships here); what is tested
     is the engine: two replica actors in one run, each agent served by its own model's replica.
     """
-    cfg = RunConfig(protocol="sparse", topology="star", center=2, agents=3, rounds=2, limit=1, max_tokens=16,
-                    models="smollm2*1,smollm2-135m-instruct*2", placement="central", out=str(tmp_path / "place"),
-                    progress=False, backend="transformers")  # two replicas load faster on transformers
+    cfg = RunConfig(
+        protocol="sparse",
+        topology="star",
+        center=2,
+        agents=3,
+        rounds=2,
+        limit=1,
+        max_tokens=16,
+        models="smollm2*1,smollm2-135m-instruct*2",
+        placement="central",
+        out=str(tmp_path / "place"),
+        progress=False,
+        backend="transformers",
+    )  # two replicas load faster on transformers
     assert [s.model for s in cfg.agent_specs()] == ["smollm2-135m-instruct", "smollm2-135m-instruct", "smollm2"]
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     assert len(result.replica_stats) == 2 and sum(s["requests"] for s in result.replica_stats) == 6
-    assert dict(zip(calls.agent_id, calls.model)) == {0: "smollm2-135m-instruct", 1: "smollm2-135m-instruct", 2: "smollm2"}
+    assert dict(zip(calls.agent_id, calls.model)) == {
+        0: "smollm2-135m-instruct",
+        1: "smollm2-135m-instruct",
+        2: "smollm2",
+    }
 
 
 def test_without_vllm_auto_falls_back_to_transformers(ray_local, tmp_path, monkeypatch):
@@ -64,8 +89,16 @@ def test_without_vllm_auto_falls_back_to_transformers(ray_local, tmp_path, monke
     import sys
 
     monkeypatch.setitem(sys.modules, "vllm", None)
-    cfg = RunConfig(protocol="mad", agents=2, rounds=1, limit=1, max_tokens=8, out=str(tmp_path / "fallback"),
-                    progress=False, dtype="float32")
+    cfg = RunConfig(
+        protocol="mad",
+        agents=2,
+        rounds=1,
+        limit=1,
+        max_tokens=8,
+        out=str(tmp_path / "fallback"),
+        progress=False,
+        dtype="float32",
+    )
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     runs = read_table(result.out_dir, "runs").to_pandas()

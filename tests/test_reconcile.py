@@ -73,6 +73,7 @@ def test_weighted_vote_ties_follow_the_majority_rule():
 def play(cfg, script, key=1):
     """Drive the protocol: in round r agent i replies script[r][i] = (answer, confidence text) or
     "ERR" (a failed call). Returns (steps, outcome)."""
+
     def reply(step, c):
         item = script[step.round][c.agent]
         if item == "ERR":
@@ -136,8 +137,11 @@ def test_initial_round_then_grouped_solutions_for_everyone():
     assert info["tally"][0] == {"4": pytest.approx(0.4), "5": 0.8, "6": 0.5}
     assert info["weighted_answer"][0] == "5" and info["majority_answer"][0] == "4"
     assert out.votes_by_round == ["5", "5", "5"]  # the weighted vote after every round
-    assert info["groups"][0] == [{"answer": "4", "agents": [0, 2]}, {"answer": "5", "agents": [1]},
-                                 {"answer": "6", "agents": [3]}]
+    assert info["groups"][0] == [
+        {"answer": "4", "agents": [0, 2]},
+        {"answer": "5", "agents": [1]},
+        {"answer": "6", "agents": [3]},
+    ]
 
 
 def test_rendered_discussion_prompt_follows_figure_7():
@@ -154,8 +158,12 @@ def test_rendered_discussion_prompt_follows_figure_7():
     assert deb.startswith(first)
     review = deb.index("Carefully review the following solutions from other agents")
     assert review < deb.index("Clearly state which point of view you agree or disagree with and why.")
-    assert review < deb.index("There are 2 agents think the answer is B.") < deb.index(
-        "There are 1 agents think the answer is A.") < deb.rindex("(X)")
+    assert (
+        review
+        < deb.index("There are 2 agents think the answer is B.")
+        < deb.index("There are 1 agents think the answer is A.")
+        < deb.rindex("(X)")
+    )
     assert deb.count("One agent solution:") == 3 and "Its confidence: 0.9." in deb
 
 
@@ -165,8 +173,12 @@ def test_grouping_order_unreadable_last_and_failed_calls_not_shown():
     # largest first (not first seen: "1" comes first in agent order); equal sizes in first-seen order
     assert [(g.answer, g.agents) for g in groups] == [("9", (2, 3)), ("3", (4, 7)), ("1", (0,)), (None, (1, 5))]
     block = solutions_block(groups, [f"t{i}" for i in range(8)], answers, [None] * 8)
-    assert block.index("answer is 9.") < block.index("answer is 3.") < block.index("answer is 1.") < block.index(
-        "There are 2 agents whose answer could not be read.")
+    assert (
+        block.index("answer is 9.")
+        < block.index("answer is 3.")
+        < block.index("answer is 1.")
+        < block.index("There are 2 agents whose answer could not be read.")
+    )
     assert "There are 2 agents think the answer is 9." in block
     assert "t6" not in block and "Its answer: unknown." in block
 
@@ -291,9 +303,10 @@ def test_simulated_run_grades_the_weighted_vote_by_round_and_rescore_rebuilds_it
 from tests.test_cost_model import REPLY, sizes, words  # noqa: E402,F401  (sizes: the measured-constants fixture)
 
 
-@pytest.mark.parametrize("n, rounds, early_stop, invalid", [(3, 3, True, 0.0), (4, 4, False, 0.25), (5, 3, True, 0.2),
-                                                            (1, 3, False, 0.0)])
-def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, invalid):
+@pytest.mark.parametrize(
+    "n, rounds, early_stop, invalid", [(3, 3, True, 0.0), (4, 4, False, 0.25), (5, 3, True, 0.2), (1, 3, False, 0.0)]
+)
+def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, invalid):  # noqa: F811
     """Tolerance 0 tokens per question: given each discussion round's (answer groups, unreadable
     group, replies shown), read back from the call records, every prompt is a sum of measured
     pieces. The runs must show varying group counts, unreadable groups and early stops."""
@@ -308,7 +321,10 @@ def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, i
         seen += shown
         pred = cost_model.reconcile_cost(sizes, n, q_tokens, REPLY, shown)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
-            row["prompt_tokens"], row["completion_tokens"], row["n_calls"])
+            row["prompt_tokens"],
+            row["completion_tokens"],
+            row["n_calls"],
+        )
     if n > 1:
         assert len({s.groups for s in seen}) > 1
     if invalid:
@@ -320,14 +336,21 @@ def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, i
 def test_shown_from_records_skips_failed_calls_and_counts_unreadable_answers():
     from types import SimpleNamespace as R
 
-    records = [R(round=0, agent_id=0, answer="4", error=None), R(round=0, agent_id=1, answer="5", error=None),
-               R(round=0, agent_id=2, answer=None, error="boom"), R(round=0, agent_id=3, answer="4", error=None),
-               R(round=1, agent_id=0, answer=None, error=None), R(round=1, agent_id=1, answer="5", error=None),
-               R(round=1, agent_id=2, answer="5", error=None), R(round=1, agent_id=3, answer="5", error=None),
-               R(round=1, agent_id=-1, answer="9", error=None)]  # not an agent: ignored
+    records = [
+        R(round=0, agent_id=0, answer="4", error=None),
+        R(round=0, agent_id=1, answer="5", error=None),
+        R(round=0, agent_id=2, answer=None, error="boom"),
+        R(round=0, agent_id=3, answer="4", error=None),
+        R(round=1, agent_id=0, answer=None, error=None),
+        R(round=1, agent_id=1, answer="5", error=None),
+        R(round=1, agent_id=2, answer="5", error=None),
+        R(round=1, agent_id=3, answer="5", error=None),
+        R(round=1, agent_id=-1, answer="9", error=None),
+    ]  # not an agent: ignored
     assert cost_model.reconcile_shown_from_records(records, 3) == [
         cost_model.ReconcileShown(groups=2, unread=False, replies=3),
-        cost_model.ReconcileShown(groups=1, unread=True, replies=4)]
+        cost_model.ReconcileShown(groups=1, unread=True, replies=4),
+    ]
 
 
 class TwoCampsBackend:
@@ -346,12 +369,13 @@ class TwoCampsBackend:
             ans = 2 + self.k % 2
             self.k += 1
             text = " ".join(["word"] * (REPLY - 3) + [f"\\boxed{{{ans}}}", "Confidence:", "0.9"])
-            out.append(GenResult(text=text, prompt_tokens=count_tokens(req.messages), completion_tokens=REPLY,
-                                 latency_s=0.0))
+            out.append(
+                GenResult(text=text, prompt_tokens=count_tokens(req.messages), completion_tokens=REPLY, latency_s=0.0)
+            )
         return out
 
 
-def test_closed_form_estimate_exact_for_two_groups_and_a_bound_otherwise(sizes):
+def test_closed_form_estimate_exact_for_two_groups_and_a_bound_otherwise(sizes):  # noqa: F811
     """The estimate (all rounds, every reply readable, min(2, N) groups) is exact, 0 tokens off,
     for agents split into two camps that never agree; the simulated agents, who agree at times
     (one group, or an early stop), cost less."""
@@ -363,11 +387,15 @@ def test_closed_form_estimate_exact_for_two_groups_and_a_bound_otherwise(sizes):
     for row, log in run_local(config, qs, TwoCampsBackend()):
         assert {s.groups for s in cost_model.reconcile_shown_from_records(log.records, rounds)} == {2}
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
-            est.prompt_tokens, est.completion_tokens, est.calls)
+            est.prompt_tokens,
+            est.completion_tokens,
+            est.calls,
+        )
     three = cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=3)
     assert three.prompt_tokens - est.prompt_tokens == n * (rounds - 1) * sizes.reconcile_block.header
     short = cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, rounds_run=1)
-    assert short.calls == n and short.prompt_tokens == n * (count_tokens([{"role": "user", "content": ""}])
-                                                            + sizes.reconcile_first.tokens(q_tokens))
+    assert short.calls == n and short.prompt_tokens == n * (
+        count_tokens([{"role": "user", "content": ""}]) + sizes.reconcile_first.tokens(q_tokens)
+    )
     with pytest.raises(ValueError, match="answer_groups 5"):
         cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=5)

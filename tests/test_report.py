@@ -28,8 +28,18 @@ from tests.rows import complete_rows
 
 
 def config(protocol, agents, rounds, **kw):
-    cfg = {"protocol": protocol, "agents": agents, "rounds": rounds, "dataset": "arithmetic", "seed": 0,
-           "backend": "simulated", "density": None, "groups": None, "limit": 4, "out": "x"}
+    cfg = {
+        "protocol": protocol,
+        "agents": agents,
+        "rounds": rounds,
+        "dataset": "arithmetic",
+        "seed": 0,
+        "backend": "simulated",
+        "density": None,
+        "groups": None,
+        "limit": 4,
+        "out": "x",
+    }
     cfg.update(kw)
     return cfg
 
@@ -40,24 +50,69 @@ def write_run(sink, run_id, cfg, questions, stale=()):
     sim = cfg["backend"] == "simulated"
     q_rows, c_rows = [], []
     for qid, correct, cons, stopped, eff, skipped, calls in questions:
-        q_rows.append({"run_id": run_id, "question_id": qid, "protocol": cfg["protocol"], "n_agents": cfg["agents"],
-                       "rounds_run": len(cons), "effective_rounds": eff, "stopped_early": stopped, "correct": correct,
-                       "n_calls": len(calls), "n_summary_calls": sum(a == -1 for a, _, _ in calls),
-                       "n_skipped": skipped, "prompt_tokens": sum(p for _, p, _ in calls),
-                       "completion_tokens": sum(c for _, _, c in calls), "consensus": cons, "simulated": sim,
-                       # right only after the last round (debate fixed it), as graded per round
-                       "correct_by_round": [False] * (len(cons) - 1) + [correct], "tie": qid == "q0",
-                       "backend": cfg["backend"], "attempt": "new"})
-        c_rows += [{"run_id": run_id, "question_id": qid, "agent_id": a, "prompt_tokens": p, "completion_tokens": c,
-                    "simulated": sim, "attempt": "new"} for a, p, c in calls]
+        q_rows.append(
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "protocol": cfg["protocol"],
+                "n_agents": cfg["agents"],
+                "rounds_run": len(cons),
+                "effective_rounds": eff,
+                "stopped_early": stopped,
+                "correct": correct,
+                "n_calls": len(calls),
+                "n_summary_calls": sum(a == -1 for a, _, _ in calls),
+                "n_skipped": skipped,
+                "prompt_tokens": sum(p for _, p, _ in calls),
+                "completion_tokens": sum(c for _, _, c in calls),
+                "consensus": cons,
+                "simulated": sim,
+                # right only after the last round (debate fixed it), as graded per round
+                "correct_by_round": [False] * (len(cons) - 1) + [correct],
+                "tie": qid == "q0",
+                "backend": cfg["backend"],
+                "attempt": "new",
+            }
+        )
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": "new",
+            }
+            for a, p, c in calls
+        ]
     for qid, attempt, calls in stale:
-        c_rows += [{"run_id": run_id, "question_id": qid, "agent_id": a, "prompt_tokens": p, "completion_tokens": c,
-                    "simulated": sim, "attempt": attempt} for a, p, c in calls]
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": attempt,
+            }
+            for a, p, c in calls
+        ]
     sink.write("questions", complete_rows("questions", q_rows))
     sink.write("calls", complete_rows("calls", c_rows))
     sink.flush()
-    sink.write_run({"run_id": run_id, "protocol": cfg["protocol"], "backend": cfg["backend"], "simulated": sim,
-                    "config": json.dumps(cfg), "status": "finished", "n_questions": len(questions)})
+    sink.write_run(
+        {
+            "run_id": run_id,
+            "protocol": cfg["protocol"],
+            "backend": cfg["backend"],
+            "simulated": sim,
+            "config": json.dumps(cfg),
+            "status": "finished",
+            "n_questions": len(questions),
+        }
+    )
 
 
 def full(agents, rounds, prompt, completion):
@@ -71,21 +126,41 @@ def sweep(tmp_path):
     the sparse run with calls of an interrupted attempt and of an unfinished question;
     tmp/sweep/g5: a group 5x3 run with summary calls and skipped turns."""
     root = tmp_path / "sweep"
-    write_run(ParquetSink(root / "a" / "mad32"), "mad-32", config("mad", 3, 2, backend="transformers"), [
-        (f"q{i}", i < 3, [1 / 3, 2 / 3], False, 2, 0, full(3, 2, 100, 10)) for i in range(4)])
+    write_run(
+        ParquetSink(root / "a" / "mad32"),
+        "mad-32",
+        config("mad", 3, 2, backend="transformers"),
+        [(f"q{i}", i < 3, [1 / 3, 2 / 3], False, 2, 0, full(3, 2, 100, 10)) for i in range(4)],
+    )
     shared = ParquetSink(root / "b" / "deep" / "shared")
-    write_run(shared, "mad-43", config("mad", 4, 3), [
-        ("q0", True, [0.5, 0.75, 1.0], False, 3, 0, full(4, 3, 200, 20)),
-        ("q1", False, [0.5, 0.5, 0.5], False, 3, 0, full(4, 3, 200, 20)),
-    ])
-    write_run(shared, "sparse-43", config("sparse", 4, 3, density=0.6666666667), [
-        ("q0", True, [0.5, 1.0], True, 2, 0, full(4, 2, 150, 20)),  # stopped early after round 2
-        ("q1", True, [0.5, 0.75, 0.75], False, 3, 0, full(4, 3, 150, 20)),
-    ], stale=[("q0", "old", [(0, 999, 99)] * 5), ("q7", "new", [(1, 999, 99)] * 3)])
-    write_run(ParquetSink(root / "g5"), "group-53", config("group", 5, 3, groups="2+3"), [
-        ("q0", False, [0.4, 0.6, 0.8], False, 3, 1, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
-        ("q1", True, [1.0, 1.0, 1.0], False, 1, 2, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
-    ])
+    write_run(
+        shared,
+        "mad-43",
+        config("mad", 4, 3),
+        [
+            ("q0", True, [0.5, 0.75, 1.0], False, 3, 0, full(4, 3, 200, 20)),
+            ("q1", False, [0.5, 0.5, 0.5], False, 3, 0, full(4, 3, 200, 20)),
+        ],
+    )
+    write_run(
+        shared,
+        "sparse-43",
+        config("sparse", 4, 3, density=0.6666666667),
+        [
+            ("q0", True, [0.5, 1.0], True, 2, 0, full(4, 2, 150, 20)),  # stopped early after round 2
+            ("q1", True, [0.5, 0.75, 0.75], False, 3, 0, full(4, 3, 150, 20)),
+        ],
+        stale=[("q0", "old", [(0, 999, 99)] * 5), ("q7", "new", [(1, 999, 99)] * 3)],
+    )
+    write_run(
+        ParquetSink(root / "g5"),
+        "group-53",
+        config("group", 5, 3, groups="2+3"),
+        [
+            ("q0", False, [0.4, 0.6, 0.8], False, 3, 1, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
+            ("q1", True, [1.0, 1.0, 1.0], False, 1, 2, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
+        ],
+    )
     return root
 
 
@@ -123,12 +198,15 @@ def test_savings_is_one_minus_ratio():
 
 # ----------------------------------------------------------------------------- attempt filter
 def test_complete_calls_keeps_only_finished_attempts():
-    questions = pa.table({"run_id": ["r", "r", "s"], "question_id": ["q0", "q1", "q0"],
-                          "attempt": ["b", "a", None]})
-    calls = pa.table({"run_id": ["r", "r", "r", "r", "s", "s", "r"],
-                      "question_id": ["q0", "q0", "q1", "q2", "q0", "q0", "q1"],
-                      "attempt": ["a", "b", "a", "a", None, "x", "b"],
-                      "prompt_tokens": [1, 2, 3, 4, 5, 6, 7]})
+    questions = pa.table({"run_id": ["r", "r", "s"], "question_id": ["q0", "q1", "q0"], "attempt": ["b", "a", None]})
+    calls = pa.table(
+        {
+            "run_id": ["r", "r", "r", "r", "s", "s", "r"],
+            "question_id": ["q0", "q0", "q1", "q2", "q0", "q0", "q1"],
+            "attempt": ["a", "b", "a", "a", None, "x", "b"],
+            "prompt_tokens": [1, 2, 3, 4, 5, 6, 7],
+        }
+    )
     kept = complete_calls(calls, questions)
     # q0 attempt a was interrupted; q2 never finished; null matches null; s/q0 attempt x and r/q1 attempt b: no row
     assert kept.column("prompt_tokens").to_pylist() == [2, 3, 5]
@@ -160,8 +238,12 @@ def test_finds_run_dirs_at_any_depth(sweep):
 
 def test_summary_table_values(sweep):
     rows = by_label(summary_rows(load_runs(sweep)))
-    assert list(rows) == ["mad 3x2", "mad 4x3 (SIMULATED)", "sparse 4x3 D=2/3 (SIMULATED)",
-                          "group 5x3 G=2+3 (SIMULATED)"]
+    assert list(rows) == [
+        "mad 3x2",
+        "mad 4x3 (SIMULATED)",
+        "sparse 4x3 D=2/3 (SIMULATED)",
+        "group 5x3 G=2+3 (SIMULATED)",
+    ]
     mad32 = rows["mad 3x2"]
     assert mad32["n_questions"] == 4 and mad32["accuracy"] == 0.75
     assert (mad32["accuracy_lo"], mad32["accuracy_hi"]) == pytest.approx((0.300642, 0.954413), abs=1e-5)
@@ -185,15 +267,24 @@ def test_summary_table_values(sweep):
     mad43 = rows["mad 4x3 (SIMULATED)"]
     assert sparse["input_savings"] == pytest.approx(1 - 1500 / mad43["prompt_per_q"])  # the sparse paper's cost
     assert format_row(sparse)[COLUMNS.index("savings vs {baseline}: total / input")] == (
-        f"{100 * (1 - 1700 / 2640):+.1f}% / {100 * (1 - 1500 / mad43['prompt_per_q']):+.1f}%")
+        f"{100 * (1 - 1700 / 2640):+.1f}% / {100 * (1 - 1500 / mad43['prompt_per_q']):+.1f}%"
+    )
 
 
 def test_baseline_prefers_same_seed_and_labels_tell_runs_apart(tmp_path):
     for seed, tokens in ((0, 100), (1, 300)):
-        write_run(ParquetSink(tmp_path / f"mad{seed}"), f"mad-s{seed}", config("mad", 3, 2, seed=seed),
-                  [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, tokens, 0))])
-    write_run(ParquetSink(tmp_path / "sp"), "sparse-s1", config("sparse", 3, 2, seed=1, density=0.5),
-              [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 150, 0))])
+        write_run(
+            ParquetSink(tmp_path / f"mad{seed}"),
+            f"mad-s{seed}",
+            config("mad", 3, 2, seed=seed),
+            [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, tokens, 0))],
+        )
+    write_run(
+        ParquetSink(tmp_path / "sp"),
+        "sparse-s1",
+        config("sparse", 3, 2, seed=1, density=0.5),
+        [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 150, 0))],
+    )
     rows = by_label(summary_rows(load_runs(tmp_path)))
     assert set(rows) == {"mad 3x2 seed=0 (SIMULATED)", "mad 3x2 seed=1 (SIMULATED)", "sparse 3x2 D=0.5 (SIMULATED)"}
     sparse = rows["sparse 3x2 D=0.5 (SIMULATED)"]
@@ -204,11 +295,25 @@ def test_baseline_prefers_same_seed_and_labels_tell_runs_apart(tmp_path):
 
 
 def test_pick_baseline_only_an_exact_match():
-    row = {"run_id": "x", "agents": 4, "rounds": 3, "dataset": "d", "limit": 5, "offset": 0, "backend": "simulated",
-           "models": "m", "seed": 0}
+    row = {
+        "run_id": "x",
+        "agents": 4,
+        "rounds": 3,
+        "dataset": "d",
+        "limit": 5,
+        "offset": 0,
+        "backend": "simulated",
+        "models": "m",
+        "seed": 0,
+    }
     mk = lambda rid, **kw: {**row, "run_id": rid, "n_questions": 5, "total_per_q": 10.0, **kw}  # noqa: E731
-    near = [mk("agents-differ", agents=6), mk("seed-differs", seed=1), mk("models-differ", models="big"),
-            mk("fewer-questions", limit=3), mk("empty", n_questions=0)]
+    near = [
+        mk("agents-differ", agents=6),
+        mk("seed-differs", seed=1),
+        mk("models-differ", models="big"),
+        mk("fewer-questions", limit=3),
+        mk("empty", n_questions=0),
+    ]
     assert pick_baseline(row, near) == (None, False)
     best, exact = pick_baseline(row, near + [mk("same")])
     assert best["run_id"] == "same" and exact is True
@@ -218,10 +323,18 @@ def test_seed_groups_show_mean_and_sd_next_to_wilson(tmp_path):
     """Runs differing only in seed: every row of the group shows accuracy and tokens mean ± sd over
     the seeds; a run with another config (agents) is not part of it."""
     for seed, correct in ((1, [True, True]), (2, [True, False]), (3, [False, False])):
-        write_run(ParquetSink(tmp_path / f"m{seed}"), f"mad-s{seed}", config("mad", 3, 2, seed=seed),
-                  [(f"q{i}", c, [1.0, 1.0], False, 1, 0, full(3, 2, 100 * seed, 0)) for i, c in enumerate(correct)])
-    write_run(ParquetSink(tmp_path / "other"), "mad-4", config("mad", 4, 2, seed=1),
-              [("q0", True, [1.0, 1.0], False, 1, 0, full(4, 2, 100, 0))])
+        write_run(
+            ParquetSink(tmp_path / f"m{seed}"),
+            f"mad-s{seed}",
+            config("mad", 3, 2, seed=seed),
+            [(f"q{i}", c, [1.0, 1.0], False, 1, 0, full(3, 2, 100 * seed, 0)) for i, c in enumerate(correct)],
+        )
+    write_run(
+        ParquetSink(tmp_path / "other"),
+        "mad-4",
+        config("mad", 4, 2, seed=1),
+        [("q0", True, [1.0, 1.0], False, 1, 0, full(4, 2, 100, 0))],
+    )
     rows = {r["run_id"]: r for r in summary_rows(load_runs(tmp_path))}
     for rid in ("mad-s1", "mad-s2", "mad-s3"):
         r = rows[rid]
@@ -255,7 +368,9 @@ def test_report_writes_csv_json_and_valid_pngs(sweep, tmp_path):
 
 
 def test_single_axis_value_skips_the_plot_with_a_note(tmp_path):
-    write_run(ParquetSink(tmp_path), "mad-1", config("mad", 3, 2), [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1))])
+    write_run(
+        ParquetSink(tmp_path), "mad-1", config("mad", 3, 2), [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1))]
+    )
     rep = build_report(tmp_path)
     assert any("tokens_vs_agents.png skipped" in n and "agents = 3" in n for n in rep.notes)
     assert any("tokens_vs_rounds.png skipped" in n for n in rep.notes)
@@ -332,4 +447,4 @@ def test_plot_labels_never_overlap():
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in texts]
     assert len(boxes) == 12
-    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

@@ -23,18 +23,41 @@ def _script():
 FAKE = {
     "paper": "GroupDebate (fake excerpt for the test)",
     "settings": {"seeds_or_repeats": "five independent experiments"},
-    "tables": [{
-        "id": "Table 1", "title": "main", "dataset": "Arithmetic", "model": "GPT-3.5",
-        "rows": [
-            {"method": "MAD(4,3)", "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
-             "values": {"accuracy_pct": 90.0, "accuracy_pct_sd": 1.0, "tokens_k": 10.0}, "source": "Table 1, MAD(4,3)"},
-            {"method": "GD(4,3)", "engine": {"protocol": "group", "agents": 4, "rounds": 3, "groups": "2+2"},
-             "values": {"accuracy_pct": 91.0, "tokens_k": 6.0}, "source": "Table 1, GD(4,3)"},
-            {"method": "RECONCILE", "engine": {"unmappable": "protocol not implemented: reconcile"},
-             "values": {"accuracy_pct": 80.0}, "source": "Table 1, RECONCILE"},
-            {"method": "MAD(4,3)", "dataset": "GSM8K", "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
-             "values": {"accuracy_pct": 80.0}, "source": "Table 1, MAD(4,3), GSM8K column"},
-        ]}],
+    "tables": [
+        {
+            "id": "Table 1",
+            "title": "main",
+            "dataset": "Arithmetic",
+            "model": "GPT-3.5",
+            "rows": [
+                {
+                    "method": "MAD(4,3)",
+                    "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
+                    "values": {"accuracy_pct": 90.0, "accuracy_pct_sd": 1.0, "tokens_k": 10.0},
+                    "source": "Table 1, MAD(4,3)",
+                },
+                {
+                    "method": "GD(4,3)",
+                    "engine": {"protocol": "group", "agents": 4, "rounds": 3, "groups": "2+2"},
+                    "values": {"accuracy_pct": 91.0, "tokens_k": 6.0},
+                    "source": "Table 1, GD(4,3)",
+                },
+                {
+                    "method": "RECONCILE",
+                    "engine": {"unmappable": "protocol not implemented: reconcile"},
+                    "values": {"accuracy_pct": 80.0},
+                    "source": "Table 1, RECONCILE",
+                },
+                {
+                    "method": "MAD(4,3)",
+                    "dataset": "GSM8K",
+                    "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
+                    "values": {"accuracy_pct": 80.0},
+                    "source": "Table 1, MAD(4,3), GSM8K column",
+                },
+            ],
+        }
+    ],
 }
 
 
@@ -50,8 +73,11 @@ def script(tmp_path, monkeypatch):
 
 def test_list_maps_models_and_datasets_and_names_unmappable_rows(script, tmp_path, capsys):
     cfg = tmp_path / "mine.yaml"
-    cfg.write_text(yaml.safe_dump({"max_tokens": 64, "models_map": {"GPT-3.5": "my-model"},
-                                   "datasets": {"Arithmetic": "arithmetic"}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {"max_tokens": 64, "models_map": {"GPT-3.5": "my-model"}, "datasets": {"Arithmetic": "arithmetic"}}
+        )
+    )
     assert script.main(["--paper", "group", "--config", str(cfg), "--list", "--backend", "simulated"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4 and "skip: protocol not implemented: reconcile" in lines[2]
@@ -66,8 +92,25 @@ def test_list_maps_models_and_datasets_and_names_unmappable_rows(script, tmp_pat
 @pytest.mark.ray
 def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_path, capsys):
     out = tmp_path / "out"
-    assert script.main(["--paper", "group", "--backend", "simulated", "--dataset", "arithmetic", "--limit", "2",
-                        "--seeds", "2", "--out", str(out)]) == 0
+    assert (
+        script.main(
+            [
+                "--paper",
+                "group",
+                "--backend",
+                "simulated",
+                "--dataset",
+                "arithmetic",
+                "--limit",
+                "2",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "Arithmetic: accuracy_pct=90.0±1.0," in printed and "Arithmetic: tokens_k=10.0," in printed
     assert "not run: protocol not implemented" in printed
@@ -83,8 +126,25 @@ def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_
     sweep = yaml.safe_load(Path(gd["ours"]["sweep"]).read_text())
     assert sweep["grid"] == {"seed": [0, 1]} and sweep["groups"] == "2+2" and sweep["protocol"] == "group"
     # resumable: a second run re-uses the finished cells
-    assert script.main(["--paper", "group", "--backend", "simulated", "--dataset", "arithmetic", "--limit", "2",
-                        "--seeds", "2", "--out", str(out)]) == 0
+    assert (
+        script.main(
+            [
+                "--paper",
+                "group",
+                "--backend",
+                "simulated",
+                "--dataset",
+                "arithmetic",
+                "--limit",
+                "2",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     again = json.loads((out / "reproduce.json").read_text())["papers"]["group"]
     assert again[1]["ours"]["runs"] == gd["ours"]["runs"]
 
@@ -99,12 +159,26 @@ def test_rows_of_one_method_per_dataset_column_have_their_own_sweep_without_data
     args.dataset = "arithmetic"
     merged = [p for p in script.plan_rows("group", FAKE, {}, args) if not p["skip"]]
     assert [p["method"] for p in merged] == ["MAD(4,3)", "GD(4,3)"]
-    assert merged[0]["published"] == {"Arithmetic: accuracy_pct": 90.0, "Arithmetic: accuracy_pct_sd": 1.0,
-                                      "Arithmetic: tokens_k": 10.0, "GSM8K: accuracy_pct": 80.0}
+    assert merged[0]["published"] == {
+        "Arithmetic: accuracy_pct": 90.0,
+        "Arithmetic: accuracy_pct_sd": 1.0,
+        "Arithmetic: tokens_k": 10.0,
+        "GSM8K: accuracy_pct": 80.0,
+    }
     assert merged[0]["source"] == "Table 1, MAD(4,3); Table 1, MAD(4,3), GSM8K column"
     assert merged[1]["published"] == {"accuracy_pct": 91.0, "tokens_k": 6.0}  # one column: no dataset prefix
-    two_models = {**FAKE, "tables": [{**FAKE["tables"][0], "rows": [
-        {**FAKE["tables"][0]["rows"][0], "model": "GPT-4"}, {**FAKE["tables"][0]["rows"][0], "values": {"accuracy_pct": 95.0}}]}]}
+    two_models = {
+        **FAKE,
+        "tables": [
+            {
+                **FAKE["tables"][0],
+                "rows": [
+                    {**FAKE["tables"][0]["rows"][0], "model": "GPT-4"},
+                    {**FAKE["tables"][0]["rows"][0], "values": {"accuracy_pct": 95.0}},
+                ],
+            }
+        ],
+    }
     (both,) = script.plan_rows("group", two_models, {}, args)  # one model block per row: both kept, named
     assert both["published"]["Arithmetic / GPT-4: accuracy_pct"] == 90.0
     assert both["published"]["Arithmetic / GPT-3.5: accuracy_pct"] == 95.0
@@ -119,8 +193,15 @@ def test_the_published_column_wraps_and_never_cuts(script, capsys):
     long = script.wrap_parts(["average of 8 data sets (" + ", ".join(f"set{i}" for i in range(12)) + "): x=1"], 40)
     assert len(long) > 1 and all(len(line) <= 40 for line in long) and long[-1].endswith("x=1")
     assert " ".join(long) == "average of 8 data sets (" + ", ".join(f"set{i}" for i in range(12)) + "): x=1"
-    plan = {"paper": "group", "table": "Table 1", "title": "t", "method": "M", "published": values,
-            "source": "s", "skip": "why"}
+    plan = {
+        "paper": "group",
+        "table": "Table 1",
+        "title": "t",
+        "method": "M",
+        "published": values,
+        "source": "s",
+        "skip": "why",
+    }
     script.print_table([plan], simulated=False)
     printed = capsys.readouterr().out
     assert all(f"col{i}_accuracy_pct={10.0 + i}" in printed for i in range(8))
@@ -147,8 +228,10 @@ def test_the_papers_tables_map_onto_valid_run_configs():
     assert rows[("Table 4", "w/ Sparse Commu.")]["options"]["group_density"] == 0.5
     assert rows[("Table 4", "w/o Filter")]["options"]["filter"] is False
     cortex = {(p["table"], p["method"]): p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args)}
-    assert cortex[("Table 2", "Sparse Graph + MDM (w/o I_d and S_d in Equation (9))")]["options"][
-        "cortex_weights"] == "mdm-individual"
+    assert (
+        cortex[("Table 2", "Sparse Graph + MDM (w/o I_d and S_d in Equation (9))")]["options"]["cortex_weights"]
+        == "mdm-individual"
+    )
     assert cortex[("Table 2", "Sparse Graph + Peer Evaluation (PRD)")]["options"]["cortex_weights"] == "peer"
     assert cortex[("Table 1", "PRD")]["options"]["protocol"] == "prd"
     assert cortex[("Table 1", "ND")]["options"]["topology"] == "ring"  # Neighbor Debate: our reading
@@ -159,13 +242,20 @@ def test_the_papers_tables_map_onto_valid_run_configs():
     assert reconcile["protocol"] == "reconcile" and reconcile["reconcile_vote"] == "majority"
     assert "models" not in chateval and "one model for all" in cortex[("Table 1", "ChatEval")]["note"]
     backbones = mod.load_paper("cortex")["settings"]["models"]
-    mapped = {(p["table"], p["method"]): p for p in mod.plan_rows(
-        "cortex", mod.load_paper("cortex"), {"models_map": {m: f"mine-{k}" for k, m in enumerate(backbones)}}, args)}
+    mapped = {
+        (p["table"], p["method"]): p
+        for p in mod.plan_rows(
+            "cortex", mod.load_paper("cortex"), {"models_map": {m: f"mine-{k}" for k, m in enumerate(backbones)}}, args
+        )
+    }
     assert mapped[("Table 1", "MLD")]["options"]["models"] == "mine-0,mine-1,mine-2,mine-3,mine-4"
     specs = config_from_mapping(mapped[("Table 1", "MLD")]["options"]).agent_specs()
     assert [a.model for a in specs] == [f"mine-{k}" for k in range(5)]  # agent i on the paper's i-th backbone
-    s2 = [p for p in mod.plan_rows("s2mad", mod.load_paper("s2mad"), {"models_map": {"GPT-4-0613": "big"}}, args)
-          if p["method"] == "S-MAD(5,4)" and p["paper_model"] == "GPT-4-0613"]
+    s2 = [
+        p
+        for p in mod.plan_rows("s2mad", mod.load_paper("s2mad"), {"models_map": {"GPT-4-0613": "big"}}, args)
+        if p["method"] == "S-MAD(5,4)" and p["paper_model"] == "GPT-4-0613"
+    ]
     assert s2 and all(p["options"]["model"] == "big" and "models" not in p["options"] for p in s2)  # one backbone
     assert all(p["options"]["topology"] == "ring" for p in s2)  # S-MAD: neighbours only (our reading)
     group = {(p["table"], p["method"]): p for p in mod.plan_rows("group", mod.load_paper("group"), {}, args)}

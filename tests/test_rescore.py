@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,22 +11,40 @@ from engine.config import RunConfig
 from engine.rescore import regrade_question, rescore
 from engine.results import ParquetSink, read_table
 
-GRADE = ("final_answer", "answer_by_round", "correct", "correct_by_round", "tie", "n_invalid", "consensus",
-         "effective_rounds")
+GRADE = (
+    "final_answer",
+    "answer_by_round",
+    "correct",
+    "correct_by_round",
+    "tie",
+    "n_invalid",
+    "consensus",
+    "effective_rounds",
+)
 
 
 def _call_rows(log) -> list[dict]:
     return [{**r.to_row(), "attempt": "a1"} for r in log.records]
 
 
-@pytest.mark.parametrize("protocol, extra", [
-    ("mad", {}), ("sparse", {"density": 2 / 3}), ("cortex", {}), ("probmad", {"density": 0.5}), ("sc", {}), ("cot", {}),
-    ("group", {"groups": "2+2", "stage_rounds": 2}),
-    ("s2mad", {"groups": "2+2", "stage_rounds": 2, "similarity": "answer"}),
-    ("mad", {"tie_break": "first"}),
-    ("reconcile", {}), ("reconcile", {"reconcile_vote": "majority"}),
-    ("prd", {}), ("cortex", {"cortex_weights": "peer"}),  # side calls (reviews, scores) carry no answer and no vote
-])
+@pytest.mark.parametrize(
+    "protocol, extra",
+    [
+        ("mad", {}),
+        ("sparse", {"density": 2 / 3}),
+        ("cortex", {}),
+        ("probmad", {"density": 0.5}),
+        ("sc", {}),
+        ("cot", {}),
+        ("group", {"groups": "2+2", "stage_rounds": 2}),
+        ("s2mad", {"groups": "2+2", "stage_rounds": 2, "similarity": "answer"}),
+        ("mad", {"tie_break": "first"}),
+        ("reconcile", {}),
+        ("reconcile", {"reconcile_vote": "majority"}),
+        ("prd", {}),
+        ("cortex", {"cortex_weights": "peer"}),  # side calls (reviews, scores) carry no answer and no vote
+    ],
+)
 def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
     """Re-reading the calls of a run the current grader made gives back its question rows
     exactly: the votes per round (agents a protocol left silent keep their answer), the final
@@ -38,8 +54,12 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
     from engine.tasks import arithmetic_questions
 
     cfg = RunConfig(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=12, **extra).validate()
-    out = run_local(cfg, arithmetic_questions(12, seed=3), SimulatedBackend(),
-                    similarity=lambda texts: [[1.0 if i == j else 0.5 for j in range(len(texts))] for i in range(len(texts))])
+    out = run_local(
+        cfg,
+        arithmetic_questions(12, seed=3),
+        SimulatedBackend(),
+        similarity=lambda texts: [[1.0 if i == j else 0.5 for j in range(len(texts))] for i in range(len(texts))],
+    )
     config = json.loads(cfg.to_json())
     silent = 0
     for row, log in out:
@@ -47,8 +67,12 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
         new, read = regrade_question(row, _call_rows(log), config)
         assert {k: new[k] for k in GRADE} == {k: row[k] for k in GRADE}, row["question_id"]
         assert all(x["answer"] == x["previous_answer"] for x in read)
-        silent += sum(1 for r in range(row["rounds_run"]) for a in range(4)
-                      if not any(c.round == r and c.agent_id == a for c in log.records))
+        silent += sum(
+            1
+            for r in range(row["rounds_run"])
+            for a in range(4)
+            if not any(c.round == r and c.agent_id == a for c in log.records)
+        )
     if protocol == "s2mad":
         assert silent > 0  # the carry-forward of silent agents was exercised
 
@@ -65,8 +89,16 @@ def _write_run(out: Path, config: dict, questions: list[dict], calls: list[dict]
     sink.write("calls", [_full("calls", c) for c in calls])
     sink.write("questions", [_full("questions", q) for q in questions])
     sink.flush()
-    sink.write_run({"run_id": "r1", "protocol": "mad", "config": json.dumps(config), "status": "finished",
-                    "n_questions": len(questions), "accuracy": sum(q["correct"] for q in questions) / len(questions)})
+    sink.write_run(
+        {
+            "run_id": "r1",
+            "protocol": "mad",
+            "config": json.dumps(config),
+            "status": "finished",
+            "n_questions": len(questions),
+            "accuracy": sum(q["correct"] for q in questions) / len(questions),
+        }
+    )
 
 
 def _old_rules_run(out: Path) -> None:
@@ -74,23 +106,72 @@ def _old_rules_run(out: Path) -> None:
     quoted answer (15) instead of the agent's own final answer (8), and one that needs none."""
     config = {"protocol": "mad", "agents": 3, "rounds": 2, "seed": 0, "tie_break": "random", "dataset": "arithmetic"}
     texts = {
-        (0, 0): "8 + 0 = 8. The answer is 8.", (0, 1): "I think it is 15.", (0, 2): "The answer is 8.",
+        (0, 0): "8 + 0 = 8. The answer is 8.",
+        (0, 1): "I think it is 15.",
+        (0, 2): "The answer is 8.",
         (1, 0): "Agent 2 argued the answer is 15, but I get 8.\nFinal answer: 8",
-        (1, 1): "Agent 1 and agent 3 said 8.\nFinal answer: 8", (1, 2): "Final answer: 8",
+        (1, 1): "Agent 1 and agent 3 said 8.\nFinal answer: 8",
+        (1, 2): "Final answer: 8",
     }
     old = {(0, 0): "8", (0, 1): "15", (0, 2): "8", (1, 0): "15", (1, 1): "8", (1, 2): "8"}
     old[(1, 1)] = "3"  # the old grader read "agent 3"
-    calls = [{"run_id": "r1", "question_id": "q1", "round": r, "agent_id": a, "kind": "debate" if r else "first",
-              "text": t, "answer": old[(r, a)], "finish_reason": "stop", "error": None, "attempt": "a1",
-              "prompt_tokens": 10, "completion_tokens": 5} for (r, a), t in texts.items()]
+    calls = [
+        {
+            "run_id": "r1",
+            "question_id": "q1",
+            "round": r,
+            "agent_id": a,
+            "kind": "debate" if r else "first",
+            "text": t,
+            "answer": old[(r, a)],
+            "finish_reason": "stop",
+            "error": None,
+            "attempt": "a1",
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+        }
+        for (r, a), t in texts.items()
+    ]
     calls.append({**calls[0], "question_id": "q2", "answer": "8", "text": "The answer is 8.", "round": 0})
-    q1 = {"run_id": "r1", "question_id": "q1", "protocol": "mad", "task": "numeric", "n_agents": 3, "rounds_run": 2,
-          "effective_rounds": 2, "final_answer": "15", "gold": "8", "correct": False, "answer_by_round": ["8", "15"],
-          "correct_by_round": [True, False], "tie": True, "errored": False, "n_invalid": 0, "n_errors": 0,
-          "n_calls": 6, "prompt_tokens": 60, "completion_tokens": 30, "consensus": [2 / 3, 1 / 3], "attempt": "a1"}
-    q2 = {**q1, "question_id": "q2", "n_agents": 1, "rounds_run": 1, "final_answer": "8", "correct": True,
-          "answer_by_round": ["8"], "correct_by_round": [True], "tie": False, "consensus": [1.0], "n_calls": 1,
-          "effective_rounds": 1, "prompt_tokens": 10, "completion_tokens": 5}
+    q1 = {
+        "run_id": "r1",
+        "question_id": "q1",
+        "protocol": "mad",
+        "task": "numeric",
+        "n_agents": 3,
+        "rounds_run": 2,
+        "effective_rounds": 2,
+        "final_answer": "15",
+        "gold": "8",
+        "correct": False,
+        "answer_by_round": ["8", "15"],
+        "correct_by_round": [True, False],
+        "tie": True,
+        "errored": False,
+        "n_invalid": 0,
+        "n_errors": 0,
+        "n_calls": 6,
+        "prompt_tokens": 60,
+        "completion_tokens": 30,
+        "consensus": [2 / 3, 1 / 3],
+        "attempt": "a1",
+    }
+    q2 = {
+        **q1,
+        "question_id": "q2",
+        "n_agents": 1,
+        "rounds_run": 1,
+        "final_answer": "8",
+        "correct": True,
+        "answer_by_round": ["8"],
+        "correct_by_round": [True],
+        "tie": False,
+        "consensus": [1.0],
+        "n_calls": 1,
+        "effective_rounds": 1,
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+    }
     _write_run(out, config, [q1, q2], calls)
 
 
@@ -115,8 +196,11 @@ def test_rescore_of_an_old_run_reports_and_writes_the_changes(tmp_path, capsys):
     assert len(q) == 2 and len(read_table(out, "questions")) == 2  # the new row replaces the old one
     assert q["q1"]["final_answer"] == "8" and q["q1"]["correct"] and q["q1"]["correct_by_round"] == [True, True]
     assert q["q1"]["tie"] is False and q["q1"]["graded"] is not None
-    answers = {(a["round"], a["agent_id"]): (a["previous_answer"], a["answer"])
-               for a in read_table(out, "answers").to_pylist() if a["question_id"] == "q1"}
+    answers = {
+        (a["round"], a["agent_id"]): (a["previous_answer"], a["answer"])
+        for a in read_table(out, "answers").to_pylist()
+        if a["question_id"] == "q1"
+    }
     assert answers[(1, 0)] == ("15", "8") and answers[(1, 1)] == ("3", "8")
     assert read_table(out, "runs").to_pylist()[0]["accuracy"] == 1.0
     from engine.report import build_report
@@ -130,22 +214,50 @@ def test_rescore_of_an_old_run_reports_and_writes_the_changes(tmp_path, capsys):
 
 
 def test_rescore_keeps_the_first_seen_rule_for_runs_made_before_tie_break(tmp_path):
-    row = {"question_id": "q", "task": "numeric", "n_agents": 2, "rounds_run": 1, "gold": "1", "errored": False,
-           "attempt": None, "final_answer": "2"}
-    calls = [{"round": 0, "agent_id": a, "text": f"The answer is {v}.", "answer": v, "finish_reason": "stop",
-              "error": None} for a, v in ((0, "2"), (1, "1"))]
+    row = {
+        "question_id": "q",
+        "task": "numeric",
+        "n_agents": 2,
+        "rounds_run": 1,
+        "gold": "1",
+        "errored": False,
+        "attempt": None,
+        "final_answer": "2",
+    }
+    calls = [
+        {"round": 0, "agent_id": a, "text": f"The answer is {v}.", "answer": v, "finish_reason": "stop", "error": None}
+        for a, v in ((0, "2"), (1, "1"))
+    ]
     old = [regrade_question({**row, "question_id": f"q{i}"}, calls, {"seed": 0})[0] for i in range(20)]
     assert all(new["final_answer"] == "2" and new["tie"] for new in old)  # no tie_break key: an old run, first seen
-    finals = {regrade_question({**row, "question_id": f"q{i}"}, calls, {"seed": 0, "tie_break": "random"})[0][
-        "final_answer"] for i in range(20)}
+    finals = {
+        regrade_question({**row, "question_id": f"q{i}"}, calls, {"seed": 0, "tie_break": "random"})[0]["final_answer"]
+        for i in range(20)
+    }
     assert finals == {"1", "2"}
 
 
 def test_rescore_reads_a_cut_off_reply_as_no_answer(tmp_path):
-    row = {"question_id": "q", "task": "numeric", "n_agents": 1, "rounds_run": 1, "gold": "12", "errored": False,
-           "attempt": None, "final_answer": "12"}
-    calls = [{"round": 0, "agent_id": 0, "text": "First 3 * 4 = 12, then we add", "answer": "12",
-              "finish_reason": "length", "error": None}]
+    row = {
+        "question_id": "q",
+        "task": "numeric",
+        "n_agents": 1,
+        "rounds_run": 1,
+        "gold": "12",
+        "errored": False,
+        "attempt": None,
+        "final_answer": "12",
+    }
+    calls = [
+        {
+            "round": 0,
+            "agent_id": 0,
+            "text": "First 3 * 4 = 12, then we add",
+            "answer": "12",
+            "finish_reason": "length",
+            "error": None,
+        }
+    ]
     new, read = regrade_question(row, calls, {})
     assert read[0]["answer"] is None and new["final_answer"] is None and new["n_invalid"] == 1 and not new["correct"]
 
@@ -163,8 +275,11 @@ def test_rescore_of_an_engine_run_changes_nothing(ray_local, tmp_path):
     nothing and writes nothing."""
     from actors.driver import run
 
-    res = run(RunConfig(protocol="mad", backend="simulated", limit=8, agents=3, rounds=2, progress=False,
-                        out=str(tmp_path / "mad")))
+    res = run(
+        RunConfig(
+            protocol="mad", backend="simulated", limit=8, agents=3, rounds=2, progress=False, out=str(tmp_path / "mad")
+        )
+    )
     before = _files(res.out_dir)
     [r] = rescore(res.out_dir)
     assert r.replies == 8 * 3 * 2 and (r.answers_changed, r.finals_changed, r.verdicts_changed) == (0, 0, 0)
@@ -180,6 +295,7 @@ def test_rescore_leaves_a_question_whose_debate_could_not_go_on_as_it_was():
     from engine.tasks import Question
 
     row = DebateLog(Question("q", "numeric", "1+1?", "2")).question_row(
-        Outcome(None, [], info={"error": "ServiceLost: the embedding actor is gone"}), 3, tie_key=5)
+        Outcome(None, [], info={"error": "ServiceLost: the embedding actor is gone"}), 3, tie_key=5
+    )
     new, read = regrade_question({**row, "attempt": "a"}, [], {"tie_break": "random"})
     assert read == [] and new["answer_by_round"] == [None] and not _changed(row, new)

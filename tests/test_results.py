@@ -6,8 +6,18 @@ from tests.rows import complete_rows
 
 
 def call_row(i):
-    return {"run_id": "r", "question_id": f"q{i}", "round": 0, "agent_id": i, "peers": [1, 2], "prompt_tokens": 10 + i,
-            "completion_tokens": 3, "text": "t", "answer": None, "simulated": True}
+    return {
+        "run_id": "r",
+        "question_id": f"q{i}",
+        "round": 0,
+        "agent_id": i,
+        "peers": [1, 2],
+        "prompt_tokens": 10 + i,
+        "completion_tokens": 3,
+        "text": "t",
+        "answer": None,
+        "simulated": True,
+    }
 
 
 def test_rows_stream_to_part_files_as_they_come(tmp_path):

@@ -56,6 +56,8 @@ ray.shutdown()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "LISTEN False HTTP False" in out.stdout, out.stdout + out.stderr[-2000:]
     # and the same check can fail: a Ray started with the dashboard does answer there
-    with_dash = code.replace("init_ray()", "ray.init(include_dashboard=True, dashboard_host='127.0.0.1', dashboard_port=8265)")
+    with_dash = code.replace(
+        "init_ray()", "ray.init(include_dashboard=True, dashboard_host='127.0.0.1', dashboard_port=8265)"
+    )
     out = subprocess.run([sys.executable, "-c", with_dash], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "LISTEN True HTTP True" in out.stdout, out.stdout + out.stderr[-2000:]

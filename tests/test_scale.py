@@ -24,8 +24,7 @@ from engine.records import CallRecord, TurnResult
 from engine.results import EDGES_SCHEMA, ParquetSink, graph_edges, read_edges, read_table
 from engine.tasks import arithmetic_questions
 from tests.rows import complete_rows
-from topologies import (centrality_order, fully_connected, make_topology, possible_regular_densities, regular, ring,
-                        star)
+from topologies import centrality_order, fully_connected, make_topology, possible_regular_densities, regular, ring, star
 from topologies.cortex import by_weight, mean_incoming, prune, trust, weight_matrix
 from topologies.groups import dedup, differing, similar_by_answer
 from topologies.placement import assign_models, placement_order
@@ -62,21 +61,33 @@ def test_full_round_is_one_graph_row_per_reader_and_reads_back_edge_for_edge(tmp
 
 def test_run_directories_in_the_old_one_row_per_edge_layout_still_read(tmp_path):
     (tmp_path / "graphs").mkdir()
-    old = [{"question_id": "q0", "round": 1, "src": 3, "dst": 4, "weight": 1.0, **LABELS},
-           {"question_id": "q0", "round": 1, "src": 5, "dst": 4, "weight": 0.25, **LABELS}]
+    old = [
+        {"question_id": "q0", "round": 1, "src": 3, "dst": 4, "weight": 1.0, **LABELS},
+        {"question_id": "q0", "round": 1, "src": 5, "dst": 4, "weight": 0.25, **LABELS},
+    ]
     pq.write_table(pa.Table.from_pylist(old, schema=EDGES_SCHEMA), tmp_path / "graphs" / "part-old-00000.parquet")
     sink = ParquetSink(tmp_path)
-    sink.write("graphs", complete_rows("graphs", [{"question_id": "q1", "round": 2, "dst": -1, "srcs": [0, 1],
-                                                   "weights": None, **LABELS}]))
+    sink.write(
+        "graphs",
+        complete_rows(
+            "graphs", [{"question_id": "q1", "round": 2, "dst": -1, "srcs": [0, 1], "weights": None, **LABELS}]
+        ),
+    )
     sink.flush()
     compact = read_table(tmp_path, "graphs", ["question_id", "dst", "srcs", "weights"]).to_pylist()
-    assert compact == [{"question_id": "q1", "dst": -1, "srcs": [0, 1], "weights": None},
-                       {"question_id": "q0", "dst": 4, "srcs": [3], "weights": None},
-                       {"question_id": "q0", "dst": 4, "srcs": [5], "weights": [0.25]}]
-    edges = [{k: r[k] for k in ("question_id", "round", "src", "dst", "weight")} for r in read_edges(tmp_path).to_pylist()]
-    assert edges == [{"question_id": "q1", "round": 2, "src": 0, "dst": -1, "weight": 1.0},
-                     {"question_id": "q1", "round": 2, "src": 1, "dst": -1, "weight": 1.0},
-                     *({k: r[k] for k in ("question_id", "round", "src", "dst", "weight")} for r in old)]
+    assert compact == [
+        {"question_id": "q1", "dst": -1, "srcs": [0, 1], "weights": None},
+        {"question_id": "q0", "dst": 4, "srcs": [3], "weights": None},
+        {"question_id": "q0", "dst": 4, "srcs": [5], "weights": [0.25]},
+    ]
+    edges = [
+        {k: r[k] for k in ("question_id", "round", "src", "dst", "weight")} for r in read_edges(tmp_path).to_pylist()
+    ]
+    assert edges == [
+        {"question_id": "q1", "round": 2, "src": 0, "dst": -1, "weight": 1.0},
+        {"question_id": "q1", "round": 2, "src": 1, "dst": -1, "weight": 1.0},
+        *({k: r[k] for k in ("question_id", "round", "src", "dst", "weight")} for r in old),
+    ]
     assert graph_edges(read_table(tmp_path / "missing", "graphs")).num_rows == 0
 
 
@@ -97,8 +108,17 @@ def test_full_mad_of_1000_agents_runs_and_records_its_million_edges_compactly():
     assert first.prompt_tokens > (N - 1) * 8
 
 
-@pytest.mark.parametrize("kind, density", [("regular", 10 / 999), ("regular", 500 / 999), ("regular", 989 / 999),
-                                           ("full", None), ("ring", None), ("star", None)])
+@pytest.mark.parametrize(
+    "kind, density",
+    [
+        ("regular", 10 / 999),
+        ("regular", 500 / 999),
+        ("regular", 989 / 999),
+        ("full", None),
+        ("ring", None),
+        ("star", None),
+    ],
+)
 def test_topologies_of_1000_agents(kind, density):
     topo = make_topology(kind, N, density=density)
     peers = topo.peers(1)
@@ -117,8 +137,9 @@ def test_circulant_topologies_are_networkx_circulant_graphs(n):
         topo = regular(n, d)
         assert topo.edges() == want and sorted(map(sorted, topo.base_graph.edges())) == [list(e) for e in want]
     assert fully_connected(n).edges() == sorted(nx.complete_graph(n).edges())
-    assert ring(n).edges() == sorted((min(u, v), max(u, v)) for u, v in
-                                     (nx.cycle_graph(n) if n >= 3 else nx.path_graph(n)).edges())
+    assert ring(n).edges() == sorted(
+        (min(u, v), max(u, v)) for u, v in (nx.cycle_graph(n) if n >= 3 else nx.path_graph(n)).edges()
+    )
 
 
 def test_placement_on_1000_agents_needs_no_betweenness(monkeypatch):
@@ -211,8 +232,12 @@ def test_cortex_info_keeps_the_n_by_n_matrices_only_for_small_debates(n):
     from engine.protocols.cortex import MATRIX_INFO_MAX_AGENTS
 
     cfg = RunConfig(protocol="cortex", agents=n, rounds=2, backend="simulated")
-    ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=4), SimulatedBackend(reply_tokens=8),
-                              similarity=lambda texts: np.full((len(texts), len(texts)), 0.5))
+    ((row, log),) = run_local(
+        cfg,
+        arithmetic_questions(1, seed=4),
+        SimulatedBackend(reply_tokens=8),
+        similarity=lambda texts: np.full((len(texts), len(texts)), 0.5),
+    )
     info = json.loads(row["protocol_info"])
     debate_round = info["rounds"][0]
     if n <= MATRIX_INFO_MAX_AGENTS:

@@ -9,7 +9,9 @@ from engine.tasks import Question
 
 
 def req(seed, **meta):
-    return GenRequest(messages=[{"role": "user", "content": "a b c"}], seed=seed, meta={"gold": "42", "task": "numeric", **meta})
+    return GenRequest(
+        messages=[{"role": "user", "content": "a b c"}], seed=seed, meta={"gold": "42", "task": "numeric", **meta}
+    )
 
 
 def test_seeded_exact_lengths_and_token_counts():
@@ -59,8 +61,13 @@ def test_the_debate_log_keeps_each_agents_transcript_and_the_agent_none():
     log = DebateLog(q)
     b = SimulatedBackend()
     for rnd, kind, peers in [(0, "first", []), (1, "debate", [(1, "peer says \\boxed{41}", "41")])]:
-        call = AgentCall(0, kind, peers=[p[0] for p in peers], peer_texts=[(p[0], p[1]) for p in peers],
-                         peer_answers=[p[2] for p in peers])
+        call = AgentCall(
+            0,
+            kind,
+            peers=[p[0] for p in peers],
+            peer_texts=[(p[0], p[1]) for p in peers],
+            peer_answers=[p[2] for p in peers],
+        )
         turn = log.turn(rnd, call, key=3)
         request, user = core.request(turn)
         again, _ = AgentCore(0, RunConfig().agent_specs()[0], PromptSet.for_task("numeric"), True).request(turn)

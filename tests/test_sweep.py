@@ -20,7 +20,6 @@ from engine.cli import main
 from engine.config import RunConfig
 from engine.records import GenRequest, GenResult
 from engine.results import ParquetSink, read_table
-from tests.rows import complete_rows
 from engine.sweep import (
     MANIFEST,
     SweepError,
@@ -35,6 +34,7 @@ from engine.sweep import (
     unused_options,
     write_manifest,
 )
+from tests.rows import complete_rows
 
 
 def write_yaml(tmp_path: Path, data, name="sweep.yaml") -> Path:
@@ -49,8 +49,10 @@ BASE = {"backend": "simulated", "limit": 3, "agents": 4, "rounds": 2, "progress"
 # ------------------------------------------------------------------------------------ expansion
 def test_grid_is_the_cross_product_in_file_order(tmp_path):
     base = {k: v for k, v in BASE.items() if k != "agents"}
-    spec = parse_sweep({**base, "topology": "ring", "grid": {"protocol": ["mad", "sparse"], "agents": [4, 6],
-                                                              "seed": [1, 2]}}, "s.yaml")
+    spec = parse_sweep(
+        {**base, "topology": "ring", "grid": {"protocol": ["mad", "sparse"], "agents": [4, 6], "seed": [1, 2]}},
+        "s.yaml",
+    )
     cells = expand(spec, tmp_path / "out")
     assert spec.n_points == 8 and len(cells) == 8
     assert [c.params for c in cells[:3]] == [
@@ -77,29 +79,41 @@ def test_options_a_protocol_does_not_use_do_not_duplicate_cells(tmp_path):
     spec = parse_sweep({**BASE, "agents": 6, "grid": {"protocol": ["mad", "sparse"], "density": [0.4, 0.8]}})
     cells = expand(spec, tmp_path)
     assert [(c.config.protocol, c.config.density, c.n_points) for c in cells] == [
-        ("mad", None, 2), ("sparse", 0.4, 1), ("sparse", 0.8, 1)]
+        ("mad", None, 2),
+        ("sparse", 0.4, 1),
+        ("sparse", 0.8, 1),
+    ]
     assert cells[0].params == {"protocol": "mad"}  # density is not listed for mad
     assert cells[1].params == {"protocol": "sparse", "density": 0.4}
     # cot: one agent, one round, whatever the grid says -> 1 cell for 2 x 2 points
-    cot = expand(parse_sweep({"backend": "simulated", "protocol": "cot",
-                              "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path)
+    cot = expand(
+        parse_sweep({"backend": "simulated", "protocol": "cot", "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path
+    )
     assert len(cot) == 1 and cot[0].n_points == 4 and (cot[0].config.agents, cot[0].config.rounds) == (1, 1)
-    sc = expand(parse_sweep({"backend": "simulated", "protocol": "sc",
-                             "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path)
+    sc = expand(
+        parse_sweep({"backend": "simulated", "protocol": "sc", "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path
+    )
     assert [(c.config.agents, c.config.rounds, c.n_points) for c in sc] == [(3, 1, 2), (6, 1, 2)]
 
 
-@pytest.mark.parametrize("cfg, unused_has, unused_lacks", [
-    (dict(protocol="mad"), {"density", "groups", "tau", "cortex_memory", "center"}, {"forgetting", "agents"}),
-    (dict(protocol="sparse", density=0.4, agents=6), {"center", "groups"}, {"density", "topology", "edges"}),
-    (dict(protocol="sparse", topology="star", agents=6), {"groups"}, {"center", "density"}),
-    (dict(protocol="probmad", density=0.5), {"topology", "edges", "center"}, {"density", "forgetting"}),
-    (dict(protocol="group", groups="2"), {"forgetting", "density", "tau", "early_stop"}, {"groups", "stage_rounds"}),
-    (dict(protocol="s2mad", groups="2"), {"tau", "embedding_model", "forgetting"}, {"similarity", "filter"}),
-    (dict(protocol="s2mad", groups="2", similarity="embedding"), {"forgetting"}, {"tau", "embedding_model"}),
-    (dict(protocol="cortex"), {"forgetting", "groups", "density"}, {"cortex_memory", "embedding_model"}),
-    (dict(protocol="cortex", cortex_memory="full"), {"groups"}, {"forgetting"}),
-])
+@pytest.mark.parametrize(
+    "cfg, unused_has, unused_lacks",
+    [
+        (dict(protocol="mad"), {"density", "groups", "tau", "cortex_memory", "center"}, {"forgetting", "agents"}),
+        (dict(protocol="sparse", density=0.4, agents=6), {"center", "groups"}, {"density", "topology", "edges"}),
+        (dict(protocol="sparse", topology="star", agents=6), {"groups"}, {"center", "density"}),
+        (dict(protocol="probmad", density=0.5), {"topology", "edges", "center"}, {"density", "forgetting"}),
+        (
+            dict(protocol="group", groups="2"),
+            {"forgetting", "density", "tau", "early_stop"},
+            {"groups", "stage_rounds"},
+        ),
+        (dict(protocol="s2mad", groups="2"), {"tau", "embedding_model", "forgetting"}, {"similarity", "filter"}),
+        (dict(protocol="s2mad", groups="2", similarity="embedding"), {"forgetting"}, {"tau", "embedding_model"}),
+        (dict(protocol="cortex"), {"forgetting", "groups", "density"}, {"cortex_memory", "embedding_model"}),
+        (dict(protocol="cortex", cortex_memory="full"), {"groups"}, {"forgetting"}),
+    ],
+)
 def test_unused_options_per_protocol(cfg, unused_has, unused_lacks):
     unused = unused_options(RunConfig(backend="simulated", **cfg))
     assert unused_has <= unused and not (unused_lacks & unused)
@@ -109,14 +123,24 @@ def test_unused_options_per_protocol(cfg, unused_has, unused_lacks):
 
 
 def test_normalise_resets_unused_options_to_defaults_and_keeps_the_rest():
-    cfg = RunConfig(protocol="group", groups="2", agents=4, forgetting=True, density=0.4, tau=0.9, sim_accuracy=0.9,
-                    backend="transformers", edges="0-1")
+    cfg = RunConfig(
+        protocol="group",
+        groups="2",
+        agents=4,
+        forgetting=True,
+        density=0.4,
+        tau=0.9,
+        sim_accuracy=0.9,
+        backend="transformers",
+        edges="0-1",
+    )
     n = normalise(cfg)
     assert (n.forgetting, n.density, n.tau, n.sim_accuracy, n.edges) == (False, None, 0.4, 0.6, None)
     assert (n.groups, n.agents, n.backend) == ("2", 4, "transformers")
     assert cfg.forgetting is True  # the input is not modified
-    used_all = RunConfig(protocol="sparse", density=0.4, agents=6, forgetting=True, backend="simulated",
-                         sim_accuracy=0.9)
+    used_all = RunConfig(
+        protocol="sparse", density=0.4, agents=6, forgetting=True, backend="simulated", sim_accuracy=0.9
+    )
     assert normalise(used_all) == used_all
 
 
@@ -144,19 +168,22 @@ def test_all_invalid_is_an_error(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ file errors
-@pytest.mark.parametrize("data, needles", [
-    ({"protocl": "mad"}, ["protocl", "did you mean 'protocol'"]),
-    ({"grid": {"agnets": [3]}}, ["grid key 'agnets'", "did you mean 'agents'"]),
-    ({"grid": {"seed": 1}}, ["grid key 'seed'", "must be a list", "seed: [1]"]),
-    ({"grid": {"seed": []}}, ["grid key 'seed'", "empty list"]),
-    ({"grid": [1, 2]}, ["grid must be a mapping"]),
-    ({"grid": {"max_batch": [4, 8]}}, ["grid key 'max_batch'", "does not change results"]),
-    ({"grid": {"reuse-first-round": [True, False]}}, ["grid key 'reuse-first-round'", "does not change results"]),
-    ({"grid": {"out": ["a", "b"]}}, ["grid key 'out'", "does not change results"]),
-    ({"seed": 1, "grid": {"seed": [1, 2]}}, ["'seed' is both a top-level option and a grid key"]),
-    ({"max-tokens": 5, "max_tokens": 6}, ["'max_tokens' is given twice"]),
-    ([1, 2], ["top level must be a mapping"]),
-])
+@pytest.mark.parametrize(
+    "data, needles",
+    [
+        ({"protocl": "mad"}, ["protocl", "did you mean 'protocol'"]),
+        ({"grid": {"agnets": [3]}}, ["grid key 'agnets'", "did you mean 'agents'"]),
+        ({"grid": {"seed": 1}}, ["grid key 'seed'", "must be a list", "seed: [1]"]),
+        ({"grid": {"seed": []}}, ["grid key 'seed'", "empty list"]),
+        ({"grid": [1, 2]}, ["grid must be a mapping"]),
+        ({"grid": {"max_batch": [4, 8]}}, ["grid key 'max_batch'", "does not change results"]),
+        ({"grid": {"reuse-first-round": [True, False]}}, ["grid key 'reuse-first-round'", "does not change results"]),
+        ({"grid": {"out": ["a", "b"]}}, ["grid key 'out'", "does not change results"]),
+        ({"seed": 1, "grid": {"seed": [1, 2]}}, ["'seed' is both a top-level option and a grid key"]),
+        ({"max-tokens": 5, "max_tokens": 6}, ["'max_tokens' is given twice"]),
+        ([1, 2], ["top level must be a mapping"]),
+    ],
+)
 def test_bad_sweep_files_name_the_file_and_key(tmp_path, data, needles):
     path = write_yaml(tmp_path, data, "my-sweep.yaml")
     with pytest.raises(SweepError) as exc:
@@ -199,8 +226,12 @@ def test_run_ids_and_out_dirs_are_deterministic(tmp_path):
     # the cell's run id is `debate run`'s for the same (normalised) options: reuse and out do not count
     by_hand = RunConfig(backend="simulated", limit=3, agents=4, rounds=2, progress=False, protocol="mad", seed=2)
     assert a[1].run_id == by_hand.run_id()
-    assert a[3].run_id == RunConfig(backend="simulated", limit=3, agents=4, rounds=2, protocol="sparse", seed=2,
-                                    topology="ring").run_id()
+    assert (
+        a[3].run_id
+        == RunConfig(
+            backend="simulated", limit=3, agents=4, rounds=2, protocol="sparse", seed=2, topology="ring"
+        ).run_id()
+    )
     assert a[0].run_id.startswith("mad-") and a[2].run_id.startswith("sparse-")
 
 
@@ -231,14 +262,39 @@ class FakeEngine:
         sink = ParquetSink(cfg.out)
         n = cfg.limit
         have = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
-        rows = [{"run_id": cfg.run_id(), "question_id": f"q{i}", "correct": i % 2 == 0, "prompt_tokens": 10,
-                 "completion_tokens": 5, "n_calls": 2} for i in range(n) if f"q{i}" not in have]
+        rows = [
+            {
+                "run_id": cfg.run_id(),
+                "question_id": f"q{i}",
+                "correct": i % 2 == 0,
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "n_calls": 2,
+            }
+            for i in range(n)
+            if f"q{i}" not in have
+        ]
         sink.write("questions", complete_rows("questions", rows))
         sink.flush()
-        sink.write_run({"run_id": cfg.run_id(), "status": "finished", "n_questions": n, "accuracy": 0.5,
-                        "prompt_tokens": 10 * n, "completion_tokens": 5 * n, "n_calls": 2 * n, "wall_s": 1.0})
-        summary = {"n_questions": n, "accuracy": 0.5, "prompt_tokens": 10 * n, "completion_tokens": 5 * n,
-                   "n_calls": 2 * n}
+        sink.write_run(
+            {
+                "run_id": cfg.run_id(),
+                "status": "finished",
+                "n_questions": n,
+                "accuracy": 0.5,
+                "prompt_tokens": 10 * n,
+                "completion_tokens": 5 * n,
+                "n_calls": 2 * n,
+                "wall_s": 1.0,
+            }
+        )
+        summary = {
+            "n_questions": n,
+            "accuracy": 0.5,
+            "prompt_tokens": 10 * n,
+            "completion_tokens": 5 * n,
+            "n_calls": 2 * n,
+        }
         return SimpleNamespace(summary=summary, wall_s=0.1, resumed=n - len(rows))
 
 
@@ -254,8 +310,12 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     assert m["sweep_file"] == "s.yaml" and m["grid_points"] == 4 and m["n_cells"] == 3
     assert m["counts"] == {"finished": 2, "invalid": 1}
     c0 = m["cells"][0]
-    assert (c0["run_id"], c0["dir"], c0["status"], c0["params"]) == (cells[0].run_id, cells[0].run_id, "finished",
-                                                                     {"protocol": "mad"})
+    assert (c0["run_id"], c0["dir"], c0["status"], c0["params"]) == (
+        cells[0].run_id,
+        cells[0].run_id,
+        "finished",
+        {"protocol": "mad"},
+    )
     assert (c0["accuracy"], c0["tokens"], c0["n_questions"]) == (0.5, 60, 4)
     assert "--density 0.5" in m["cells"][2]["error"]
     assert (out / cells[0].run_id / "questions").is_dir() and not (out / cells[2].run_id).exists()
@@ -319,7 +379,12 @@ def test_disk_status_needs_every_question(tmp_path):
     cell = expand(parse_sweep({**BASE, "protocol": "mad"}), tmp_path)[0]
     assert disk_status(cell) == ("pending", {})
     sink = ParquetSink(cell.out)
-    sink.write("questions", complete_rows("questions", [{"run_id": cell.run_id, "question_id": "a"}, {"run_id": "other", "question_id": "b"}]))
+    sink.write(
+        "questions",
+        complete_rows(
+            "questions", [{"run_id": cell.run_id, "question_id": "a"}, {"run_id": "other", "question_id": "b"}]
+        ),
+    )
     sink.flush()
     sink.write_run({"run_id": cell.run_id, "status": "finished", "n_questions": 2})
     assert disk_status(cell)[0] == "partial"  # the other run's row does not count
@@ -357,22 +422,39 @@ def test_calls_schema_holds_every_call_record_field_plus_the_run_labels():
 
 # ------------------------------------------------------------------------------------ cache core
 def req(**kw) -> GenRequest:
-    base = dict(messages=[{"role": "user", "content": "What is 2+3?"}], temperature=0.7, top_p=1.0, max_tokens=64,
-                seed=11)
+    base = dict(
+        messages=[{"role": "user", "content": "What is 2+3?"}], temperature=0.7, top_p=1.0, max_tokens=64, seed=11
+    )
     base.update(kw)
     return GenRequest(**base)
 
 
 def test_first_round_key_is_sha256_of_the_request_json():
     r = req()
-    expected = hashlib.sha256(json.dumps(
-        {"namespace": "ns", "model": "m", "messages": r.messages, "temperature": 0.7, "top_p": 1.0, "max_tokens": 64,
-         "seed": 11, "meta": {}}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    expected = hashlib.sha256(
+        json.dumps(
+            {
+                "namespace": "ns",
+                "model": "m",
+                "messages": r.messages,
+                "temperature": 0.7,
+                "top_p": 1.0,
+                "max_tokens": 64,
+                "seed": 11,
+                "meta": {},
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        ).encode()
+    ).hexdigest()
     assert first_round_key(r, "m", "ns") == expected
     assert first_round_key(req(), "m", "ns") == expected  # equal requests, equal keys
     variants = [
-        first_round_key(req(messages=[{"role": "system", "content": "Be terse."},
-                                      {"role": "user", "content": "What is 2+3?"}]), "m", "ns"),
+        first_round_key(
+            req(messages=[{"role": "system", "content": "Be terse."}, {"role": "user", "content": "What is 2+3?"}]),
+            "m",
+            "ns",
+        ),
         first_round_key(req(messages=[{"role": "user", "content": "What is 2+4?"}]), "m", "ns"),
         first_round_key(req(temperature=0.25), "m", "ns"),
         first_round_key(req(top_p=0.9), "m", "ns"),
@@ -433,7 +515,7 @@ def _sim(tmp_path, name, **kw) -> RunConfig:
     return RunConfig(**base)
 
 
-def _calls(out) -> "object":
+def _calls(out) -> object:
     return read_table(out, "calls").to_pandas().sort_values(["question_id", "round", "agent_id"]).reset_index(drop=True)
 
 
@@ -441,8 +523,17 @@ def _calls(out) -> "object":
 def test_sweep_keeps_one_replica_across_cells(ray_local, tmp_path):
     from actors.driver import Engine
 
-    spec = parse_sweep({"backend": "simulated", "limit": 3, "agents": 3, "rounds": 2, "progress": False,
-                        "topology": "ring", "grid": {"protocol": ["mad", "sparse", "cot"]}})
+    spec = parse_sweep(
+        {
+            "backend": "simulated",
+            "limit": 3,
+            "agents": 3,
+            "rounds": 2,
+            "progress": False,
+            "topology": "ring",
+            "grid": {"protocol": ["mad", "sparse", "cot"]},
+        }
+    )
     seen = []
 
     class Spy(Engine):
@@ -491,8 +582,16 @@ def test_first_round_reuse_gives_identical_results_and_saves_requests(ray_local,
 def test_identical_first_requests_in_one_run_are_generated_once(ray_local, tmp_path):
     from actors.driver import run
 
-    cfg = _sim(tmp_path, "twins", limit=4, agents=3, rounds=1, protocol="sc", reuse_first_round=True,
-               agent_settings=[{"seed": 5}, {"seed": 5}])  # agents 0 and 1 ask exactly the same
+    cfg = _sim(
+        tmp_path,
+        "twins",
+        limit=4,
+        agents=3,
+        rounds=1,
+        protocol="sc",
+        reuse_first_round=True,
+        agent_settings=[{"seed": 5}, {"seed": 5}],
+    )  # agents 0 and 1 ask exactly the same
     res = run(cfg)
     calls = _calls(res.out_dir)
     assert res.replica_stats[0]["requests"] == 4 * 2  # 12 calls, 8 sent to the replica
@@ -505,13 +604,33 @@ def test_sweep_aggregates_finished_cells_over_seeds():
     from engine.sweep import Cell, across_seeds, format_seeds
 
     def cell(i, seed, protocol, acc, tokens):
-        return Cell(index=i, params={"protocol": protocol, "seed": seed}, config=RunConfig(), run_id=f"r{i}",
-                    out=None, status="finished", result={"accuracy": acc, "tokens": tokens, "n_questions": 10})
+        return Cell(
+            index=i,
+            params={"protocol": protocol, "seed": seed},
+            config=RunConfig(),
+            run_id=f"r{i}",
+            out=None,
+            status="finished",
+            result={"accuracy": acc, "tokens": tokens, "n_questions": 10},
+        )
 
-    cells = [cell(0, 1, "mad", 0.5, 1000), cell(1, 2, "mad", 0.7, 3000), cell(2, 1, "sparse", 0.4, 500),
-             cell(3, 2, "sparse", 0.4, 700), cell(4, 3, "sparse", 0.4, 600)]
-    cells.append(Cell(index=5, params={"protocol": "sparse", "seed": 4}, config=RunConfig(), run_id="r5", out=None,
-                      status="pending"))  # not finished: not counted
+    cells = [
+        cell(0, 1, "mad", 0.5, 1000),
+        cell(1, 2, "mad", 0.7, 3000),
+        cell(2, 1, "sparse", 0.4, 500),
+        cell(3, 2, "sparse", 0.4, 700),
+        cell(4, 3, "sparse", 0.4, 600),
+    ]
+    cells.append(
+        Cell(
+            index=5,
+            params={"protocol": "sparse", "seed": 4},
+            config=RunConfig(),
+            run_id="r5",
+            out=None,
+            status="pending",
+        )
+    )  # not finished: not counted
     groups = {g["params"]["protocol"]: g for g in across_seeds(cells)}
     assert groups["mad"]["seeds"] == [1, 2] and groups["mad"]["accuracy_mean"] == pytest.approx(0.6)
     assert groups["mad"]["accuracy_sd"] == pytest.approx(0.1414, abs=1e-4) and groups["mad"]["tokens_per_q_mean"] == 200

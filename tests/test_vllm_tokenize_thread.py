@@ -111,8 +111,12 @@ def test_truncation_recounts_off_the_loop_and_gives_the_same_prompt(make):
     assert len({t for t, _ in calls}) == 1  # one tokenizer thread serves every encode
     b.tokenizer.ticked.wait = lambda timeout=None: True  # the reference below runs with no loop to wait for
     ids, dropped, error = fit_prompt(b.encode, req, 40)
-    assert (prompt.engine_input, prompt.tokens, prompt.dropped, prompt.error) == ({"prompt_token_ids": ids}, len(ids),
-                                                                                 dropped, error)
+    assert (prompt.engine_input, prompt.tokens, prompt.dropped, prompt.error) == (
+        {"prompt_token_ids": ids},
+        len(ids),
+        dropped,
+        error,
+    )
     assert dropped == 6 and error is None
 
 

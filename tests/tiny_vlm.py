@@ -36,8 +36,15 @@ CHAT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}"
 )
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<fake_token_around_image>", "<global-img>",
-           "<end_of_utterance>"] + [f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)]
+SPECIAL = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<image>",
+    "<fake_token_around_image>",
+    "<global-img>",
+    "<end_of_utterance>",
+] + [f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)]
 CORPUS = [
     "You are a helpful assistant. Answer the question about the image.",
     "How many apples are in the picture? Give your final answer as a number.",
@@ -53,19 +60,33 @@ def _tokenizer():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=448, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=448,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(CORPUS * 4, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=None, eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>", unk_token=None)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None
+    )
 
 
 def _text_config(tokenizer):
     from transformers import LlamaConfig
 
-    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048,
-                       bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
 
 
 def build_tiny_text_model(folder: Path, seed: int = 0) -> Path:
@@ -85,22 +106,34 @@ def build_tiny_text_model(folder: Path, seed: int = 0) -> Path:
 def build_tiny_vlm(folder: Path, seed: int = 0) -> Path:
     """Write the tiny model folder (weights, config, tokenizer, processor) to ``folder``."""
     import torch
-    from transformers import (Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor,
-                              Idefics3VisionConfig)
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor, Idefics3VisionConfig
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
 
     folder = Path(folder)
     tokenizer = _tokenizer()
     text = _text_config(tokenizer)
-    vision = Idefics3VisionConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                  image_size=IMAGE_SIZE, patch_size=PATCH)
-    config = Idefics3Config(vision_config=vision, text_config=text, scale_factor=SCALE,
-                            image_token_id=tokenizer.convert_tokens_to_ids("<image>"), pad_token_id=tokenizer.pad_token_id)
+    vision = Idefics3VisionConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=IMAGE_SIZE,
+        patch_size=PATCH,
+    )
+    config = Idefics3Config(
+        vision_config=vision,
+        text_config=text,
+        scale_factor=SCALE,
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(seed)
     Idefics3ForConditionalGeneration(config).eval().save_pretrained(folder)
-    images = Idefics3ImageProcessorPil(do_image_splitting=False, size={"longest_edge": IMAGE_SIZE},
-                                       max_image_size={"longest_edge": IMAGE_SIZE})
-    processor = Idefics3Processor(image_processor=images, tokenizer=tokenizer, image_seq_len=IMAGE_SEQ_LEN,
-                                  chat_template=CHAT_TEMPLATE)
+    images = Idefics3ImageProcessorPil(
+        do_image_splitting=False, size={"longest_edge": IMAGE_SIZE}, max_image_size={"longest_edge": IMAGE_SIZE}
+    )
+    processor = Idefics3Processor(
+        image_processor=images, tokenizer=tokenizer, image_seq_len=IMAGE_SEQ_LEN, chat_template=CHAT_TEMPLATE
+    )
     processor.save_pretrained(folder)
     return folder

@@ -15,12 +15,15 @@ QS = ["What is 17 + 25?", "Name a prime number above 90.", "Why is the sky blue?
 async def main() -> dict:
     # float32: seeded samples are then identical alone and batched (bf16 rounds with batch company)
     b = VLLMBackend("smollm2-135m-instruct", dtype="float32")
-    reqs = [GenRequest(messages=[{"role": "user", "content": q}], temperature=0.7, max_tokens=48, seed=i)
-            for i, q in enumerate(QS)]
+    reqs = [
+        GenRequest(messages=[{"role": "user", "content": q}], temperature=0.7, max_tokens=48, seed=i)
+        for i, q in enumerate(QS)
+    ]
     together = await asyncio.gather(*(b.agenerate(r) for r in reqs))
     alone = [await b.agenerate(r) for r in reqs]
-    greedy = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}],
-                                          temperature=0, max_tokens=16))
+    greedy = await b.agenerate(
+        GenRequest(messages=[{"role": "user", "content": "Name the capital of France."}], temperature=0, max_tokens=16)
+    )
     too_long = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "word " * 9000}], max_tokens=8))
     out = {
         "texts": [r.text for r in together],

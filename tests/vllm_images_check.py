@@ -51,8 +51,14 @@ async def call(b: VLLMBackend, req: GenRequest) -> dict:
         res = await b.agenerate(req)
     except Exception as exc:
         return {"raised": f"{type(exc).__name__}: {exc}"[:500]}
-    return {"text": res.text, "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
-            "error": res.error, "truncated_messages": res.truncated_messages, "finish_reason": res.finish_reason}
+    return {
+        "text": res.text,
+        "prompt_tokens": res.prompt_tokens,
+        "completion_tokens": res.completion_tokens,
+        "error": res.error,
+        "truncated_messages": res.truncated_messages,
+        "finish_reason": res.finish_reason,
+    }
 
 
 async def main(folder: str, text_folder: str) -> dict:
@@ -68,8 +74,10 @@ async def main(folder: str, text_folder: str) -> dict:
 
     plain_msgs = [SYSTEM, {"role": "user", "content": QUESTION}]
     image_msgs = with_image(plain_msgs, red)
-    plain, image = await asyncio.gather(call(b, GenRequest(messages=plain_msgs, max_tokens=8, seed=1)),
-                                        call(b, GenRequest(messages=image_msgs, max_tokens=8, seed=1)))
+    plain, image = await asyncio.gather(
+        call(b, GenRequest(messages=plain_msgs, max_tokens=8, seed=1)),
+        call(b, GenRequest(messages=image_msgs, max_tokens=8, seed=1)),
+    )
     facts["plain"], facts["image"] = plain, image
     facts["tokenizer_count"] = b.count_prompt_tokens(plain_msgs)
     p_text, p_image = await b._prompt(GenRequest(messages=plain_msgs)), await b._prompt(GenRequest(messages=image_msgs))
@@ -77,12 +85,16 @@ async def main(folder: str, text_folder: str) -> dict:
     facts["text_input_ids"] = p_text.engine_input["prompt_token_ids"] == b.encode(plain_msgs)
     facts["image_input_type"] = p_image.engine_input.get("type")
     facts["image_input_image_ids"] = image_ids(p_image.engine_input, image_token_id)
-    facts["image_input_placeholders"] = [r.length for r in p_image.engine_input.get("mm_placeholders", {}).get("image", [])]
+    facts["image_input_placeholders"] = [
+        r.length for r in p_image.engine_input.get("mm_placeholders", {}).get("image", [])
+    ]
     facts["image_input_tokens"] = p_image.tokens
 
     # the pixels reach the model: greedy replies to three colours, red twice (alone and batched)
-    colour_reqs = [GenRequest(messages=with_image(plain_msgs, url), max_tokens=12, temperature=0.0)
-                   for url in (red, blue, green, red)]
+    colour_reqs = [
+        GenRequest(messages=with_image(plain_msgs, url), max_tokens=12, temperature=0.0)
+        for url in (red, blue, green, red)
+    ]
     facts["colour_texts"] = [r.get("text") for r in await asyncio.gather(*(call(b, r) for r in colour_reqs))]
     facts["red_alone"] = (await call(b, colour_reqs[0])).get("text")
 
@@ -105,8 +117,12 @@ async def main(folder: str, text_folder: str) -> dict:
     facts["too_long"] = await call(b, GenRequest(messages=long_msgs, max_tokens=8, seed=2))
     trunc_req = GenRequest(messages=long_msgs, max_tokens=8, seed=2, context_overflow="truncate")
     fit = await b._prompt(trunc_req)
-    facts["truncated_prompt"] = {"dropped": fit.dropped, "tokens": fit.tokens, "error": fit.error,
-                                 "image_ids": image_ids(fit.engine_input, image_token_id)}
+    facts["truncated_prompt"] = {
+        "dropped": fit.dropped,
+        "tokens": fit.tokens,
+        "error": fit.error,
+        "image_ids": image_ids(fit.engine_input, image_token_id),
+    }
     facts["truncated"] = await call(b, trunc_req)
     b.shutdown()
     return facts

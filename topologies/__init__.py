@@ -56,7 +56,7 @@ from .placement import assign_models, paper_placement_graph, parse_models, place
 __all__ += ["assign_models", "paper_placement_graph", "parse_models", "placement_order"]
 
 # CortexDebate: MDM edge weights and the per-round pruned graph (eqs. 1-12)
-from .cortex import MDMState, CortexRound, credibility, debate_peers, prune, weight_matrix  # noqa: E402
+from .cortex import CortexRound, MDMState, credibility, debate_peers, prune, weight_matrix  # noqa: E402
 
 __all__ += ["MDMState", "CortexRound", "credibility", "debate_peers", "prune", "weight_matrix"]
 
@@ -80,7 +80,19 @@ from .groups import (  # noqa: E402
 )
 
 __all__ += [
-    "Groups", "RoundPlan", "all_similar", "dedup", "default_group_sizes", "differing", "make_groups", "n_stages",
-    "parse_group_sizes", "participates", "redundancy_filter", "similar_by_answer", "similar_by_cosine",
-    "stage_plan", "summary_after",
+    "Groups",
+    "RoundPlan",
+    "all_similar",
+    "dedup",
+    "default_group_sizes",
+    "differing",
+    "make_groups",
+    "n_stages",
+    "parse_group_sizes",
+    "participates",
+    "redundancy_filter",
+    "similar_by_answer",
+    "similar_by_cosine",
+    "stage_plan",
+    "summary_after",
 ]

@@ -41,6 +41,7 @@ class TopologyError(UserError, ValueError):
 # small validation / formatting helpers (package-internal)
 # ---------------------------------------------------------------------------
 
+
 def fmt_num(x: float) -> str:
     """Short human form of a density: 0.4, 1, 0.666667."""
     x = float(x)
@@ -56,9 +57,7 @@ def check_n(n: Any) -> int:
     try:
         value = operator.index(n)
     except TypeError:
-        raise TopologyError(
-            f"--agents {n!r}: the number of agents must be an integer >= 1"
-        ) from None
+        raise TopologyError(f"--agents {n!r}: the number of agents must be an integer >= 1") from None
     if value < 1:
         raise TopologyError(f"--agents {value}: need at least 1 agent")
     return value
@@ -101,6 +100,7 @@ def check_round(round: Any) -> int:  # noqa: A002 - the public API uses `round`
 # ---------------------------------------------------------------------------
 # abstract base
 # ---------------------------------------------------------------------------
+
 
 class Topology(abc.ABC):
     """Who reads whom in each debate round.

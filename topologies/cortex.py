@@ -56,8 +56,8 @@ Where the paper is vague (each choice is also stated at the function concerned):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import networkx as nx
 import numpy as np
@@ -143,9 +143,11 @@ def pretraining_loss(n_params: float, n_tokens: float) -> float:
     """Eq. 3: ``L(N, M) = 406.4 / N**0.34 + 410.7 / M**0.28 + 1.69`` (raw counts, not billions)."""
     if not n_params > 0 or not n_tokens > 0:
         raise ValueError(f"parameter and token counts must be positive (got N={n_params}, M={n_tokens})")
-    return (CHINCHILLA_A / float(n_params) ** CHINCHILLA_ALPHA
-            + CHINCHILLA_B / float(n_tokens) ** CHINCHILLA_BETA
-            + CHINCHILLA_E)
+    return (
+        CHINCHILLA_A / float(n_params) ** CHINCHILLA_ALPHA
+        + CHINCHILLA_B / float(n_tokens) ** CHINCHILLA_BETA
+        + CHINCHILLA_E
+    )
 
 
 def credibility(params_b: float, tokens_t: float) -> float:
@@ -270,8 +272,9 @@ WEIGHTS = ("mdm", "mdm-individual", "self", "peer", "none")
 GRAPHS = ("sparse", "full")
 
 
-def ablation_weights(mode: str, c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float],
-                     h: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def ablation_weights(
+    mode: str, c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float], h: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
     """Edge weights ``W[i, j]`` and each reader's threshold for the CortexDebate ablations
     (paper's Table 2 and appendix D):
 
@@ -315,7 +318,9 @@ def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     readers, heads = np.nonzero((np.array(keep, dtype=bool) & ~np.eye(n, dtype=bool)).T)  # by reader, then head
-    g.add_weighted_edges_from(zip(heads.tolist(), readers.tolist(), np.asarray(w, dtype=float)[heads, readers].tolist()))
+    g.add_weighted_edges_from(
+        zip(heads.tolist(), readers.tolist(), np.asarray(w, dtype=float)[heads, readers].tolist())
+    )
     return g
 
 
@@ -372,8 +377,9 @@ class MDMState:
     def n(self) -> int:
         return len(self.credibility)
 
-    def step(self, h_prev: Sequence[float], cos_prev: Sequence[Sequence[float]],
-             peer_scores: Sequence[float] | None = None) -> CortexRound:
+    def step(
+        self, h_prev: Sequence[float], cos_prev: Sequence[Sequence[float]], peer_scores: Sequence[float] | None = None
+    ) -> CortexRound:
         """``peer_scores``: each head's peer score (``weights_mode="peer"`` only, where it is required)."""
         n = self.n
         h = np.asarray(h_prev, dtype=float)
@@ -381,7 +387,8 @@ class MDMState:
         if h.shape != (n,) or cos.shape != (n, n):
             raise ValueError(f"need {n} confidences and an {n}x{n} similarity matrix (got {h.shape}, {cos.shape})")
         if (self.weights_mode == "peer") != (peer_scores is not None) or (
-                peer_scores is not None and len(peer_scores) != n):
+            peer_scores is not None and len(peer_scores) != n
+        ):
             raise ValueError(f"peer scores (n={n}) are given with weights_mode 'peer' and only then")
         head = h if peer_scores is None else np.asarray(peer_scores, dtype=float)
         d = self.d + 1

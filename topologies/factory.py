@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -80,9 +81,7 @@ def make_topology(
 
     if k == "regular":
         if density is None:
-            raise TopologyError(
-                f"--topology regular with --agents {n} needs --density; {_possible_text(n)}"
-            )
+            raise TopologyError(f"--topology regular with --agents {n} needs --density; {_possible_text(n)}")
         return regular(n, density)
     if k == "probmad":
         if density is None:
@@ -100,9 +99,7 @@ def make_topology(
         topo = star(n, center)
     else:  # edges
         if edges is None:
-            raise TopologyError(
-                "--topology edges needs --edges, e.g. --edges 0-1,1-2,2-0 (mutual) or 0->1 (1 reads 0)"
-            )
+            raise TopologyError("--topology edges needs --edges, e.g. --edges 0-1,1-2,2-0 (mutual) or 0->1 (1 reads 0)")
         topo = from_edges(n, edges)
 
     if density is not None:
@@ -166,9 +163,7 @@ def centrality_classes(topo: Topology | nx.Graph, measure: str = "degree") -> li
     """
     m = str(measure).strip().lower()
     if m not in CENTRALITY_MEASURES:
-        raise TopologyError(
-            f"centrality measure {measure!r}: choose one of {', '.join(CENTRALITY_MEASURES)}"
-        )
+        raise TopologyError(f"centrality measure {measure!r}: choose one of {', '.join(CENTRALITY_MEASURES)}")
     orbits = topo.orbits() if isinstance(topo, Topology) else None
     if orbits is not None and len(orbits) == 1:
         return [sorted(orbits[0])]

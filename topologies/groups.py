@@ -28,8 +28,9 @@ import math
 import operator
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # group sizes and assignment
 # ---------------------------------------------------------------------------
+
 
 def default_group_sizes(n: int) -> list[int]:
     """Our default when ``--groups`` is not given: 2 groups if ``n >= 4`` else 1 group.
@@ -139,9 +141,7 @@ def _check_sizes(sizes: list[int], n: int, where: str, hint: str) -> list[int]:
     if len(sizes) > n:
         raise TopologyError(f"{where}: {len(sizes)} groups need at least {len(sizes)} agents; {hint}")
     if sum(sizes) != n:
-        raise TopologyError(
-            f"{where}: the group sizes add up to {sum(sizes)}, not to the {n} agents; {hint}"
-        )
+        raise TopologyError(f"{where}: the group sizes add up to {sum(sizes)}, not to the {n} agents; {hint}")
     return sizes
 
 
@@ -213,6 +213,7 @@ def make_groups(spec: Any, n: int, seed: int = 0, shuffle: bool = True) -> Group
 # stage schedule
 # ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class RoundPlan:
     """What happens in 0-based round ``round``: ``kind`` is "first", "intra" or "inter";
@@ -257,7 +258,7 @@ def stage_plan(rounds: int, stage_rounds: int) -> list[RoundPlan]:
 # S2-MAD Decision-Making Mechanism (sec. 3.2, Alg. 1 lines 17-31, 46-47)
 # ---------------------------------------------------------------------------
 
-Matrix = Union[np.ndarray, Sequence[Sequence[bool]]]  # [i][j]: views i and j are similar
+Matrix = np.ndarray | Sequence[Sequence[bool]]  # [i][j]: views i and j are similar
 
 
 def similar_by_answer(answers: Sequence[str | None]) -> np.ndarray:
@@ -267,8 +268,9 @@ def similar_by_answer(answers: Sequence[str | None]) -> np.ndarray:
     (our choice: the paper does not say; treating "no answer" as agreement would silence the
     agents that most need the debate). The diagonal is True. A boolean ``n x n`` array."""
     codes: dict[str, int] = {}
-    keys = np.array([-1 - i if a is None else codes.setdefault(a, len(codes)) for i, a in enumerate(answers)],
-                    dtype=np.int64)
+    keys = np.array(
+        [-1 - i if a is None else codes.setdefault(a, len(codes)) for i, a in enumerate(answers)], dtype=np.int64
+    )
     return keys[:, None] == keys[None, :]
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-
 from .base import Topology, TopologyError
 from .factory import centrality_classes
 from .static import StaticTopology, star
@@ -42,6 +41,7 @@ PLACEMENTS = ("none", "central", "peripheral")
 # ---------------------------------------------------------------------------
 # --models
 # ---------------------------------------------------------------------------
+
 
 def parse_models(spec: str, n_agents: int) -> list[str]:
     """Parse ``--models`` into one model name per rank, strongest first.
@@ -97,6 +97,7 @@ def parse_models(spec: str, n_agents: int) -> list[str]:
 # ---------------------------------------------------------------------------
 # placement
 # ---------------------------------------------------------------------------
+
 
 def placement_order(topology: Topology, placement: str) -> list[int]:
     """Agent ids in the order in which they receive the ranked models (strongest first).

@@ -96,8 +96,10 @@ class ProbMAD(Topology):
     def centrality_graph(self) -> nx.Graph:
         """All agents are exchangeable in expectation: the complete digraph
         (``p > 0``) or the empty one (``p = 0``); every agent ties."""
-        g = nx.complete_graph(self.n, create_using=nx.DiGraph) if self.p > 0 else nx.empty_graph(
-            self.n, create_using=nx.DiGraph
+        g = (
+            nx.complete_graph(self.n, create_using=nx.DiGraph)
+            if self.p > 0
+            else nx.empty_graph(self.n, create_using=nx.DiGraph)
         )
         return g
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -70,9 +71,7 @@ class StaticTopology(Topology):
             raise TopologyError("--agents 0: need at least 1 agent (the graph has no nodes)")
         if set(graph.nodes()) != set(range(n)):
             bad = sorted((v for v in graph.nodes() if v not in set(range(n))), key=repr)
-            raise TopologyError(
-                f"graph nodes must be the agent ids 0..{n - 1}; unexpected node(s) {bad[:5]!r}"
-            )
+            raise TopologyError(f"graph nodes must be the agent ids 0..{n - 1}; unexpected node(s) {bad[:5]!r}")
         directed = graph.is_directed()
         g: nx.Graph = nx.DiGraph() if directed else nx.Graph()
         g.add_nodes_from(range(n))
@@ -87,8 +86,9 @@ class StaticTopology(Topology):
         self._init(readers, directed, name, g.number_of_edges())
         self._g = g
 
-    def _init(self, readers: list[Any], directed: bool, name: str | None, n_edges: int,
-              orbits: list[list[int]] | None = None) -> None:
+    def _init(
+        self, readers: list[Any], directed: bool, name: str | None, n_edges: int, orbits: list[list[int]] | None = None
+    ) -> None:
         self.n = len(readers)
         self.directed = directed
         self.name = name or "static"
@@ -98,8 +98,7 @@ class StaticTopology(Topology):
         self._g: nx.Graph | None = None
 
     @classmethod
-    def _from_readers(cls, readers: list[Any], name: str, orbits: list[list[int]] | None = None
-                      ) -> "StaticTopology":
+    def _from_readers(cls, readers: list[Any], name: str, orbits: list[list[int]] | None = None) -> StaticTopology:
         """An undirected topology from each agent's sorted peer list (symmetric, no self-loops:
         the constructors below guarantee it), with the graph's orbits when they are known."""
         topo = cls.__new__(cls)
@@ -166,6 +165,7 @@ class StaticTopology(Topology):
 # constructors
 # ---------------------------------------------------------------------------
 
+
 def fully_connected(n: int) -> StaticTopology:
     """Every agent reads every other agent (standard MAD, ``D = 1``)."""
     n = check_n(n)
@@ -193,8 +193,10 @@ def _possible_text(n: int, asked: float | None = None) -> str:
         return f"densities possible for {n} agents: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in opts)
     rule = "k an even number" if n % 2 else "any whole number k"
     nearest = sorted(sorted(opts, key=lambda kd: abs(kd[1] - asked))[:2])
-    return (f"densities possible for {n} agents: k/{n - 1} for {rule} of peers from {opts[0][0]} to {opts[-1][0]}; "
-            f"nearest: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in nearest))
+    return (
+        f"densities possible for {n} agents: k/{n - 1} for {rule} of peers from {opts[0][0]} to {opts[-1][0]}; "
+        f"nearest: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in nearest)
+    )
 
 
 def regular_degree(n: int, density: float) -> int:
@@ -223,13 +225,11 @@ def regular_degree(n: int, density: float) -> int:
     # a density as the engine prints it (6 significant digits: 0.500501 for 500/999) is accepted too
     if abs(kf - k) > _TOL and fmt_num(d) != fmt_num(k / (n - 1)):
         raise TopologyError(
-            head + _possible_text(n, d)
-            + f" ({fmt_num(d)} x {n - 1} = {kf:.6g} is not a whole number of peers)"
+            head + _possible_text(n, d) + f" ({fmt_num(d)} x {n - 1} = {kf:.6g} is not a whole number of peers)"
         )
     if (n * k) % 2:
         raise TopologyError(
-            head + _possible_text(n, d)
-            + f" (k = {fmt_num(d)} x {n - 1} = {k}, but a {k}-regular graph needs "
+            head + _possible_text(n, d) + f" (k = {fmt_num(d)} x {n - 1} = {k}, but a {k}-regular graph needs "
             f"agents x k even and {n} x {k} = {n * k} is odd)"
         )
     return k
@@ -307,9 +307,7 @@ def star(n: int, center: int = 0) -> StaticTopology:
             f"--center {center!r} with --agents {n}: the centre must be an agent id 0..{n - 1}"
         ) from None
     if not 0 <= c < n:
-        raise TopologyError(
-            f"--center {c} with --agents {n}: the centre must be an agent id 0..{n - 1}"
-        )
+        raise TopologyError(f"--center {c} with --agents {n}: the centre must be an agent id 0..{n - 1}")
     leaves = [j for j in range(n) if j != c]
     readers = [[c] for _ in range(n)]
     readers[c] = leaves
@@ -373,9 +371,7 @@ def _coerce_pair(item: Any) -> tuple[int, int]:
             raise TypeError
         return operator.index(u), operator.index(v)
     except (TypeError, ValueError):
-        raise TopologyError(
-            f"--edges: cannot read edge {item!r}; expected a pair of agent ids like (0, 1)"
-        ) from None
+        raise TopologyError(f"--edges: cannot read edge {item!r}; expected a pair of agent ids like (0, 1)") from None
 
 
 def from_edges(n: int, edges: Iterable[tuple[int, int]] | str, directed: bool = False) -> StaticTopology:
@@ -398,9 +394,7 @@ def from_edges(n: int, edges: Iterable[tuple[int, int]] | str, directed: bool = 
         try:
             items = list(edges)
         except TypeError:
-            raise TopologyError(
-                f"--edges {edges!r}: expected pairs of agent ids or a string like '0-1,1-2'"
-            ) from None
+            raise TopologyError(f"--edges {edges!r}: expected pairs of agent ids or a string like '0-1,1-2'") from None
         pairs = [_coerce_pair(it) for it in items]
         directed = bool(directed)
     g: nx.Graph = nx.DiGraph() if directed else nx.Graph()

@@ -27,8 +27,9 @@ from engine.protocols.mad import build_topology, topology_debate
 from engine.protocols.spec import ProtocolSpec
 
 # name -> spec, in the order help texts and reports list them
-SPECS: dict[str, ProtocolSpec] = {s.name: s for s in (*mad.SPECS, group_debate.SPEC, s2mad.SPEC, cortex.SPEC,
-                                                        reconcile.SPEC, chateval.SPEC, prd.SPEC)}
+SPECS: dict[str, ProtocolSpec] = {
+    s.name: s for s in (*mad.SPECS, group_debate.SPEC, s2mad.SPEC, cortex.SPEC, reconcile.SPEC, chateval.SPEC, prd.SPEC)
+}
 
 
 def protocol_names() -> tuple[str, ...]:
@@ -69,7 +70,24 @@ def prompt_stage_fields() -> dict[str, set[str]]:
 
 
 __all__ = [
-    "SPECS", "SUMMARIZER", "AgentCall", "Context", "Outcome", "ProtocolSpec", "Reply", "Similarity", "Step",
-    "SummaryCall", "build_topology", "consensus", "effective_rounds", "get_protocol", "prompt_stage_fields",
-    "prompt_stages", "protocol_names", "protocol_spec", "topology_debate", "validate_protocol",
+    "SPECS",
+    "SUMMARIZER",
+    "AgentCall",
+    "Context",
+    "Outcome",
+    "ProtocolSpec",
+    "Reply",
+    "Similarity",
+    "Step",
+    "SummaryCall",
+    "build_topology",
+    "consensus",
+    "effective_rounds",
+    "get_protocol",
+    "prompt_stage_fields",
+    "prompt_stages",
+    "protocol_names",
+    "protocol_spec",
+    "topology_debate",
+    "validate_protocol",
 ]

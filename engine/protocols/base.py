@@ -20,8 +20,9 @@ is shown, and when to stop; every call and every information edge is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generator, Union
+from typing import TYPE_CHECKING, Any
 
 from engine.extract import majority_vote
 from engine.tasks import Question
@@ -86,7 +87,7 @@ class SummaryCall:
     values: dict[str, str] = field(default_factory=dict)
 
 
-Call = Union[AgentCall, SummaryCall]
+Call = AgentCall | SummaryCall
 
 
 @dataclass
@@ -126,8 +127,20 @@ def judge_every_other(stage: str, texts: list[str], answers: list[str | None], m
     one side call per ordered pair, judge-major (agent 0 judges 1, 2, ..., then agent 1 ...);
     the judged text fills the stage's ``$solution``. ``peers`` = [the judged agent]."""
     n = len(texts)
-    return [AgentCall(agent=i, stage=stage, peers=[j], values={"solution": texts[j]}, peer_answers=[answers[j]],
-                      memory=memory, side=True) for i in range(n) for j in range(n) if i != j]
+    return [
+        AgentCall(
+            agent=i,
+            stage=stage,
+            peers=[j],
+            values={"solution": texts[j]},
+            peer_answers=[answers[j]],
+            memory=memory,
+            side=True,
+        )
+        for i in range(n)
+        for j in range(n)
+        if i != j
+    ]
 
 
 @dataclass
@@ -206,7 +219,7 @@ class Context:
         return self.cfg.n_rounds
 
 
-Request = Union[Step, Similarity]
+Request = Step | Similarity
 ProtocolGen = Generator[Request, Any, Outcome]
 ProtocolFn = Callable[[Context], ProtocolGen]
 
@@ -218,7 +231,7 @@ def tie_key(ctx_or_cfg, key: int) -> int | None:
     return None if getattr(cfg, "tie_break", "random") == "first" else key
 
 
-def vote(ctx: "Context", answers: list[str | None]) -> str | None:
+def vote(ctx: Context, answers: list[str | None]) -> str | None:
     """A protocol's vote over ``answers``, ties broken as the run says (:func:`tie_key`)."""
     return majority_vote(answers, tie_key(ctx, ctx.key))
 

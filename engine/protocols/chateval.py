@@ -69,8 +69,9 @@ Choices where the paper is vague:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from engine.options import ConfigError, Option
 from engine.protocols.base import SUMMARIZER, AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
@@ -94,20 +95,37 @@ class Role:
 # After the personas of the paper and its code (general public, critic, news author, psychologist,
 # scientist); the descriptions are ours, written for answering questions.
 DEFAULT_ROLES = (
-    Role("General Public", "You read the question as an interested layperson would: you want reasoning that anyone "
-                           "can follow, and you say so when a step is unclear."),
-    Role("Critic", "You question the other referees' reasoning, look for gaps and mistakes, and propose a better "
-                   "answer when theirs falls short."),
-    Role("News Author", "You care about facts: you check every claim against what the question actually says and "
-                        "flag anything that goes beyond it."),
-    Role("Psychologist", "You watch the discussion for biases, such as holding on to the first answer heard or "
-                         "simply following the majority, and judge each argument on its merits."),
-    Role("Scientist", "You work step by step, test each claim against the evidence, and accept an answer only once "
-                      "it has been checked."),
+    Role(
+        "General Public",
+        "You read the question as an interested layperson would: you want reasoning that anyone "
+        "can follow, and you say so when a step is unclear.",
+    ),
+    Role(
+        "Critic",
+        "You question the other referees' reasoning, look for gaps and mistakes, and propose a better "
+        "answer when theirs falls short.",
+    ),
+    Role(
+        "News Author",
+        "You care about facts: you check every claim against what the question actually says and "
+        "flag anything that goes beyond it.",
+    ),
+    Role(
+        "Psychologist",
+        "You watch the discussion for biases, such as holding on to the first answer heard or "
+        "simply following the majority, and judge each argument on its merits.",
+    ),
+    Role(
+        "Scientist",
+        "You work step by step, test each claim against the evidence, and accept an answer only once "
+        "it has been checked.",
+    ),
 )
 
-_FRAME = ("There are a few other referees assigned the same task, it's your responsibility to discuss with them "
-          "and think critically before you make your final judgment.\n")
+_FRAME = (
+    "There are a few other referees assigned the same task, it's your responsibility to discuss with them "
+    "and think critically before you make your final judgment.\n"
+)
 _CUE = "Now it's your time to talk, please make your talk short and clear, $name !"
 
 STAGES = {
@@ -117,25 +135,23 @@ STAGES = {
         "We would like to request your answer to the question displayed above. Explain your reasoning.\n"
         + _FRAME
         + "Here is your discussion history:\n${history}"
-        "You are now $name, one of the referees in this task. $role\n"
-        + _CUE + " $format"
+        "You are now $name, one of the referees in this task. $role\n" + _CUE + " $format"
     ),
-    "chateval_turn": (
-        "Here is what the other referees said since your last turn:\n${history}"
-        + _CUE + " $format"
-    ),
+    "chateval_turn": ("Here is what the other referees said since your last turn:\n${history}" + _CUE + " $format"),
     "chateval_summary": (
         "[Question]\n$question\n[System]\n"
         "A few referees were asked to answer the question displayed above and to discuss it with each other. "
         "Here is their discussion history:\n${history}"
         f"You are now {SUMMARIZER_NAME}. You take no side: summarize the discussion so far, the answers the referees "
-        "gave, their main arguments and where they still disagree.\n"
-        + _CUE.replace("$name", SUMMARIZER_NAME)
+        "gave, their main arguments and where they still disagree.\n" + _CUE.replace("$name", SUMMARIZER_NAME)
     ),
 }
 # placeholders a user's override may use besides the default's: the role again in later turns
-STAGE_FIELDS = {"chateval_first": {"history", "name", "role"}, "chateval_turn": {"history", "name", "role"},
-                "chateval_summary": {"history"}}
+STAGE_FIELDS = {
+    "chateval_first": {"history", "name", "role"},
+    "chateval_turn": {"history", "name", "role"},
+    "chateval_summary": {"history"},
+}
 
 
 @dataclass(frozen=True)
@@ -167,7 +183,9 @@ def parse_roles(value: Any) -> tuple[Role, ...]:
     roles = []
     for k, item in enumerate(value):
         if not isinstance(item, Mapping) or set(item) != {"name", "description"}:
-            raise ConfigError(f"chateval_roles[{k}] must be a mapping with the keys name and description (got {item!r})")
+            raise ConfigError(
+                f"chateval_roles[{k}] must be a mapping with the keys name and description (got {item!r})"
+            )
         name, description = item["name"], item["description"]
         if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
             raise ConfigError(f"chateval_roles[{k}]: name must be a non-empty string and description a string")
@@ -188,8 +206,10 @@ def agent_roles(n_agents: int, value: Any = None) -> list[Role]:
         out.append(role if cycle == 0 else Role(f"{role.name} {cycle + 1}", role.description))
     names = [r.name for r in out]
     if len(set(names)) < len(names) or SUMMARIZER_NAME in names:
-        raise ConfigError(f"chateval_roles: the agents' names must differ from each other and from "
-                          f"{SUMMARIZER_NAME!r} (got {', '.join(names)})")
+        raise ConfigError(
+            f"chateval_roles: the agents' names must differ from each other and from "
+            f"{SUMMARIZER_NAME!r} (got {', '.join(names)})"
+        )
     return out
 
 
@@ -206,10 +226,12 @@ def speaking_order(n_agents: int, talk: str) -> list[list[int]]:
 def _turn(agent: int, round_: int, role: Role, new: list[ChatLine]) -> AgentCall:
     """Agent ``agent``'s call, showing the chat lines ``new`` (everything since its last turn)."""
     return AgentCall(
-        agent=agent, stage="chateval_first" if round_ == 0 else "chateval_turn",
+        agent=agent,
+        stage="chateval_first" if round_ == 0 else "chateval_turn",
         peers=list(dict.fromkeys(line.speaker for line in new if line.speaker != SUMMARIZER)),
         values={"name": role.name, "role": role.description, "history": render_history(new)},
-        peer_answers=[line.answer for line in new], memory="full",
+        peer_answers=[line.answer for line in new],
+        memory="full",
     )
 
 
@@ -223,9 +245,15 @@ def _post(chat: list[ChatLine], speaker: int, name: str, reply: Reply) -> None:
 
 def _summary(chat: list[ChatLine]) -> SummaryCall:
     """The summarizer's call: the whole chat so far, earlier summaries included."""
-    return SummaryCall(group=0, texts=[line.text for line in chat], agent=0, answers=[line.answer for line in chat],
-                       sources=list(dict.fromkeys(line.speaker for line in chat if line.speaker != SUMMARIZER)),
-                       stage="chateval_summary", values={"history": render_history(chat)})
+    return SummaryCall(
+        group=0,
+        texts=[line.text for line in chat],
+        agent=0,
+        answers=[line.answer for line in chat],
+        sources=list(dict.fromkeys(line.speaker for line in chat if line.speaker != SUMMARIZER)),
+        stage="chateval_summary",
+        values={"history": render_history(chat)},
+    )
 
 
 def chateval_debate(ctx: Context) -> ProtocolGen:
@@ -238,7 +266,7 @@ def chateval_debate(ctx: Context) -> ProtocolGen:
     summaries = 0
     for t in range(n_rounds):
         for speakers in speaking_order(n, talk):
-            calls = [_turn(i, t, roles[i], [line for line in chat[seen[i]:] if line.speaker != i]) for i in speakers]
+            calls = [_turn(i, t, roles[i], [line for line in chat[seen[i] :] if line.speaker != i]) for i in speakers]
             for i in speakers:
                 seen[i] = len(chat)
             replies = yield Step(t, calls)
@@ -251,8 +279,11 @@ def chateval_debate(ctx: Context) -> ProtocolGen:
             summaries += 1
             _post(chat, SUMMARIZER, SUMMARIZER_NAME, reply)
     log.debug("chateval: %d rounds (%s), %d summaries, last answers %s", n_rounds, talk, summaries, answers)
-    return Outcome(final_answer=vote(ctx, answers), answers_by_round=history,
-                   info={"talk": talk, "roles": [r.name for r in roles], "summaries": summaries})
+    return Outcome(
+        final_answer=vote(ctx, answers),
+        answers_by_round=history,
+        info={"talk": talk, "roles": [r.name for r in roles], "summaries": summaries},
+    )
 
 
 # --------------------------------------------------------------------------- spec
@@ -262,8 +293,17 @@ def _check(cfg) -> None:
     agent_roles(cfg.n_agents, cfg.chateval_roles)
 
 
-def _cost(s, n: int, rounds: int, q: float, c: float, *, chateval_talk: str = "one-by-one",
-          chateval_roles: Any = None, **_: object):
+def _cost(
+    s,
+    n: int,
+    rounds: int,
+    q: float,
+    c: float,
+    *,
+    chateval_talk: str = "one-by-one",
+    chateval_roles: Any = None,
+    **_: object,
+):
     """Exact (engine.cost_model.chateval_cost): every call is fixed by N, T, the talk and the roles."""
     from engine.cost_model import chateval_cost
 
@@ -279,15 +319,33 @@ def _label(cfg: Mapping[str, Any]) -> list[str]:
     return parts
 
 
-CHATEVAL_TALK = Option("chateval_talk", str, "one-by-one",
-                       "communication strategy: one-by-one (in id order, each reads everything said since its last "
-                       "turn), simultaneous (everyone reads the previous round) or summarizer (simultaneous, plus a "
-                       "summary of the chat after every round that everyone reads next round)", choices=TALKS)
-CHATEVAL_ROLES = Option("chateval_roles", list, None,
-                        "the referees' personas, [{name, description}, ...], assigned cyclically by agent id "
-                        "(default: General Public, Critic, News Author, Psychologist, Scientist; YAML only)", cli=False)
+CHATEVAL_TALK = Option(
+    "chateval_talk",
+    str,
+    "one-by-one",
+    "communication strategy: one-by-one (in id order, each reads everything said since its last "
+    "turn), simultaneous (everyone reads the previous round) or summarizer (simultaneous, plus a "
+    "summary of the chat after every round that everyone reads next round)",
+    choices=TALKS,
+)
+CHATEVAL_ROLES = Option(
+    "chateval_roles",
+    list,
+    None,
+    "the referees' personas, [{name, description}, ...], assigned cyclically by agent id "
+    "(default: General Public, Critic, News Author, Psychologist, Scientist; YAML only)",
+    cli=False,
+)
 
 SPEC = ProtocolSpec(
-    "chateval", chateval_debate, "ChatEval: referees with personas discuss one-by-one, simultaneously or with a "
-    "summarizer (Chan et al. 2024)", "ChatEval", settings=(CHATEVAL_TALK, CHATEVAL_ROLES), check=_check,
-    stages=STAGES, stage_fields=STAGE_FIELDS, cost=_cost, label_parts=_label)
+    "chateval",
+    chateval_debate,
+    "ChatEval: referees with personas discuss one-by-one, simultaneously or with a summarizer (Chan et al. 2024)",
+    "ChatEval",
+    settings=(CHATEVAL_TALK, CHATEVAL_ROLES),
+    check=_check,
+    stages=STAGES,
+    stage_fields=STAGE_FIELDS,
+    cost=_cost,
+    label_parts=_label,
+)

@@ -50,12 +50,12 @@ Token-cost equations (sec. 3.2, Alg. 3 of appendix B.2) are implemented as the p
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.options import Option
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.shared import MEMORY as MEMORY_OPTION
 from engine.protocols.shared import check_memory, memory_mode
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import Groups, make_groups, n_stages, stage_plan
 
@@ -110,15 +110,24 @@ def validate(cfg) -> None:
     stage_plan(cfg.n_rounds, cfg.stage_rounds)
 
 
-def summary_calls(groups: Groups, texts: list[str], answers: list[str | None], stage: str,
-                  members: list[list[int]] | None = None) -> list[SummaryCall]:
+def summary_calls(
+    groups: Groups, texts: list[str], answers: list[str | None], stage: str, members: list[list[int]] | None = None
+) -> list[SummaryCall]:
     """One summary call per group over the latest replies of ``members[j]`` (default: the whole
     group, Alg. 1 lines 31-35); served by the model of the group's lowest-id member."""
     calls = []
     for j, g in enumerate(groups.members):
         read = list(g) if members is None else list(members[j])
-        calls.append(SummaryCall(group=j, texts=[texts[a] for a in read], agent=g[0],
-                                 answers=[answers[a] for a in read], sources=read, stage=stage))
+        calls.append(
+            SummaryCall(
+                group=j,
+                texts=[texts[a] for a in read],
+                agent=g[0],
+                answers=[answers[a] for a in read],
+                sources=read,
+                stage=stage,
+            )
+        )
     return calls
 
 
@@ -142,25 +151,35 @@ def group_debate(ctx: Context) -> ProtocolGen:
                 calls.append(AgentCall(agent=i, stage="first", memory=memory))
             elif rp.kind == "intra":  # (2) intra-group debate, Alg. 1 lines 19-26
                 mates = groups.mates(i)
-                calls.append(AgentCall(
-                    agent=i, stage="gd_intra" if mates else "self_check", peers=mates,
-                    peer_texts=list(zip(mates, map(texts.__getitem__, mates))),
-                    peer_answers=list(map(answers.__getitem__, mates)),
-                    memory=memory,
-                ))
+                calls.append(
+                    AgentCall(
+                        agent=i,
+                        stage="gd_intra" if mates else "self_check",
+                        peers=mates,
+                        peer_texts=list(zip(mates, map(texts.__getitem__, mates))),
+                        peer_answers=list(map(answers.__getitem__, mates)),
+                        memory=memory,
+                    )
+                )
             else:  # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
                 own = groups.group_of(i)
                 others = [j for j in range(groups.n_groups) if j != own]
                 read_from = [a for a in summarised if a != i]
-                calls.append(AgentCall(
-                    agent=i, stage="gd_inter", peers=read_from,
-                    values={
-                        "own_summary": summaries[own][0],
-                        "other_summaries": group_block([summaries[j][0] for j in others]) if others else NO_OTHER_GROUPS,
-                    },
-                    peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
-                    memory=memory,
-                ))
+                calls.append(
+                    AgentCall(
+                        agent=i,
+                        stage="gd_inter",
+                        peers=read_from,
+                        values={
+                            "own_summary": summaries[own][0],
+                            "other_summaries": group_block([summaries[j][0] for j in others])
+                            if others
+                            else NO_OTHER_GROUPS,
+                        },
+                        peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
+                        memory=memory,
+                    )
+                )
         replies = yield Step(rp.round, calls)
         texts = [r.shown_text for r in replies]
         answers = [r.answer for r in replies]
@@ -190,8 +209,19 @@ def group_debate(ctx: Context) -> ProtocolGen:
 # ``outputs[i]`` is agent i's output size in the round, ``prev_outputs[i]`` in the previous one;
 # ``summaries[j]`` the size of group j's summary of the previous stage; ``q`` the question prompt.
 
-def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2,
-          memory: str | None = None, **_: object):
+
+def _cost(
+    s,
+    n: int,
+    rounds: int,
+    q: float,
+    c: float,
+    *,
+    groups=None,
+    stage_rounds: int = 2,
+    memory: str | None = None,
+    **_: object,
+):
     from engine.cost_model import group_cost
 
     return group_cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
@@ -205,8 +235,13 @@ def _label(cfg) -> list[str]:
     return groups_label(cfg) + ([f"mem={cfg['memory']}"] if cfg.get("memory") not in (None, MEMORY) else [])
 
 
-GROUPS = Option("groups", str, None, "group sizes '2+2+4' or a number of equal groups (default: the paper's "
-                "layout for the agent count)", also=(int, list))
+GROUPS = Option(
+    "groups",
+    str,
+    None,
+    "group sizes '2+2+4' or a number of equal groups (default: the paper's layout for the agent count)",
+    also=(int, list),
+)
 STAGE_ROUNDS = Option("stage_rounds", int, 2, "intra-group rounds per stage R (stages S = ceil(rounds / R))", low=1)
 
 
@@ -215,11 +250,29 @@ def groups_label(cfg) -> list[str]:
 
 
 SPEC = ProtocolSpec(
-    "group", group_debate, "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
-    "GroupDebate", settings=(GROUPS, STAGE_ROUNDS, MEMORY_OPTION), check=_check, validate=validate, stages=GD_STAGES, cost=_cost,
-    label_parts=_label)
+    "group",
+    group_debate,
+    "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
+    "GroupDebate",
+    settings=(GROUPS, STAGE_ROUNDS, MEMORY_OPTION),
+    check=_check,
+    validate=validate,
+    stages=GD_STAGES,
+    cost=_cost,
+    label_parts=_label,
+)
 
 
 __all__ = [
-    "GD_STAGES", "GD_SYSTEM_PROMPT", "GROUPS", "SPEC", "STAGE_ROUNDS", "MEMORY", "group_block", "group_debate", "run_groups", "summary_calls", "validate",
+    "GD_STAGES",
+    "GD_SYSTEM_PROMPT",
+    "GROUPS",
+    "SPEC",
+    "STAGE_ROUNDS",
+    "MEMORY",
+    "group_block",
+    "group_debate",
+    "run_groups",
+    "summary_calls",
+    "validate",
 ]

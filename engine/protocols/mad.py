@@ -46,8 +46,9 @@ def build_topology(ctx_cfg) -> Topology:
 
 
 @functools.lru_cache(maxsize=8)
-def _topology(kind: str, n: int, density: float | None = None, edges: str | None = None, center: int = 0,
-              seed: int = 0) -> Topology:
+def _topology(
+    kind: str, n: int, density: float | None = None, edges: str | None = None, center: int = 0, seed: int = 0
+) -> Topology:
     return make_topology(kind, n, density=density, edges=edges, center=center, seed=seed)
 
 
@@ -66,25 +67,48 @@ SUMMARY_STAGES = {
 }
 
 
-def _turn(i: int, peers: list[int], texts: list[str], answers: list[str | None], summary: Reply | None,
-          memory: str) -> AgentCall:
+def _turn(
+    i: int, peers: list[int], texts: list[str], answers: list[str | None], summary: Reply | None, memory: str
+) -> AgentCall:
     """Agent i's call in a debate round: the replies of ``peers`` (or their summary), else a
     self-check when it reads nobody."""
     if summary is not None:
-        return AgentCall(agent=i, stage="mad_summary_debate", peers=peers, values={"summary": summary.shown_text},
-                         peer_answers=[summary.answer], memory=memory)
-    return AgentCall(agent=i, stage="debate" if peers else "self_check", peers=peers,
-                     peer_texts=list(zip(peers, map(texts.__getitem__, peers))),
-                     peer_answers=list(map(answers.__getitem__, peers)), memory=memory)
+        return AgentCall(
+            agent=i,
+            stage="mad_summary_debate",
+            peers=peers,
+            values={"summary": summary.shown_text},
+            peer_answers=[summary.answer],
+            memory=memory,
+        )
+    return AgentCall(
+        agent=i,
+        stage="debate" if peers else "self_check",
+        peers=peers,
+        peer_texts=list(zip(peers, map(texts.__getitem__, peers))),
+        peer_answers=list(map(answers.__getitem__, peers)),
+        memory=memory,
+    )
 
 
 def _summaries(t: int, readers: list[int], peers: list[list[int]], texts: list[str], answers: list[str | None]):
     """One summary call per reader of the replies it reads (Alg. 2 line 3); yields them as one step."""
     if not readers:
         return {}
-    sreplies = yield Step(t, [SummaryCall(group=i, texts=[texts[j] for j in peers[i]], agent=i,
-                                          answers=[answers[j] for j in peers[i]], sources=peers[i],
-                                          stage="mad_summary") for i in readers])
+    sreplies = yield Step(
+        t,
+        [
+            SummaryCall(
+                group=i,
+                texts=[texts[j] for j in peers[i]],
+                agent=i,
+                answers=[answers[j] for j in peers[i]],
+                sources=peers[i],
+                stage="mad_summary",
+            )
+            for i in readers
+        ],
+    )
     return dict(zip(readers, sreplies))
 
 
@@ -126,8 +150,18 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
 def _cost(protocol: str):
     """The closed-form cost of one of the five (engine.cost_model.topology_cost)."""
 
-    def cost(s, n: int, rounds: int, q: float, c: float, *, density: float | None = None, forgetting: bool = False,
-             memory: str | None = None, **_: object):
+    def cost(
+        s,
+        n: int,
+        rounds: int,
+        q: float,
+        c: float,
+        *,
+        density: float | None = None,
+        forgetting: bool = False,
+        memory: str | None = None,
+        **_: object,
+    ):
         from engine.cost_model import topology_cost
 
         mode = resolve_memory(memory, forgetting, "full")
@@ -148,10 +182,17 @@ def _cost(protocol: str):
 
 
 TOPOLOGY_KINDS = ("regular", "ring", "star", "edges", "full")
-DENSITY = Option("density", float, None, "density D = 2|E|/(N(N-1)) of the regular graph (sparse) or the "
-                 "probability of reading each peer (probmad)", low=0.0, high=1.0)
-TOPOLOGY = Option("topology", str, None, "regular (needs --density), ring, star, edges (needs --edges), full",
-                  choices=TOPOLOGY_KINDS)
+DENSITY = Option(
+    "density",
+    float,
+    None,
+    "density D = 2|E|/(N(N-1)) of the regular graph (sparse) or the probability of reading each peer (probmad)",
+    low=0.0,
+    high=1.0,
+)
+TOPOLOGY = Option(
+    "topology", str, None, "regular (needs --density), ring, star, edges (needs --edges), full", choices=TOPOLOGY_KINDS
+)
 EDGES = Option("edges", str, None, "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)")
 CENTER = Option("center", int, 0, "the hub of --topology star", low=0)
 
@@ -196,20 +237,64 @@ def _graph_label(cfg) -> list[str]:
 
 
 SPECS = (
-    ProtocolSpec("cot", topology_debate, "CoT: one agent, one round", "CoT", shape=lambda cfg: (1, 1),
-                 validate=validate, topology=build_topology, cost=_cost("cot")),
-    ProtocolSpec("sc", topology_debate, "CoT-SC(k): k = --agents independent samples, one round, vote", "CoT-SC",
-                 shape=lambda cfg: (cfg.agents, 1), validate=validate, topology=build_topology, cost=_cost("sc")),
-    ProtocolSpec("mad", topology_debate, "fully connected MAD (Du et al. 2023)", "MAD",
-                 settings=(FORGETTING, MEMORY, TALK), check=check_memory, validate=validate, topology=build_topology,
-                 stages=SUMMARY_STAGES, cost=_cost("mad"), label_parts=_memory_label),
-    ProtocolSpec("sparse", topology_debate, "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
-                 "sparse MAD", settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING, MEMORY, TALK),
-                 unused=_sparse_unused, check=_check_sparse, stages=SUMMARY_STAGES, validate=validate, topology=build_topology,
-                 cost=_cost("sparse"),
-                 label_parts=_graph_label),
-    ProtocolSpec("probmad", topology_debate, "ProbMAD: each peer read with probability --density, redrawn "
-                 "(Li et al. 2024, app. E)", "ProbMAD", settings=(DENSITY, FORGETTING, MEMORY, TALK),
-                 check=_check_sparse, stages=SUMMARY_STAGES, validate=validate, topology=build_topology, cost=_cost("probmad"),
-                 label_parts=_graph_label),
+    ProtocolSpec(
+        "cot",
+        topology_debate,
+        "CoT: one agent, one round",
+        "CoT",
+        shape=lambda cfg: (1, 1),
+        validate=validate,
+        topology=build_topology,
+        cost=_cost("cot"),
+    ),
+    ProtocolSpec(
+        "sc",
+        topology_debate,
+        "CoT-SC(k): k = --agents independent samples, one round, vote",
+        "CoT-SC",
+        shape=lambda cfg: (cfg.agents, 1),
+        validate=validate,
+        topology=build_topology,
+        cost=_cost("sc"),
+    ),
+    ProtocolSpec(
+        "mad",
+        topology_debate,
+        "fully connected MAD (Du et al. 2023)",
+        "MAD",
+        settings=(FORGETTING, MEMORY, TALK),
+        check=check_memory,
+        validate=validate,
+        topology=build_topology,
+        stages=SUMMARY_STAGES,
+        cost=_cost("mad"),
+        label_parts=_memory_label,
+    ),
+    ProtocolSpec(
+        "sparse",
+        topology_debate,
+        "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
+        "sparse MAD",
+        settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING, MEMORY, TALK),
+        unused=_sparse_unused,
+        check=_check_sparse,
+        stages=SUMMARY_STAGES,
+        validate=validate,
+        topology=build_topology,
+        cost=_cost("sparse"),
+        label_parts=_graph_label,
+    ),
+    ProtocolSpec(
+        "probmad",
+        topology_debate,
+        "ProbMAD: each peer read with probability --density, redrawn (Li et al. 2024, app. E)",
+        "ProbMAD",
+        settings=(DENSITY, FORGETTING, MEMORY, TALK),
+        check=_check_sparse,
+        stages=SUMMARY_STAGES,
+        validate=validate,
+        topology=build_topology,
+        cost=_cost("probmad"),
+        label_parts=_graph_label,
+    ),
 )

@@ -56,11 +56,21 @@ Choices where the paper is vague (or where we differ from the authors' code):
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from engine.options import ConfigError
-from engine.protocols.base import (AgentCall, Context, Outcome, ProtocolGen, Reply, Step, judge_every_other,
-                                   read_judgements, vote)
+from engine.protocols.base import (
+    AgentCall,
+    Context,
+    Outcome,
+    ProtocolGen,
+    Reply,
+    Step,
+    judge_every_other,
+    read_judgements,
+    vote,
+)
 from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
 from engine.protocols.spec import ProtocolSpec
 
@@ -93,9 +103,14 @@ def feedback_block(feedbacks: Sequence[str]) -> str:
 def _revise(i: int, n: int, texts: list[str], answers: list[str | None], received: list[Reply]) -> AgentCall:
     """Agent i revises, reading the others' solutions and the feedbacks ``received`` (reviewer order)."""
     others = [j for j in range(n) if j != i]
-    return AgentCall(agent=i, stage="prd_revise", peers=others, peer_texts=[(j, texts[j]) for j in others],
-                     peer_answers=[answers[j] for j in others],
-                     values={"feedbacks": feedback_block([r.text for r in received if r.error is None])})
+    return AgentCall(
+        agent=i,
+        stage="prd_revise",
+        peers=others,
+        peer_texts=[(j, texts[j]) for j in others],
+        peer_answers=[answers[j] for j in others],
+        values={"feedbacks": feedback_block([r.text for r in received if r.error is None])},
+    )
 
 
 def prd(ctx: Context) -> ProtocolGen:
@@ -116,8 +131,13 @@ def prd(ctx: Context) -> ProtocolGen:
         info["review_confidence"].append(confidence.given)
         info["unparsed_review_confidence"].extend([t, *pair] for pair in confidence.unread)
         if confidence.unread:
-            log.debug("prd %s round %d: %d of %d review confidences unreadable", ctx.question.qid, t,
-                      len(confidence.unread), len(calls))
+            log.debug(
+                "prd %s round %d: %d of %d review confidences unreadable",
+                ctx.question.qid,
+                t,
+                len(confidence.unread),
+                len(calls),
+            )
         replies = yield Step(t, [_revise(i, n, texts, answers, received[i]) for i in range(n)])  # 3. revise
         texts = [r.shown_text for r in replies]
         answers = [r.answer for r in replies]
@@ -147,7 +167,14 @@ def _cost(s, n: int, rounds: int, q: float, c: float, **_: object):
 
 
 SPEC = ProtocolSpec(
-    "prd", prd, "Peer Review Debate: agents review each other's solutions with a confidence, then revise "
-    "(Xu et al. 2023)", "PRD", check=_check, stages=STAGES, topology=_topology, cost=_cost)
+    "prd",
+    prd,
+    "Peer Review Debate: agents review each other's solutions with a confidence, then revise (Xu et al. 2023)",
+    "PRD",
+    check=_check,
+    stages=STAGES,
+    topology=_topology,
+    cost=_cost,
+)
 
 __all__ = ["SPEC", "STAGES", "feedback_block", "prd"]

@@ -77,8 +77,9 @@ Choices where the paper is vague:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
 from engine.options import Option
@@ -93,7 +94,7 @@ log = logging.getLogger(__name__)
 
 _CONFIDENCE_ASK = (
     "Also, evaluate your confidence level (between 0.0 and 1.0) to indicate the possibility of your answer "
-    "being right, and write it after your final answer as \"Confidence: \" followed by the number."
+    'being right, and write it after your final answer as "Confidence: " followed by the number.'
 )
 _INITIAL = "$intro\nQ: $question\nPlease answer the question with step-by-step reasoning. $format\n" + _CONFIDENCE_ASK
 
@@ -107,7 +108,7 @@ STAGES = {
         "own answer and step-by-step reasoning to the question.\n"
         "Clearly state which point of view you agree or disagree with and why.\n"
         "$groups\n"
-        "$format Write your confidence level (between 0.0 and 1.0) after your final answer as \"Confidence: \" "
+        '$format Write your confidence level (between 0.0 and 1.0) after your final answer as "Confidence: " '
         "followed by the number."
     ),
 }
@@ -128,8 +129,10 @@ def unread_header(count: int) -> str:
 def member_line(text: str, answer: str | None, confidence: float | None) -> str:
     """One member of a group: Figure 7's "One agent solution: {reasoning} {answer} {confidence}"."""
     conf = UNKNOWN if confidence is None else f"{confidence:g}"
-    return f"One agent solution: ```{text}```\nIts answer: {UNKNOWN if answer is None else answer}. " \
-           f"Its confidence: {conf}.\n"
+    return (
+        f"One agent solution: ```{text}```\nIts answer: {UNKNOWN if answer is None else answer}. "
+        f"Its confidence: {conf}.\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,12 @@ def group_replies(answers: Sequence[str | None], shown: Sequence[int]) -> list[A
     return groups
 
 
-def solutions_block(groups: Sequence[AnswerGroup], texts: Sequence[str], answers: Sequence[str | None],
-                    confidences: Sequence[float | None]) -> str:
+def solutions_block(
+    groups: Sequence[AnswerGroup],
+    texts: Sequence[str],
+    answers: Sequence[str | None],
+    confidences: Sequence[float | None],
+) -> str:
     """The grouped solutions of a discussion prompt (``$groups``)."""
     out = []
     for g in groups:
@@ -240,8 +247,14 @@ def _read(replies: Sequence[Reply], round_: int, info: dict[str, Any], mode: str
     info["tally"].append(weighted_counts(answers, weights))
     info["weighted_answer"].append(weighted_vote(answers, weights, key))
     info["majority_answer"].append(majority_vote(answers, key))
-    log.debug("round %d: answers %s, confidences %s, weighted tally %s (%s vote)", round_, answers, raw,
-              info["tally"][-1], mode)
+    log.debug(
+        "round %d: answers %s, confidences %s, weighted tally %s (%s vote)",
+        round_,
+        answers,
+        raw,
+        info["tally"][-1],
+        mode,
+    )
     return _Round([r.shown_text for r in replies], answers, raw, [i for i, r in enumerate(replies) if r.error is None])
 
 
@@ -280,33 +293,62 @@ def reconcile(ctx: Context) -> ProtocolGen:
         calls = []
         for i in range(n):
             others = [j for j in prev.shown if j != i]
-            calls.append(AgentCall(agent=i, stage="reconcile_debate", peers=others, values={"groups": block},
-                                   peer_answers=[prev.answers[j] for j in others], memory="none"))
+            calls.append(
+                AgentCall(
+                    agent=i,
+                    stage="reconcile_debate",
+                    peers=others,
+                    values={"groups": block},
+                    peer_answers=[prev.answers[j] for j in others],
+                    memory="none",
+                )
+            )
         replies = yield Step(t, calls)
         prev = _read(replies, t, info, mode, key)
         history.append(prev.answers)
 
     # Phase 3: the vote over every agent's last answer
     votes = [info["weighted_answer" if mode == "weighted" else "majority_answer"][r] for r in range(len(history))]
-    return Outcome(final_answer=votes[-1], answers_by_round=history, stopped_early=stopped, info=info,
-                   votes_by_round=votes, tie=round_tie(mode, prev.answers, prev.raw))
+    return Outcome(
+        final_answer=votes[-1],
+        answers_by_round=history,
+        stopped_early=stopped,
+        info=info,
+        votes_by_round=votes,
+        tie=round_tie(mode, prev.answers, prev.raw),
+    )
 
 
-def revote(config: Mapping[str, Any], answers_by_round: Sequence[Sequence[str | None]],
-           texts_by_round: Sequence[Sequence[str | None]], key: int | None) -> Votes:
+def revote(
+    config: Mapping[str, Any],
+    answers_by_round: Sequence[Sequence[str | None]],
+    texts_by_round: Sequence[Sequence[str | None]],
+    key: int | None,
+) -> Votes:
     """The run's vote after each round, and the final one's tie, rebuilt from re-read answers and
     the calls' texts (``debate rescore``): the confidences are read again from the texts."""
     mode = config.get("reconcile_vote", RECONCILE_VOTE.default)
     raws = [[parse_confidence(t) for t in texts] for texts in texts_by_round]
-    return Votes([round_vote(mode, answers, raw, key) for answers, raw in zip(answers_by_round, raws)],
-                 round_tie(mode, answers_by_round[-1], raws[-1]))
+    return Votes(
+        [round_vote(mode, answers, raw, key) for answers, raw in zip(answers_by_round, raws)],
+        round_tie(mode, answers_by_round[-1], raws[-1]),
+    )
 
 
 # --------------------------------------------------------------------------- spec
 
 
-def _cost(s, n: int, rounds: int, q: float, c: float, *, answer_groups: int | None = None,
-          rounds_run: int | None = None, **_: object):
+def _cost(
+    s,
+    n: int,
+    rounds: int,
+    q: float,
+    c: float,
+    *,
+    answer_groups: int | None = None,
+    rounds_run: int | None = None,
+    **_: object,
+):
     """Estimate (see :func:`engine.cost_model.reconcile_estimate`): every reply readable and shown,
     ``answer_groups`` groups in every discussion round (default min(2, N): Figure 7's majority and
     minority), all ``rounds`` run (or ``rounds_run``)."""
@@ -320,16 +362,40 @@ def _label(cfg: Mapping[str, Any]) -> list[str]:
     return [] if vote == "weighted" else [f"vote={vote}"]
 
 
-RECONCILE_VOTE = Option("reconcile_vote", str, "weighted",
-                        "final answer: weighted (the paper: each agent's last answer weighted by its recalibrated "
-                        "confidence) or majority (the plain vote, as CortexDebate's appendix F describes RECONCILE)",
-                        choices=VOTES)
+RECONCILE_VOTE = Option(
+    "reconcile_vote",
+    str,
+    "weighted",
+    "final answer: weighted (the paper: each agent's last answer weighted by its recalibrated "
+    "confidence) or majority (the plain vote, as CortexDebate's appendix F describes RECONCILE)",
+    choices=VOTES,
+)
 
 SPEC = ProtocolSpec(
-    "reconcile", reconcile,
+    "reconcile",
+    reconcile,
     "RECONCILE: round-table discussion showing the answers grouped with their confidences, until consensus; "
     "confidence-weighted vote (Chen, Saha & Bansal 2023)",
-    "RECONCILE", settings=(EARLY_STOP, RECONCILE_VOTE), stages=STAGES, cost=_cost, label_parts=_label, revote=revote)
+    "RECONCILE",
+    settings=(EARLY_STOP, RECONCILE_VOTE),
+    stages=STAGES,
+    cost=_cost,
+    label_parts=_label,
+    revote=revote,
+)
 
-__all__ = ["RECONCILE_VOTE", "SPEC", "STAGES", "AnswerGroup", "group_header", "group_replies", "member_line",
-           "recalibrate", "reconcile", "revote", "round_vote", "solutions_block", "unread_header"]
+__all__ = [
+    "RECONCILE_VOTE",
+    "SPEC",
+    "STAGES",
+    "AnswerGroup",
+    "group_header",
+    "group_replies",
+    "member_line",
+    "recalibrate",
+    "reconcile",
+    "revote",
+    "round_vote",
+    "solutions_block",
+    "unread_header",
+]

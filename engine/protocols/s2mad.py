@@ -70,15 +70,23 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
-from engine.protocols.group_debate import MEMORY, NO_OTHER_GROUPS, group_block, run_groups, summary_calls
-from engine.protocols.group_debate import GROUPS, STAGE_ROUNDS, groups_label
-from engine.protocols.group_debate import validate as _validate_groups
 from engine.options import Option
+from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
+from engine.protocols.group_debate import (
+    GROUPS,
+    MEMORY,
+    NO_OTHER_GROUPS,
+    STAGE_ROUNDS,
+    group_block,
+    groups_label,
+    run_groups,
+    summary_calls,
+)
+from engine.protocols.group_debate import validate as _validate_groups
 from engine.protocols.shared import EARLY_STOP, EMBEDDING_MODEL
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import (
@@ -126,14 +134,17 @@ def tau_warning(cfg) -> str | None:
     here, spreads unrelated texts lower), so the same tau keeps a different share of views."""
     if cfg.similarity != "embedding" or cfg.tau != TAU.default or "bert-base" in cfg.embedding_model.lower():
         return None
-    return (f"S2-MAD: --tau {cfg.tau} is the paper's threshold for bert-base-uncased embeddings (MATH; ~0.1 on "
-            f"GSM8K); --embedding-model {cfg.embedding_model} has another cosine scale: calibrate --tau for it "
-            f"(e.g. a sweep grid over tau)")
+    return (
+        f"S2-MAD: --tau {cfg.tau} is the paper's threshold for bert-base-uncased embeddings (MATH; ~0.1 on "
+        f"GSM8K); --embedding-model {cfg.embedding_model} has another cosine scale: calibrate --tau for it "
+        f"(e.g. a sweep grid over tau)"
+    )
 
 
 def validate(cfg) -> None:
     """Checks before a run starts: groups and schedule as GroupDebate (``--similarity`` is
-    checked with the other options, :data:`SIMILARITY`); warns about ``--tau`` left at the paper's value with another embedder (:func:`tau_warning`)."""
+    checked with the other options, :data:`SIMILARITY`); warns about ``--tau`` left at the
+    paper's value with another embedder (:func:`tau_warning`)."""
     _validate_groups(cfg)
     warning = tau_warning(cfg)
     if warning and cfg.embedding_model not in _TAU_WARNED:
@@ -215,12 +226,16 @@ def s2mad(ctx: Context) -> ProtocolGen:
                 if not read:  # --no-jump with nothing new to read: a redundant check
                     calls.append(AgentCall(agent=i, stage="self_check", memory=MEMORY))
                     continue
-                calls.append(AgentCall(
-                    agent=i, stage="s2_intra" if use_filter else "gd_intra", peers=read,
-                    peer_texts=list(zip(read, map(texts.__getitem__, read))),
-                    peer_answers=list(map(answers.__getitem__, read)),
-                    memory=MEMORY,
-                ))
+                calls.append(
+                    AgentCall(
+                        agent=i,
+                        stage="s2_intra" if use_filter else "gd_intra",
+                        peers=read,
+                        peer_texts=list(zip(read, map(texts.__getitem__, read))),
+                        peer_answers=list(map(answers.__getitem__, read)),
+                        memory=MEMORY,
+                    )
+                )
         else:  # inter-group round, Alg. 1 lines 18-23, then 31-34
             summary_ids = [n + j for j in range(n_groups)]
             visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids  # Sum <- F(Sum)
@@ -233,22 +248,34 @@ def s2mad(ctx: Context) -> ProtocolGen:
                     calls.append(AgentCall(agent=i, stage="self_check", memory=MEMORY))
                 elif use_filter:
                     read = [k - n for k in diff]
-                    calls.append(AgentCall(
-                        agent=i, stage="s2_inter", peers=_sources(pool, read, i),
-                        values={"summaries": group_block([pool[j][0] for j in read])},
-                        peer_answers=[pool[j][1] for j in read], memory=MEMORY,
-                    ))
+                    calls.append(
+                        AgentCall(
+                            agent=i,
+                            stage="s2_inter",
+                            peers=_sources(pool, read, i),
+                            values={"summaries": group_block([pool[j][0] for j in read])},
+                            peer_answers=[pool[j][1] for j in read],
+                            memory=MEMORY,
+                        )
+                    )
                 else:  # w/o filter: GD's inter-group prompt with all N summaries
                     own = groups.group_of(i)
                     others = [j for j in range(n_groups) if j != own]
-                    calls.append(AgentCall(
-                        agent=i, stage="gd_inter", peers=_sources(pool, list(range(n_groups)), i),
-                        values={
-                            "own_summary": pool[own][0],
-                            "other_summaries": group_block([pool[j][0] for j in others]) if others else NO_OTHER_GROUPS,
-                        },
-                        peer_answers=[pool[own][1]] + [pool[j][1] for j in others], memory=MEMORY,
-                    ))
+                    calls.append(
+                        AgentCall(
+                            agent=i,
+                            stage="gd_inter",
+                            peers=_sources(pool, list(range(n_groups)), i),
+                            values={
+                                "own_summary": pool[own][0],
+                                "other_summaries": group_block([pool[j][0] for j in others])
+                                if others
+                                else NO_OTHER_GROUPS,
+                            },
+                            peer_answers=[pool[own][1]] + [pool[j][1] for j in others],
+                            memory=MEMORY,
+                        )
+                    )
 
         if calls:
             replies = yield Step(rp.round, calls)
@@ -264,8 +291,9 @@ def s2mad(ctx: Context) -> ProtocolGen:
             if use_filter:  # summarise the group's unique replies (sec. 4.1, Table 5)
                 sim = yield from _similar(cfg, texts, answers)
                 members = [dedup(list(g), sim) for g in groups.members]
-            sreplies = yield Step(rp.round, summary_calls(
-                groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members))
+            sreplies = yield Step(
+                rp.round, summary_calls(groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members)
+            )
             pool = [(r.shown_text, summary_answer(r.answer, m, answers), m) for r, m in zip(sreplies, members)]
             summary_answers.append([p[1] for p in pool])
             pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
@@ -307,35 +335,82 @@ def _summarised(sources: tuple[tuple[int, ...], ...]) -> list[int]:
 # token-cost equations (sec. 3.3 and appendix B, Alg. 2)
 # ---------------------------------------------------------------------------
 
-def _cost(s, n: int, rounds: int, q: float, c: float, *, groups=None, stage_rounds: int = 2, filter: bool = True,
-          jump: bool = True, group_density: float = 1.0, **_: object):
+
+def _cost(
+    s,
+    n: int,
+    rounds: int,
+    q: float,
+    c: float,
+    *,
+    groups=None,
+    stage_rounds: int = 2,
+    filter: bool = True,
+    jump: bool = True,
+    group_density: float = 1.0,
+    **_: object,
+):
     from engine.cost_model import s2mad_bound
 
     return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density)
 
 
-SIMILARITY = Option("similarity", str, "answer", "'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
-                    choices=("answer", "embedding"))
-TAU = Option("tau", float, 0.4, "cosine similarity threshold: the paper's best, 0.4 on MATH and ~0.1 on GSM8K, "
-             "were found with bert-base-uncased vectors; the default --embedding-model (all-MiniLM-L6-v2) has "
-             "another cosine scale, so calibrate tau for it (a warning says so when tau is left at 0.4)",
-             low=-1.0, high=1.0)
+SIMILARITY = Option(
+    "similarity",
+    str,
+    "answer",
+    "'answer' (extracted answers match) or 'embedding' (cosine >= --tau)",
+    choices=("answer", "embedding"),
+)
+TAU = Option(
+    "tau",
+    float,
+    0.4,
+    "cosine similarity threshold: the paper's best, 0.4 on MATH and ~0.1 on GSM8K, "
+    "were found with bert-base-uncased vectors; the default --embedding-model (all-MiniLM-L6-v2) has "
+    "another cosine scale, so calibrate tau for it (a warning says so when tau is left at 0.4)",
+    low=-1.0,
+    high=1.0,
+)
 FILTER = Option("filter", bool, True, "redundancy filter (--no-filter: the paper's ablation)")
-JUMP = Option("jump", bool, True, "conditional participation, eqs. 1-2: an agent with no differing view stays "
-              "silent (--no-jump: everyone speaks every round, the paper's 'w/o Jump' ablation)")
-GROUP_DENSITY = Option("group_density", float, 1.0, "share of its group mates an agent reads in an intra-group "
-                       "round (the next ones in group order; the paper's 'w/ Sparse Commu.' row, e.g. 0.5)",
-                       low=0.0, high=1.0)
+JUMP = Option(
+    "jump",
+    bool,
+    True,
+    "conditional participation, eqs. 1-2: an agent with no differing view stays "
+    "silent (--no-jump: everyone speaks every round, the paper's 'w/o Jump' ablation)",
+)
+GROUP_DENSITY = Option(
+    "group_density",
+    float,
+    1.0,
+    "share of its group mates an agent reads in an intra-group "
+    "round (the next ones in group order; the paper's 'w/ Sparse Commu.' row, e.g. 0.5)",
+    low=0.0,
+    high=1.0,
+)
 
 SPEC = ProtocolSpec(
-    "s2mad", s2mad, "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
-    "S2-MAD", settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, JUMP, GROUP_DENSITY, EARLY_STOP,
-              EMBEDDING_MODEL),
+    "s2mad",
+    s2mad,
+    "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
+    "S2-MAD",
+    settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, JUMP, GROUP_DENSITY, EARLY_STOP, EMBEDDING_MODEL),
     unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
-    validate=validate, stages=S2_STAGES, needs_embeddings=lambda cfg: cfg.similarity == "embedding", cost=_cost,
-    label_parts=groups_label)
+    validate=validate,
+    stages=S2_STAGES,
+    needs_embeddings=lambda cfg: cfg.similarity == "embedding",
+    cost=_cost,
+    label_parts=groups_label,
+)
 
 
 __all__ = [
-    "FILTER", "S2_STAGES", "SIMILARITY", "SPEC", "TAU", "s2mad", "validate",
+    "FILTER",
+    "S2_STAGES",
+    "SIMILARITY",
+    "SPEC",
+    "TAU",
+    "s2mad",
+    "validate",
 ]

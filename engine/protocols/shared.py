@@ -9,19 +9,34 @@ MEMORY_MODES = ("full", "last", "summary", "summary-last")
 
 FORGETTING = Option("forgetting", bool, False, "agents keep only the previous round in context (= --memory last)")
 MEMORY = Option(
-    "memory", str, None,
+    "memory",
+    str,
+    None,
     "what an agent keeps between rounds and how peers reach it: full (its whole transcript), last (its first "
     "prompt and previous reply; --forgetting), summary (whole transcript; the peers' replies arrive as one LLM "
     "summary per agent and round: Du et al.'s summarisation, GroupDebate's MAD baseline), summary-last (both: "
     "GroupDebate's 'MAD+Forget'). Default: full for mad/sparse/probmad, last for group (its paper; "
-    "full = its 'MAD+Group' ablation)", choices=MEMORY_MODES)
-TALK = Option("talk", str, "simultaneous",
-              "talk order in a debate round: simultaneous (everyone reads the previous round) or one-by-one "
-              "(agents speak in id order; each reads the replies already given this round, the previous round's "
-              "for the rest)", choices=("simultaneous", "one-by-one"))
-EARLY_STOP = Option("early_stop", bool, True, "stop a question when the agents' views agree (--no-early-stop: ablation)")
-EMBEDDING_MODEL = Option("embedding_model", str, "all-minilm-l6-v2",
-                         "sentence-embedding model: alias, local folder or hub name (from the offline cache)")
+    "full = its 'MAD+Group' ablation)",
+    choices=MEMORY_MODES,
+)
+TALK = Option(
+    "talk",
+    str,
+    "simultaneous",
+    "talk order in a debate round: simultaneous (everyone reads the previous round) or one-by-one "
+    "(agents speak in id order; each reads the replies already given this round, the previous round's "
+    "for the rest)",
+    choices=("simultaneous", "one-by-one"),
+)
+EARLY_STOP = Option(
+    "early_stop", bool, True, "stop a question when the agents' views agree (--no-early-stop: ablation)"
+)
+EMBEDDING_MODEL = Option(
+    "embedding_model",
+    str,
+    "all-minilm-l6-v2",
+    "sentence-embedding model: alias, local folder or hub name (from the offline cache)",
+)
 
 
 def resolve_memory(memory: str | None, forgetting: bool, default: str) -> str:
@@ -43,9 +58,19 @@ def check_memory(cfg, allowed: tuple[str, ...] = MEMORY_MODES) -> None:
     if cfg.forgetting and cfg.memory not in (None, "last"):
         raise ConfigError(f"--forgetting means --memory last; it contradicts --memory {cfg.memory}")
     if cfg.memory is not None and cfg.memory not in allowed:
-        raise ConfigError(f"--memory {cfg.memory} is not a memory of --protocol {cfg.protocol} "
-                          f"(it has {', '.join(allowed)})")
+        raise ConfigError(
+            f"--memory {cfg.memory} is not a memory of --protocol {cfg.protocol} (it has {', '.join(allowed)})"
+        )
 
 
-__all__ = ["EARLY_STOP", "EMBEDDING_MODEL", "FORGETTING", "MEMORY", "MEMORY_MODES", "TALK", "check_memory", "memory_mode",
-           "resolve_memory"]
+__all__ = [
+    "EARLY_STOP",
+    "EMBEDDING_MODEL",
+    "FORGETTING",
+    "MEMORY",
+    "MEMORY_MODES",
+    "TALK",
+    "check_memory",
+    "memory_mode",
+    "resolve_memory",
+]

@@ -13,8 +13,9 @@ tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from engine.options import Option
 from engine.protocols.base import ProtocolFn
