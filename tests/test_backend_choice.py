@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import types
 
 import pytest
 
@@ -388,3 +389,31 @@ def test_prepare_fetches_the_model_files_of_the_backends_that_load_them(monkeypa
     for name in ("vllm", "transformers", "simulated", "openai"):
         backend_class(name).prepare(f"org/{name}")
     assert fetched == ["org/vllm", "org/transformers"]
+
+
+@pytest.mark.parametrize(
+    "avail, expected",
+    [(8 << 30, int(0.15 * (8 << 30))), (1 << 30, 512 << 20), (64 << 30, 4 << 30)],
+)
+def test_default_cpu_kv_cache_is_15_percent_of_free_ram_within_bounds(monkeypatch, avail, expected):
+    """vLLM on CPU gets ``kv_cache_memory_bytes`` = 15% of the RAM available now, at least
+    512 MiB and at most 4 GiB, when --kv-cache-bytes is not given."""
+    import psutil
+
+    from actors.backend_vllm import default_cpu_kv_bytes, engine_args
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=avail))
+    assert default_cpu_kv_bytes() == expected
+    base = dict(
+        dtype="float32",
+        enforce_eager=None,
+        max_model_len=None,
+        max_batch=None,
+        max_num_batched_tokens=None,
+        chunked_prefill=None,
+        tensor_parallel_size=1,
+        seed=0,
+        block_size=None,
+        gpu_memory_utilization=None,
+    )
+    assert engine_args("m", False, kv_cache_bytes=None, **base)["kv_cache_memory_bytes"] == expected

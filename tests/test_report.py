@@ -10,6 +10,7 @@ import pytest
 from engine.cli import main
 from engine.report import (
     COLUMNS,
+    MATCH_KEYS,
     PLOTS,
     ReportError,
     build_report,
@@ -317,6 +318,20 @@ def test_pick_baseline_only_an_exact_match():
     assert pick_baseline(row, near) == (None, False)
     best, exact = pick_baseline(row, near + [mk("same")])
     assert best["run_id"] == "same" and exact is True
+
+
+@pytest.mark.parametrize("key", MATCH_KEYS)
+def test_pick_baseline_refuses_a_run_differing_in_any_match_key(key):
+    """Each of MATCH_KEYS on its own (rounds, backend, ...): a baseline that differs only there is
+    never used, so removing any key from the tuple fails one case here."""
+    row = {"run_id": "x", "n_questions": 5, "total_per_q": 10.0, **{k: f"row-{k}" for k in MATCH_KEYS}}
+    assert pick_baseline(row, [{**row, "run_id": "other", key: "differs"}]) == (None, False)
+    assert pick_baseline(row, [{**row, "run_id": "other"}])[0]["run_id"] == "other"
+
+
+def test_match_keys_cover_what_a_token_saving_depends_on():
+    """The keys that change a MAD run's tokens per question are all matched."""
+    assert {"agents", "rounds", "backend", "models", "dataset", "seed"} <= set(MATCH_KEYS)
 
 
 def test_seed_groups_show_mean_and_sd_next_to_wilson(tmp_path):

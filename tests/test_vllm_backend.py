@@ -90,8 +90,11 @@ def test_vllm_engine_generates_counts_tokens_and_keeps_seeds():
     assert all(facts["same_alone_and_batched"])  # float32 + per-request seeds: batch company does not matter
     assert "Paris" in facts["greedy"]  # right weights (a mis-tied checkpoint gives word salad)
     assert "exceeds the model context of 8192" in facts["too_long_error"]
-    assert facts["in_flight_max"] >= 2  # requests really were concurrent
     s = facts["settings"]
+    # a burst of 10 requests at max_num_seqs 2: exactly 2 x max_num_seqs in flight, never more
+    assert s["max_num_seqs"] == 2 and facts["in_flight_max"] == 4 and facts["burst_errors"] == [None] * 10
+    # the CPU defaults: KV cache 15% of the free RAM within [512 MiB, 4 GiB], blocks of 32 tokens
+    assert 512 << 20 <= s["kv_cache_bytes"] <= 4 << 30 and s["block_size"] == 32
     # the model's own context (SmolLM2: 8192), not a fixed 2048; chunked prefill off on CPU, so
     # one engine step must take a whole prompt
     assert s["max_model_len"] == 8192 and s["chunked_prefill"] is False
