@@ -170,3 +170,31 @@ def test_verbose_flag_shows_the_engines_decisions(capsys):
     err = capsys.readouterr().err
     assert "INFO actors.driver: starting replica 0 of m" in err and "hidden" not in err
     setup_logging()
+
+
+@pytest.mark.ray
+def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
+    """Eight debates in flight beside the one that hits a bug: the bug stops the run at once, the
+    others are cancelled (none finishes: a run that waited for them would have written their
+    rows), and the re-run debates them all."""
+    from actors.driver import Engine, EngineError
+    from engine.results import read_table
+
+    good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(8)]
+    bad = Question("c9", "choice", "Pick one", "A", choices=tuple(f"o{i}" for i in range(27)))
+    cfg = RunConfig(
+        protocol="mad",
+        agents=2,
+        rounds=3,
+        backend="simulated",
+        sim_latency_s=0.3,  # a good debate takes >= 3 rounds x 0.3 s; the bug comes after one reply
+        max_concurrent_questions=9,
+        progress=False,
+        out=str(tmp_path / "run"),
+    )
+    with Engine() as engine:
+        with pytest.raises(EngineError, match="unexpected error in the engine"):
+            engine.run(cfg, questions=[bad, *good])
+        assert read_table(cfg.out, "questions").num_rows == 0  # an empty table when nothing was written
+        again = engine.run(cfg, questions=good)
+    assert again.resumed == 0 and again.summary["n_questions"] == 8 and again.summary["n_errors"] == 0

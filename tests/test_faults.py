@@ -219,3 +219,21 @@ def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(e
     calls = read_table(cfg.out, "calls").to_pandas()
     keep = calls.merge(qs[["run_id", "question_id", "attempt"]], on=["run_id", "question_id", "attempt"])
     assert len(keep) == 10 * 3 * 3 and not keep.duplicated(["question_id", "round", "agent_id"]).any()
+
+
+def test_coordinator_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path):
+    """The coordinator has no restarts: killed mid-run, the run stops with one line naming it, the
+    rows written so far stay whole, a new coordinator is started and the re-run finishes each
+    question exactly once."""
+    from actors.driver import RunInterrupted
+
+    cfg = sim(tmp_path, "coordinator", 2, limit=10)
+    cb, state = killer(12, lambda: [(engine._coordinator, False)])
+    with pytest.raises(RunInterrupted, match="coordinator actor died.*run the same command again to resume") as info:
+        engine.run(cfg, progress_cb=cb)
+    assert state["killed"] and "\n" not in str(info.value)
+    read_table(cfg.out, "calls")  # whole parts only
+    again = engine.run(cfg)
+    qs = read_table(cfg.out, "questions").to_pandas()
+    assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
+    assert again.summary["n_errors"] == 0
