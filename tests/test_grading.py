@@ -59,10 +59,13 @@ def _unbox(s: str) -> str:
 @pytest.mark.parametrize("name, task", [("gsm8k_test.jsonl", "numeric"), ("math_test_algebra.jsonl", "math")])
 def test_every_gold_solution_grades_as_its_own_answer(name, task):
     """A dataset's reference solution, read as if an agent had written it, is graded correct
-    against the dataset's gold field as written (the solution with its #### line / \\boxed{})."""
+    against the file's separate ``answer`` field (written by the data set, not read by the code under
+    test); and the solution as a gold field (its #### line / \\boxed{}) yields exactly that answer."""
     rows = _rows(name)
-    wrong = [r["id"] for r in rows if not is_correct(extract_answer(r["solution"], task), r["solution"], task)]
+    wrong = [r["id"] for r in rows if not is_correct(extract_answer(r["solution"], task), r["answer"], task)]
     assert not wrong, f"{len(wrong)} of {len(rows)} gold solutions graded wrong, e.g. {wrong[:5]}"
+    misread = [r["id"] for r in rows if gold_answer(r["solution"], task) != r["answer"]]
+    assert not misread, f"{len(misread)} of {len(rows)} gold fields read wrong, e.g. {misread[:5]}"
 
 
 @pytest.mark.parametrize(

@@ -641,3 +641,41 @@ def test_sweep_aggregates_finished_cells_over_seeds():
     for c in cells:
         c.config = RunConfig(backend="simulated")
     assert all(line.endswith("(SIMULATED model)") for line in format_seeds(across_seeds(cells))[1:])
+
+
+@pytest.mark.ray
+def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
+    """A cell whose run stopped after two of its four questions (written by the real engine under
+    the cell's run id) is resumed by the sweep on the real engine: the two missing questions are
+    debated, the two done are not, and each question has one row."""
+    from actors.driver import Engine
+    from engine.tasks import load_questions
+
+    spec = parse_sweep({**BASE, "limit": 4, "grid": {"seed": [1, 2]}})
+    out = tmp_path / "sweep"
+    first, second = expand(spec, out)
+    cfg = first.config
+    questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+    with Engine() as engine:
+        half = engine.run(cfg, questions=questions[:2])
+        assert half.run_id == first.run_id and half.summary["n_questions"] == 2
+        # as a run stopped midway leaves it: its run row not "finished"
+        for f in (first.out / "runs").glob("*.parquet"):
+            f.unlink()
+        ParquetSink(first.out).write_run({"run_id": first.run_id, "status": "running", "n_questions": 4})
+        assert disk_status(first) == ("partial", {"questions_done": 2})
+        seen: list[tuple[str, int]] = []
+
+        class Spy:  # the real engine, its results recorded
+            def run(self, c, *a, **kw):
+                res = engine.run(c, *a, **kw)
+                seen.append((res.run_id, res.resumed))
+                return res
+
+        cells = run_sweep(spec, out, engine=Spy(), echo=lambda s: None)
+    assert [c.status for c in cells] == ["finished", "finished"]
+    assert seen == [(first.run_id, 2), (second.run_id, 0)]
+    q = read_table(first.out, "questions").to_pandas()
+    assert sorted(q.question_id) == sorted(x.qid for x in questions) and q.question_id.is_unique
+    calls = read_table(first.out, "calls").to_pandas()
+    assert len(calls) == 4 * cfg.agents * cfg.rounds  # the done questions were not debated again
