@@ -104,7 +104,7 @@ class StubServer:
             if action == "leak":
                 return web.Response(status=400, text=f"bad request; you sent {request.headers.get('Authorization')}")
             if action == "slow":
-                await asyncio.sleep(3)
+                await asyncio.sleep(SLOW_S)
             prompt, completion = usage_for(body)
             content = f"Let me compute. The answer is \\boxed{{{17 + len(body['messages'])}}}"
             if action == "echo-key":
@@ -237,6 +237,8 @@ def test_no_key_means_no_authorization_header_and_finish_reason_is_the_servers(s
 
 
 # ------------------------------------------------------------------ images
+SLOW_S = 6.0  # the "slow" reply's delay
+
 PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="  # noqa: E501
 
 
@@ -338,7 +340,7 @@ def test_slow_server_times_out_into_an_error_result(stub):
     b = backend(stub, timeout_s=0.3)
     t0 = time.perf_counter()
     [res] = b.generate([req(0)])
-    assert time.perf_counter() - t0 < 2.0  # the 3 s reply was not waited for
+    assert time.perf_counter() - t0 < SLOW_S / 2  # the slow reply was not waited for
     assert res.finish_reason == "error" and "timeout" in res.error and stub.url in res.error
     assert b.stats["timeouts"] == 1 and b.stats["retries"] == 0 and len(stub.seen) == 1
 

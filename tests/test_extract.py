@@ -427,12 +427,12 @@ def test_code_in_text_is_not_evaluated_and_huge_inputs_are_fast():
         "{" * 3000 + "}" * 3000,
         "**B" + " " * 20000,
     ]
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: other processes' load does not count
     for text in nasty:
         for task in TASKS:
             extract_answer(text, task)
             canonical_answer(text, task)
-    assert time.perf_counter() - t0 < 3.0
+    assert time.process_time() - t0 < 3.0
 
 
 # ---------------------------------------------------------------------------
