@@ -157,19 +157,29 @@ def test_the_cli_prints_one_line_for_an_engine_error(monkeypatch, capsys):
     ]
 
 
-def test_verbose_flag_shows_the_engines_decisions(capsys):
-    import logging
+@pytest.mark.ray
+@pytest.mark.parametrize(
+    "flag, shown, hidden",
+    [
+        ("-v", ["INFO actors.driver: starting replica 0 of", "INFO actors.driver: 2 agents in"], ["DEBUG "]),
+        (None, [], ["INFO ", "DEBUG "]),
+        ("-q", [], ["INFO ", "DEBUG ", "WARNING "]),
+    ],
+)
+def test_verbosity_flags_show_the_engines_own_decisions(tmp_path, flag, shown, hidden):
+    """``debate run`` as a user runs it: at -v the engine's own decisions (replicas started, agent
+    actors) reach stderr; by default and at -q they do not."""
+    import subprocess
+    import sys
 
-    from engine.cli import setup_logging
-
-    setup_logging(verbose=1)
-    logging.getLogger("actors.driver").info("starting replica 0 of m")
-    logging.getLogger("engine.sweep").debug("hidden at -v")
-    setup_logging(quiet=True)
-    logging.getLogger("actors.coordinator_actor").warning("hidden at -q")
-    err = capsys.readouterr().err
-    assert "INFO actors.driver: starting replica 0 of m" in err and "hidden" not in err
-    setup_logging()
+    cmd = [sys.executable, "-m", "engine.cli", "run", "--backend", "simulated", "--limit", "1", "--agents", "2"]
+    cmd += ["--rounds", "1", "--out", str(tmp_path / "run"), *([flag] if flag else [])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for line in shown:
+        assert line in proc.stderr, proc.stderr[-2000:]
+    for prefix in hidden:
+        assert not [ln for ln in proc.stderr.splitlines() if ln.startswith(prefix)], proc.stderr[-2000:]
 
 
 @pytest.mark.ray
