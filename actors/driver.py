@@ -28,10 +28,11 @@ from typing import Any
 from actors.cluster import driver_node_strategy
 from engine.accounting import summarize
 from engine.config import ConfigError, RunConfig
+from engine.dataset_routing import load_questions
 from engine.errors import UserError
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
-from engine.tasks import DatasetError, Question, load_questions
+from engine.tasks import DatasetError, Question
 
 log = logging.getLogger(__name__)
 

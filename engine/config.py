@@ -24,6 +24,9 @@ from typing import Any
 import yaml
 
 from engine.options import ConfigError, Option, merge_options
+from engine.protocols import SPECS, protocol_spec
+from topologies import TopologyError
+from topologies.placement import PLACEMENTS, assign_models, parse_models
 
 BACKENDS = ("auto", "vllm", "transformers", "openai", "simulated")
 DTYPES = ("auto", "bfloat16", "float32")
@@ -110,7 +113,6 @@ def resolve_backend(backend: str, device: str = "auto") -> str:
 DEVICES = ("auto", "cpu", "gpu")
 TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
-PLACEMENTS = ("none", "central", "peripheral")
 CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
 # checked like a protocol option (an integer or None); an engine option, so not in PROTOCOL_OPTIONS
@@ -219,8 +221,6 @@ class EngineOptions:
 
     # ------------------------------------------------------------------ derived
     def _shape(self) -> tuple[int, int]:
-        from engine.protocols import SPECS
-
         spec = SPECS.get(self.protocol)
         return spec.shape(self) if spec is not None else (self.agents, self.rounds)
 
@@ -253,10 +253,6 @@ class EngineOptions:
         """
         defaults = [self.model] * self.n_agents
         if self.models:
-            from engine.protocols import protocol_spec
-            from topologies import TopologyError  # imported here: avoid import cycles
-            from topologies.placement import PLACEMENTS, assign_models, parse_models
-
             graph = protocol_spec(self.protocol).topology
             ranked = parse_models(self.models, self.n_agents)
             if graph is None:  # the fully connected graph: every agent ties, any placement is "none"
@@ -294,8 +290,6 @@ class EngineOptions:
     def options_read(self) -> frozenset[str]:
         """The protocol options this run reads: its protocol's ``settings`` but the ones this
         config leaves unused (``ProtocolSpec.unused``: S2-MAD's ``tau`` with answer similarity)."""
-        from engine.protocols import SPECS
-
         spec = SPECS.get(self.protocol)
         if spec is None:
             return frozenset(PROTOCOL_OPTIONS)
@@ -326,8 +320,6 @@ class EngineOptions:
     def validate(self) -> RunConfig:
         def bad(flag: str, msg: str) -> ConfigError:
             return ConfigError(f"--{flag.replace('_', '-')} {msg}")
-
-        from engine.protocols import SPECS
 
         if self.protocol not in SPECS:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(SPECS)}")
@@ -393,9 +385,6 @@ class EngineOptions:
                 f"--placement {self.placement} needs --models (models strongest first, e.g. 'big*1,small*5')"
             )
         if self.models:
-            from topologies import TopologyError
-            from topologies.placement import parse_models
-
             try:
                 parse_models(self.models, self.n_agents)
             except TopologyError as exc:
@@ -456,8 +445,6 @@ UNHASHED = (
 
 
 def _protocol_options() -> dict[str, Option]:
-    from engine.protocols import SPECS
-
     engine_names = {f.name for f in dataclasses.fields(EngineOptions)}
     return merge_options({name: list(spec.settings) for name, spec in SPECS.items()}, engine_names)
 
@@ -476,8 +463,6 @@ RunConfig.__doc__ = """One run's configuration: :class:`EngineOptions` plus the 
 
 def option_readers(name: str) -> list[str]:
     """The protocols that read protocol option ``name`` (registry order)."""
-    from engine.protocols import SPECS
-
     return [p for p, spec in SPECS.items() if name in spec.options]
 
 

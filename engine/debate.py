@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.extract import answers_equal, majority_vote, tied_answers
+from engine.protocols import get_protocol
 from engine.protocols.base import (
     SUMMARIZER,
     AgentCall,
@@ -244,8 +245,6 @@ async def debate(
     calls and new edges as soon as the step ends (the coordinator streams them to the writer).
     The row has the protocol's columns plus ``protocol`` and ``wall_s``.
     """
-    from engine.protocols import get_protocol
-
     start = time.perf_counter()
     key = question_key(cfg.seed, question.qid)
     log = DebateLog(question)

@@ -131,6 +131,8 @@ import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
+from engine.equivalence import math_equivalent
+
 __all__ = [
     "TASKS",
     "extract_answer",
@@ -1033,8 +1035,6 @@ def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:
     if p == g:
         return True
     if task == "math":  # symbolic equivalence (sets, intervals, matrices, x+1 = 1+x): math-verify
-        from engine.equivalence import math_equivalent
-
         return math_equivalent(p, g)
     return False
 

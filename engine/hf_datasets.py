@@ -60,7 +60,7 @@ from typing import Any
 
 from engine.tasks import DatasetError, Question, infer_task_of_record, questions_from_rows
 
-PREFIX = "hf:"  # engine.tasks.load_questions routes datasets starting with it here
+PREFIX = "hf:"  # engine.dataset_routing.load_questions routes datasets starting with it here
 DEFAULT_SPLIT = "test"
 
 log = logging.getLogger(__name__)

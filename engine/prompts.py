@@ -39,6 +39,7 @@ from string import Template
 from typing import Any
 
 from engine.errors import UserError
+from engine.protocols import prompt_stage_fields, prompt_stages
 from engine.records import Message
 
 FORMATS = {
@@ -81,8 +82,6 @@ class PromptError(UserError, ValueError):
 
 def stages() -> dict[str, str]:
     """Every stage: the base ones and those the protocols' specs add (``ProtocolSpec.stages``)."""
-    from engine.protocols import prompt_stages
-
     out = dict(BASE_STAGES)
     for name, text in prompt_stages().items():
         if name in out and out[name] != text:
@@ -92,8 +91,6 @@ def stages() -> dict[str, str]:
 
 
 def _extra_fields(stage: str) -> set[str]:
-    from engine.protocols import prompt_stage_fields
-
     return _BASE_FIELDS.get(stage, set()) | prompt_stage_fields().get(stage, set())
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from engine.protocols.base import SummaryCall
+
 # {"role": "system"|"user"|"assistant", "content": str}. A request's first user message may instead carry
 # OpenAI content parts when its question has an image (engine.prompts.with_image):
 # [{"type": "text", "text": ...}, {"type": "image_url", "image_url": {"url": ...}}]. Transcripts keep text.
@@ -113,8 +115,6 @@ class Turn:
 
     @property
     def is_summary(self) -> bool:
-        from engine.protocols.base import SummaryCall
-
         return isinstance(self.call, SummaryCall)
 
     @property

@@ -50,14 +50,17 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.accounting import carried_mean, mean_sd, summarize
+from engine.config import UNHASHED
 from engine.errors import UserError
+from engine.formatting import fmt_num
+from engine.protocols import SPECS
 from engine.results import read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
@@ -133,8 +136,6 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
 def consensus_curve(consensus: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:
     """Mean consensus per round over questions (:func:`engine.accounting.carried_mean`: a question
     with fewer rounds than the longest, or than ``length``, carries its last value forward)."""
-    from engine.accounting import carried_mean
-
     return carried_mean(consensus, length)
 
 
@@ -276,20 +277,6 @@ def load_runs(path: str | Path) -> list[RunData]:
 
 
 # ----------------------------------------------------------------------------- labels
-def fmt_num(x: Any) -> str:
-    """0.4 -> '0.4', 0.6666666667 -> '2/3', 1.0 -> '1'."""
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    if abs(f * 100 - round(f * 100)) < 1e-6:
-        return f"{f:g}"
-    frac = Fraction(f).limit_denominator(12)
-    if abs(float(frac) - f) < 1e-6:
-        return f"{frac.numerator}/{frac.denominator}"
-    return f"{f:.3g}"
-
-
 def _shape(data: RunData) -> tuple[str, int | None, int | None]:
     cfg = data.config
     protocol = (
@@ -301,8 +288,6 @@ def _shape(data: RunData) -> tuple[str, int | None, int | None]:
     rounds = cfg.get("rounds")
     if rounds is None and data.questions:
         rounds = max(q["rounds_run"] or 0 for q in data.questions)
-    from engine.protocols import SPECS
-
     if protocol in SPECS and agents is not None and rounds is not None:  # CoT: 1 x 1, CoT-SC: k x 1
         from types import SimpleNamespace
 
@@ -323,8 +308,6 @@ def base_label(data: RunData) -> str:
     protocol, agents, rounds = _shape(data)
     cfg = data.config
     parts = [protocol, f"{agents if agents is not None else '?'}x{rounds if rounds is not None else '?'}"]
-    from engine.protocols import SPECS
-
     if protocol in SPECS:
         parts += SPECS[protocol].label_parts(cfg)  # what tells two runs of it apart (density, groups)
     label = " ".join(parts)
@@ -375,8 +358,6 @@ def _mean(xs: list[float]) -> float:
 
 def summarize_run(data: RunData) -> dict[str, Any]:
     """One row of the summary table (without label and savings)."""
-    from engine.accounting import summarize
-
     qs = data.questions
     n = len(qs)
     protocol, agents, rounds = _shape(data)
@@ -492,8 +473,6 @@ def _models_of(cfg: dict[str, Any]) -> str:
 def seed_key(data: RunData) -> str:
     """What runs of one seed group share: the configuration without ``seed`` and without the
     options that do not change results (engine knobs, ``out``)."""
-    from engine.config import UNHASHED
-
     skip = {*UNHASHED, "seed"}  # UNHASHED holds every key of _NOT_RESULT_KEYS
     return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
         " sim" if _simulated(data) else ""
@@ -502,8 +481,6 @@ def seed_key(data: RunData) -> str:
 
 def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
     """Mean ± sd over the seeds of each seed group (2+ different seeds), on every row of it."""
-    from engine.accounting import mean_sd
-
     groups: dict[str, list[int]] = {}
     for i, data in enumerate(runs):
         if rows[i]["n_questions"]:
@@ -546,8 +523,6 @@ def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, A
         row["savings"] = savings(row["total_per_q"], base["total_per_q"]) if base else math.nan
         row["input_savings"] = savings(row["prompt_per_q"], base["prompt_per_q"]) if base else math.nan
     add_seed_stats(rows, runs)
-    from engine.protocols import SPECS
-
     order = {p: i for i, p in enumerate(SPECS)}
     rows.sort(
         key=lambda r: (order.get(r["protocol"], 99), r["protocol"], r["agents"] or 0, r["rounds"] or 0, r["label"])

@@ -42,9 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.accounting import summarize
+from engine.dataset_routing import load_questions
 from engine.debate import graded_columns, question_key
 from engine.extract import extract_answer, majority_vote
+from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
+from engine.report import ReportError, find_run_dirs
 from engine.results import check_rows, read_table, write_part
 
 log = logging.getLogger(__name__)
@@ -87,16 +90,12 @@ def _tie_key(config: dict[str, Any], qid: str) -> int | None:
 
 def _revote(config: dict[str, Any]):
     """The run's protocol's own vote rule (``ProtocolSpec.revote``), or None: the majority vote."""
-    from engine.protocols import SPECS
-
     spec = SPECS.get(config.get("protocol", ""))
     return spec.revote if spec is not None else None
 
 
 def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
     """Number of choices per question id, from the run's dataset file when it can be read."""
-    from engine.tasks import load_questions
-
     dataset = config.get("dataset")
     try:
         questions = load_questions(
@@ -261,8 +260,6 @@ def _with_latest_answers(calls: list[dict[str, Any]], answers: list[dict[str, An
 
 def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
     """Re-grade every run at or below ``path`` (see the module docstring)."""
-    from engine.report import find_run_dirs
-
     results: list[RunRescore] = []
     for run_dir in find_run_dirs(path):
         runs = {r["run_id"]: r for r in read_table(run_dir, "runs").to_pylist()}
@@ -296,8 +293,6 @@ def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
 
 def rescore_command(path: str, dry_run: bool = False) -> int:
     """``debate rescore OUT [--dry-run]``: one line per run and a total; exit 0."""
-    from engine.report import ReportError
-
     try:
         results = rescore(path, write=not dry_run)
     except (ReportError, OSError) as exc:

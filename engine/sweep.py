@@ -67,9 +67,11 @@ from typing import Any
 
 import yaml
 
+from engine.accounting import mean_sd
 from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
 from engine.errors import UserError
-from engine.protocols import SPECS
+from engine.protocols import SPECS, validate_protocol
+from engine.results import read_table
 
 GRID = "grid"
 MANIFEST = "sweep.json"
@@ -130,8 +132,6 @@ def check_cell(cfg: RunConfig) -> str | None:
     Pure: the RunConfig checks, the protocol's own checks (e.g. the regular graph for
     ``density`` x ``agents``, the groups) and model placement; no dataset is read.
     """
-    from engine.protocols import validate_protocol
-
     try:
         cfg.validate()
         validate_protocol(cfg)
@@ -294,8 +294,6 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
 def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
     """A valid cell's status from its directory: ``finished`` (run row finished and every
     question has a row), ``partial`` (some rows exist) or ``pending``; plus the run row's totals."""
-    from engine.results import read_table
-
     if not cell.valid:
         return "invalid", {}
     if not cell.out.is_dir():
@@ -362,8 +360,6 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
 def across_seeds(cells: list[Cell]) -> list[dict[str, Any]]:
     """The finished cells that differ only in ``seed``, aggregated: per group, its other params,
     the seeds, and accuracy and tokens as mean and sample sd over the seeds (2+ seeds only)."""
-    from engine.accounting import mean_sd
-
     groups: dict[str, list[Cell]] = {}
     for c in cells:
         if c.status == "finished" and c.result and "seed" in c.params:

@@ -140,7 +140,6 @@ __all__ = [
     "DatasetError",
     "arithmetic_questions",
     "load_dataset",
-    "load_questions",
     "infer_task",
     "infer_task_of_record",
     "questions_from_rows",
@@ -240,48 +239,6 @@ def arithmetic_questions(n: int, seed: int = 0) -> list[Question]:
     return out
 
 
-# --------------------------------------------------------------------------- front door
-
-
-def load_questions(
-    dataset: str | os.PathLike,
-    task: str | None,
-    limit: int | None,
-    seed: int,
-    *,
-    offset: int = 0,
-    fields: Mapping[str, str] | None = None,
-) -> list[Question]:
-    """Front door used by the CLI.
-
-    ``dataset == "arithmetic"`` gives ``arithmetic_questions(limit or 100, seed)`` (``task``
-    must then be None or ``"numeric"``; ``offset`` skips the first questions of the seeded
-    stream). ``hf:NAME[:CONFIG][:SPLIT]`` loads a Hugging Face data set
-    (:mod:`engine.hf_datasets`). Anything else is a file path loaded with :func:`load_dataset`; when ``task``
-    is None it is guessed with :func:`infer_task`. ``seed`` only matters for arithmetic.
-    """
-    _check_task(task, allow_none=True)
-    _check_limit(limit)
-    _check_offset(offset)
-    if isinstance(dataset, str) and dataset == "arithmetic":
-        if task not in (None, "numeric"):
-            raise DatasetError(f"--task {task!r} does not fit the arithmetic dataset (it is 'numeric')")
-        n = limit or 100
-        return arithmetic_questions(offset + n, seed)[offset:]
-    if isinstance(dataset, str) and dataset.startswith("hf:"):  # a Hugging Face data set by name
-        from engine import hf_datasets
-
-        return hf_datasets.load(dataset, task, limit, offset, fields)
-    if task is None:
-        task = infer_task(dataset)
-        if task is None:
-            raise DatasetError(
-                f"{os.fspath(dataset)}: cannot tell the task from the first row; "
-                f"pass --task (one of {', '.join(TASKS)})"
-            )
-    return load_dataset(dataset, task, limit=limit, offset=offset, fields=fields)
-
-
 def infer_task(path: str | os.PathLike) -> str | None:
     """Guess the task from the first row of a data file.
 
@@ -356,9 +313,9 @@ def load_dataset(
     flag); an offset past the last row is a ValueError too. Raises :class:`DatasetError`
     for every problem with the file or a selected row.
     """
-    _check_task(task)
-    _check_limit(limit)
-    _check_offset(offset)
+    check_task(task)
+    check_limit(limit)
+    check_offset(offset)
     overrides = _check_fields(fields)
     display = os.fspath(path)
     stem = _data_stem(Path(path))
@@ -396,7 +353,7 @@ def questions_from_rows(
     (a file, or a Hugging Face split: :mod:`engine.hf_datasets`), with the same rules and errors
     as :func:`load_dataset`. ``base``: the folder relative image paths are read from (None: only
     absolute paths and URLs)."""
-    _check_task(task)
+    check_task(task)
     overrides = _check_fields(overrides)
     build = _BUILDERS[task]
     out: list[Question] = []
@@ -414,14 +371,14 @@ def questions_from_rows(
 # --------------------------------------------------------------------------- argument checks
 
 
-def _check_task(task: str | None, allow_none: bool = False) -> None:
+def check_task(task: str | None, allow_none: bool = False) -> None:
     if task is None and allow_none:
         return
     if task not in TASKS:
         raise DatasetError(f"--task must be one of {', '.join(TASKS)} (got {task!r})")
 
 
-def _check_limit(limit: int | None) -> None:
+def check_limit(limit: int | None) -> None:
     if limit is None:
         return
     if isinstance(limit, bool) or not isinstance(limit, int):
@@ -430,7 +387,7 @@ def _check_limit(limit: int | None) -> None:
         raise DatasetError(f"--limit must be positive (got {limit})")
 
 
-def _check_offset(offset: int) -> None:
+def check_offset(offset: int) -> None:
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise DatasetError(f"--offset must be a non-negative integer (got {offset!r})")
     if offset < 0:

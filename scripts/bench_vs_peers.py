@@ -271,7 +271,7 @@ def measure(
     import statistics
 
     from actors.driver import Engine
-    from engine.tasks import load_questions
+    from engine.dataset_routing import load_questions
 
     if repeat < 1:
         raise SystemExit("bench_vs_peers: --repeat must be at least 1")

@@ -45,7 +45,7 @@ def cpu_by_process() -> dict[int, tuple[float, str]]:
 
 def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print) -> dict[str, Any]:
     from actors.driver import Engine
-    from engine.tasks import load_questions
+    from engine.dataset_routing import load_questions
 
     cfg = RunConfig(
         protocol="mad",

@@ -68,10 +68,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.config import DEFAULT_MODEL  # noqa: E402
+from engine.dataset_routing import load_questions  # noqa: E402
 from engine.extract import answers_equal, canonical_answer, extract_answer  # noqa: E402
 from engine.prompts import PromptSet, build_messages  # noqa: E402
 from engine.records import GenRequest  # noqa: E402
-from engine.tasks import Question, load_questions  # noqa: E402
+from engine.tasks import Question  # noqa: E402
 
 DEFAULT_OUT = "bench/q_np.json"
 WRONG_MODES = ("distinct", "same")

@@ -8,13 +8,13 @@ import pytest
 
 from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
-from engine import cost_model
+from engine import cost_model, cost_predict
 from engine.config import ConfigError, RunConfig
 from engine.options import Option
 from engine.prompts import PromptSet
 from engine.protocols import get_protocol
 from engine.protocols.base import SUMMARIZER, AgentCall, Context, Reply, Step, SummaryCall
-from engine.protocols.chateval import DEFAULT_ROLES, Role, agent_roles
+from engine.protocols.chateval import DEFAULT_ROLES, Role, agent_roles, chateval_cost
 from engine.tasks import arithmetic_questions
 from tests.protocol_driver import drive
 
@@ -276,8 +276,8 @@ def test_cost_is_exact_against_the_simulated_model(talk, n, rounds, extra):
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3))
-    s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
-    pred = cost_model.predict(
+    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    pred = cost_predict.predict(
         "chateval", s, n, rounds, q_tokens, REPLY, chateval_talk=talk, chateval_roles=cfg.chateval_roles
     )
     for row, _ in rows:
@@ -314,13 +314,13 @@ def test_cost_closed_form_by_hand():
     p0 = [2 + 3 + (20 + q + 2 * 1 + 3 + 0), 2 + 3 + (20 + q + 2 * 2 + 1 + l0)]
     turn = [7 + 1 + l1, 7 + 2 + l0]
     expect = sum(3 * p0[i] + 3 * (2 * 3 + c + turn[i]) for i in range(2))  # T(T-1)/2 = 3
-    assert cost_model.chateval_cost(s, 3, q, c, "one-by-one", roles).prompt_tokens == expect
+    assert chateval_cost(s, 3, q, c, "one-by-one", roles).prompt_tokens == expect
     # summarizer: nobody reads anyone in round 0; every later turn also shows the summary line
     p0 = [2 + 3 + (20 + q + 2 + 3), 2 + 3 + (20 + q + 4 + 1)]
     turn = [7 + 1 + l1 + ls, 7 + 2 + l0 + ls]
     agents = sum(3 * p0[i] + 3 * (2 * 3 + c + turn[i]) for i in range(2))
     summaries = (2 + 3 + 11 + q + (l0 + l1)) + (2 + 3 + 11 + q + 2 * (l0 + l1) + ls)  # after rounds 0 and 1
-    cost = cost_model.chateval_cost(s, 3, q, c, "summarizer", roles)
+    cost = chateval_cost(s, 3, q, c, "summarizer", roles)
     assert cost.prompt_tokens == agents + summaries
     assert cost.calls == 2 * 3 + 2 and cost.completion_tokens == cost.calls * c
 

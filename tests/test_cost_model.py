@@ -11,9 +11,13 @@ import pytest
 
 from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
-from engine import cost_model
+from engine import cost_model, cost_predict
 from engine.config import RunConfig
 from engine.prompts import PromptSet
+from engine.protocols.cortex import cortex_cost
+from engine.protocols.group_debate import group_cost
+from engine.protocols.prd import prd_cost
+from engine.protocols.s2mad import predict_s2mad, s2_decisions_from_records
 from engine.tasks import arithmetic_questions
 
 REPLY = 40
@@ -25,7 +29,7 @@ def words(text: str) -> int:
 
 @pytest.fixture(scope="module")
 def sizes():
-    return cost_model.measure(PromptSet.for_task("numeric"), words, count_tokens)
+    return cost_predict.measure(PromptSet.for_task("numeric"), words, count_tokens)
 
 
 def measured(cfg, n_q=6):
@@ -60,7 +64,7 @@ def test_exact_for_deterministic_topologies(sizes, kw):
     qs, prompt, completion, calls = measured(cfg)
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)  # arithmetic questions have a fixed length
-    pred = cost_model.predict(
+    pred = cost_predict.predict(
         cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, cfg.density, cfg.forgetting, memory=cfg.memory
     )
     assert pred.prompt_tokens * len(qs) == prompt
@@ -71,14 +75,14 @@ def test_exact_for_deterministic_topologies(sizes, kw):
 def test_probmad_within_five_percent(sizes):
     cfg = RunConfig(backend="simulated", protocol="probmad", agents=6, rounds=3, density=0.4)
     qs, prompt, _, _ = measured(cfg, n_q=30)
-    pred = cost_model.predict("probmad", sizes, 6, 3, words(qs[0].text), REPLY, 0.4)
+    pred = cost_predict.predict("probmad", sizes, 6, 3, words(qs[0].text), REPLY, 0.4)
     assert abs(prompt - pred.prompt_tokens * len(qs)) / prompt < 0.05
 
 
 def test_sparse_saving_grows_with_reply_length(sizes):
     def saving(c):
-        mad = cost_model.predict("mad", sizes, 6, 3, 25, c)
-        sp = cost_model.predict("sparse", sizes, 6, 3, 25, c, density=0.4)
+        mad = cost_predict.predict("mad", sizes, 6, 3, 25, c)
+        sp = cost_predict.predict("sparse", sizes, 6, 3, 25, c, density=0.4)
         return 1 - sp.prompt_tokens / mad.prompt_tokens
 
     assert saving(60) < saving(150) < saving(1000) < 0.6  # bounded by 1 - k/(N-1) = 0.6
@@ -134,10 +138,12 @@ def test_group_debate_exact(n, groups, rounds, r, extra):
     cfg = RunConfig(
         backend="simulated", protocol="group", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
     )
-    s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
     q_tokens, rows = run_sim(cfg)
     prompt, completion, calls = totals(rows)
-    pred = cost_model.predict("group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, memory=cfg.memory)
+    pred = cost_predict.predict(
+        "group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, memory=cfg.memory
+    )
     assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == (
         prompt,
         completion,
@@ -173,7 +179,7 @@ def test_group_debate_closed_form_by_hand():
     summ = 2 * (2 * (2 + 3 + 4) + 5 * (1 + c))  # X [G(g+f+gs) + N(a3+C)]
     expect = 5 * b + 4 * 5 * h + intra + inter + summ
     assert expect == 130 + 980 + 610 + 510 + 246 == 2476
-    pred = cost_model.group_cost(s, 5, 5, q, c, groups="1+4", stage_rounds=2)
+    pred = group_cost(s, 5, 5, q, c, groups="1+4", stage_rounds=2)
     assert pred.prompt_tokens == expect
     assert pred.calls == 5 * 5 + 2 * 2 and pred.completion_tokens == pred.calls * c
 
@@ -182,7 +188,7 @@ def test_sizes_without_new_stages_is_an_error():
     """A hand-made Sizes of the MAD family cannot silently predict a GD run (no tolerance: an error)."""
     s = cost_model.Sizes(g=1, f=1, a1=1, a2=1, a3=1, a4=1)
     with pytest.raises(ValueError, match="gd_intra"):
-        cost_model.predict("group", s, 4, 3, 10, 10)
+        cost_predict.predict("group", s, 4, 3, 10, 10)
 
 
 class DistinctBackend:
@@ -216,7 +222,7 @@ def test_s2mad_upper_bound(sizes, n, groups, rounds, r):
     that it has the right structure rather than being merely large."""
     cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r)
     q_tokens, rows = run_sim(cfg)
-    bound = cost_model.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r)
+    bound = cost_predict.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r)
     assert all(row["prompt_tokens"] <= bound.prompt_tokens for row, _ in rows)
     assert all(row["n_calls"] <= bound.calls for row, _ in rows)
     assert any(row["prompt_tokens"] < bound.prompt_tokens for row, _ in rows)  # the simulated agents agree at times
@@ -247,9 +253,9 @@ def test_s2mad_exact_given_decisions(sizes, n, groups, rounds, r, use_filter):
     q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
     for row, log in rows:
         assert all(rec.answer is not None for rec in log.records)  # needed by s2_decisions_from_records
-        dec = cost_model.s2_decisions_from_records(log.records, n, row["rounds_run"])
+        dec = s2_decisions_from_records(log.records, n, row["rounds_run"])
         assert dec.rounds_run == row["rounds_run"] and dec.skipped == row["n_skipped"]
-        pred = cost_model.predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=use_filter)
+        pred = predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=use_filter)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
             row["completion_tokens"],
@@ -296,7 +302,7 @@ def test_cortex_exact_given_in_degrees(sizes, n, rounds, memory, early_stop):
     for row, log in rows:
         k = in_degrees(log, n, row["rounds_run"])
         seen += k
-        pred = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory)
+        pred = cortex_cost(sizes, n, q_tokens, REPLY, k, memory)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
             row["completion_tokens"],
@@ -317,11 +323,11 @@ def test_cortex_estimate_half_the_peers_kept(sizes):
     prompt, _, _ = totals(rows)
     kept = [k / (n - 1) for _, log in rows for k in in_degrees(log, n, rounds)]
     assert 0.4 < sum(kept) / len(kept) < 0.6
-    pred = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY)
+    pred = cost_predict.predict("cortex", sizes, n, rounds, q_tokens, REPLY)
     assert abs(pred.prompt_tokens * len(rows) - prompt) / prompt < 0.05
     # the estimate brackets: all peers kept / one peer kept
-    hi = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, kept_fraction=1.0)
-    lo = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, kept_fraction=1 / (n - 1))
+    hi = cost_predict.predict("cortex", sizes, n, rounds, q_tokens, REPLY, kept_fraction=1.0)
+    lo = cost_predict.predict("cortex", sizes, n, rounds, q_tokens, REPLY, kept_fraction=1 / (n - 1))
     assert lo.prompt_tokens * len(rows) <= prompt <= hi.prompt_tokens * len(rows)
 
 
@@ -338,7 +344,7 @@ def test_mad_gd_s2mad_ordering(sizes):
         cfg = RunConfig(backend="simulated", protocol=proto, agents=n, rounds=rounds)
         q_tokens, rows = run_sim(cfg, n_q=10, reply=c)
         runs[proto] = rows
-    pred = {p: cost_model.predict(p, sizes, n, rounds, q_tokens, c).total for p in runs}
+    pred = {p: cost_predict.predict(p, sizes, n, rounds, q_tokens, c).total for p in runs}
     measured = {p: [r["prompt_tokens"] + r["completion_tokens"] for r, _ in rows] for p, rows in runs.items()}
     assert pred["mad"] > pred["s2mad"] > pred["group"]
     assert pred["s2mad"] - pred["group"] == 52
@@ -359,7 +365,7 @@ def test_s2mad_ablations_bound_and_exact(sizes, extra):
         backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
     )
     q_tokens, rows = run_sim(cfg, n_q=2, backend=DistinctBackend(REPLY))
-    bound = cost_model.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, **extra)
+    bound = cost_predict.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, **extra)
     for row, _ in rows:
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
             bound.prompt_tokens,
@@ -368,10 +374,8 @@ def test_s2mad_ablations_bound_and_exact(sizes, extra):
         )
     q_tokens, rows = run_sim(cfg, n_q=8, accuracy=0.8, follow=0.9)
     for row, log in rows:
-        dec = cost_model.s2_decisions_from_records(log.records, n, row["rounds_run"])
-        pred = cost_model.predict_s2mad(
-            sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=extra.get("filter", True)
-        )
+        dec = s2_decisions_from_records(log.records, n, row["rounds_run"])
+        pred = predict_s2mad(sizes, n, rounds, q_tokens, REPLY, dec, stage_rounds=r, filter=extra.get("filter", True))
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
             row["completion_tokens"],
@@ -398,7 +402,7 @@ def test_cortex_full_graph_ablation_is_exact(sizes, weights):
         cortex_weights=weights,
     )
     q_tokens, rows = run_sim(cfg, similarity=answer_similarity)
-    pred = cost_model.predict("cortex", sizes, n, rounds, q_tokens, REPLY, cortex_graph="full")
+    pred = cost_predict.predict("cortex", sizes, n, rounds, q_tokens, REPLY, cortex_graph="full")
     for row, log in rows:
         assert in_degrees(log, n, rounds) == [n - 1] * (rounds - 1)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
@@ -434,14 +438,14 @@ def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
             sum(1 for r in log.records if r.round == d and r.kind == "cortex_self_check")
             for d in range(1, row["rounds_run"])
         ]
-        pred = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory, peer_scores=True, self_checks=alone)
+        pred = cortex_cost(sizes, n, q_tokens, REPLY, k, memory, peer_scores=True, self_checks=alone)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
             row["completion_tokens"],
             row["n_calls"],
         )
         if graph == "full":
-            est = cost_model.predict(
+            est = cost_predict.predict(
                 "cortex",
                 sizes,
                 n,
@@ -454,7 +458,7 @@ def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
             )
             assert (est.prompt_tokens, est.calls) == (row["prompt_tokens"], row["n_calls"])
         seen_alone += sum(alone)
-    without = cost_model.cortex_cost(sizes, n, q_tokens, REPLY, k, memory, self_checks=alone)
+    without = cortex_cost(sizes, n, q_tokens, REPLY, k, memory, self_checks=alone)
     assert pred.calls - without.calls == n * (n - 1) * len(k) and pred.prompt_tokens > without.prompt_tokens
     assert (seen_alone > 0) == (graph == "sparse")  # the top-scored agent reads nobody: self-check prompts priced
 
@@ -483,9 +487,9 @@ def test_prd_exact(sizes, n, rounds, extra):
     """Peer Review Debate's calls do not depend on the answers: tolerance 0 tokens per question
     (reviews on the growing transcript, revise prompts with N-1 solutions and N-1 feedbacks)."""
     cfg = RunConfig(backend="simulated", protocol="prd", agents=n, rounds=rounds, **extra)
-    s = cost_model.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
     q_tokens, rows = run_sim(cfg, n_q=3)
-    pred = cost_model.predict("prd", s, n, rounds, q_tokens, REPLY)
+    pred = cost_predict.predict("prd", s, n, rounds, q_tokens, REPLY)
     for row, _ in rows:
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
@@ -503,6 +507,6 @@ def test_prd_closed_form_by_hand(sizes):
     v = s.f + s.prd_review.tokens(q) + c
     w = s.f + s.prd_revise.tokens(q) + (s.a3 + c) + (s.feedback + c)
     want = 2 * (s.g + b1) + 2 * (s.g + h1 + v) + 2 * (s.g + h1 + w)
-    got = cost_model.prd_cost(s, 2, 2, q, c)
+    got = prd_cost(s, 2, 2, q, c)
     assert got.prompt_tokens == want and got.calls == 6 and got.completion_tokens == 42
     assert s.feedback == 3 and s.prd_review.extra == 1 and s.prd_revise.extra == 1 and s.prd_revise.views == 1

@@ -16,8 +16,8 @@ import time
 import pytest
 from test_sweep_kill import DEBATE, ROOT, _env, _kill_session
 
+from engine.dataset_routing import load_questions
 from engine.results import read_table
-from engine.tasks import load_questions
 
 WRITER = """
 import sys, itertools

@@ -43,9 +43,9 @@ def _echo(turn) -> TurnResult:
 
 
 def _run(protocol_fn, monkeypatch, similarity=None):
-    import engine.protocols as protocols
+    import engine.debate
 
-    monkeypatch.setattr(protocols, "get_protocol", lambda name: protocol_fn)
+    monkeypatch.setattr(engine.debate, "get_protocol", lambda name: protocol_fn)
 
     async def call(turn):
         return _echo(turn)

@@ -4,24 +4,22 @@ import numpy as np
 import pytest
 
 from engine.config import RunConfig
-from engine.cost_model import (
+from engine.prompts import PromptSet
+from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, get_protocol
+from engine.protocols.group_debate import (
     gd_first_round_tokens,
     gd_inter_round_tokens,
     gd_intra_round_tokens,
     gd_summary_tokens,
     gd_total_tokens,
+    group_debate,
+)
+from engine.protocols.s2mad import (
     s2_differing_count,
     s2_inter_round_tokens,
     s2_intra_round_tokens,
     s2_participation,
     s2_summary_tokens,
-)
-from engine.prompts import PromptSet
-from engine.protocols import AgentCall, Context, Reply, Similarity, Step, SummaryCall, get_protocol
-from engine.protocols.group_debate import (
-    group_debate,
-)
-from engine.protocols.s2mad import (
     s2mad,
 )
 from engine.tasks import Question

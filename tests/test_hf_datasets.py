@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine import hf_datasets
-from engine.tasks import DatasetError, load_dataset, load_questions
+from engine.dataset_routing import load_questions
+from engine.tasks import DatasetError, load_dataset
 from tests.conftest import DATA_DIR as DATA
 
 

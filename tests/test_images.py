@@ -24,10 +24,11 @@ from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.driver import check_images, check_loaded_images, prepare
 from actors.local_run import run_local
 from engine.config import RunConfig
+from engine.dataset_routing import load_questions
 from engine.prompts import PromptSet, build_messages, has_images, text_only, truncate_oldest_turns, with_image
 from engine.protocols.base import SummaryCall
 from engine.records import GenRequest, Turn
-from engine.tasks import DatasetError, Question, load_dataset, load_questions
+from engine.tasks import DatasetError, Question, load_dataset
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="

@@ -77,7 +77,7 @@ def test_a_new_protocol_is_one_spec(echo):
     from actors.backend_simulated import SimulatedBackend
     from actors.driver import needs_embeddings
     from actors.local_run import run_local
-    from engine import cost_model
+    from engine import cost_predict
     from engine.prompts import PromptSet
     from engine.sweep import normalise, unused_options
     from engine.tasks import arithmetic_questions
@@ -93,7 +93,7 @@ def test_a_new_protocol_is_one_spec(echo):
     assert "tau" in unused_options(RunConfig(protocol="mad"))
     assert normalise(cfg).rounds == 2
     assert not needs_embeddings(cfg)
-    assert cost_model.predict("echo", None, 3, 2, 10, 5) == ("echo-cost", 3, 2)
+    assert cost_predict.predict("echo", None, 3, 2, 10, 5) == ("echo-cost", 3, 2)
     rows = run_local(cfg, arithmetic_questions(3, seed=0), SimulatedBackend())
     assert all(row["protocol"] == "echo" and row["rounds_run"] == 2 and row["n_calls"] == 6 for row, _ in rows)
     assert all(rec.kind == "echo" for _, log in rows for rec in log.records if rec.round == 1)

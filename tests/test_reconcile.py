@@ -11,12 +11,19 @@ import pytest
 
 from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
-from engine import cost_model
+from engine import cost_predict
 from engine.config import ConfigError, RunConfig
 from engine.extract import majority_vote, weighted_counts, weighted_tied_answers, weighted_vote
 from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, get_protocol
-from engine.protocols.reconcile import group_replies, recalibrate, solutions_block
+from engine.protocols.reconcile import (
+    ReconcileShown,
+    group_replies,
+    recalibrate,
+    reconcile_cost,
+    reconcile_shown_from_records,
+    solutions_block,
+)
 from engine.records import GenResult
 from engine.tasks import Question, arithmetic_questions
 from tests.protocol_driver import drive_steps
@@ -317,9 +324,9 @@ def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, i
     assert all(words(q.text) == q_tokens for q in qs)
     seen = []
     for row, log in rows:
-        shown = cost_model.reconcile_shown_from_records(log.records, row["rounds_run"])
+        shown = reconcile_shown_from_records(log.records, row["rounds_run"])
         seen += shown
-        pred = cost_model.reconcile_cost(sizes, n, q_tokens, REPLY, shown)
+        pred = reconcile_cost(sizes, n, q_tokens, REPLY, shown)
         assert (pred.prompt_tokens, pred.completion_tokens, pred.calls) == (
             row["prompt_tokens"],
             row["completion_tokens"],
@@ -347,9 +354,9 @@ def test_shown_from_records_skips_failed_calls_and_counts_unreadable_answers():
         R(round=1, agent_id=3, answer="5", error=None),
         R(round=1, agent_id=-1, answer="9", error=None),
     ]  # not an agent: ignored
-    assert cost_model.reconcile_shown_from_records(records, 3) == [
-        cost_model.ReconcileShown(groups=2, unread=False, replies=3),
-        cost_model.ReconcileShown(groups=1, unread=True, replies=4),
+    assert reconcile_shown_from_records(records, 3) == [
+        ReconcileShown(groups=2, unread=False, replies=3),
+        ReconcileShown(groups=1, unread=True, replies=4),
     ]
 
 
@@ -383,19 +390,19 @@ def test_closed_form_estimate_exact_for_two_groups_and_a_bound_otherwise(sizes):
     config = RunConfig(protocol="reconcile", agents=n, rounds=rounds, backend="simulated")
     qs = arithmetic_questions(3, seed=3)
     q_tokens = words(qs[0].text)
-    est = cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY)
+    est = cost_predict.predict("reconcile", sizes, n, rounds, q_tokens, REPLY)
     for row, log in run_local(config, qs, TwoCampsBackend()):
-        assert {s.groups for s in cost_model.reconcile_shown_from_records(log.records, rounds)} == {2}
+        assert {s.groups for s in reconcile_shown_from_records(log.records, rounds)} == {2}
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
             est.prompt_tokens,
             est.completion_tokens,
             est.calls,
         )
-    three = cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=3)
+    three = cost_predict.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=3)
     assert three.prompt_tokens - est.prompt_tokens == n * (rounds - 1) * sizes.reconcile_block.header
-    short = cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, rounds_run=1)
+    short = cost_predict.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, rounds_run=1)
     assert short.calls == n and short.prompt_tokens == n * (
         count_tokens([{"role": "user", "content": ""}]) + sizes.reconcile_first.tokens(q_tokens)
     )
     with pytest.raises(ValueError, match="answer_groups 5"):
-        cost_model.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=5)
+        cost_predict.predict("reconcile", sizes, n, rounds, q_tokens, REPLY, answer_groups=5)

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.dataset_routing import load_questions
 from engine.results import read_table
 from engine.sweep import MANIFEST, disk_status, expand, load_sweep
-from engine.tasks import load_questions
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 

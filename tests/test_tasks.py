@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.dataset_routing import load_questions
 from engine.tasks import (
     FIELD_NAMES,
     TASKS,
@@ -21,7 +22,6 @@ from engine.tasks import (
     arithmetic_questions,
     infer_task,
     load_dataset,
-    load_questions,
 )
 
 FORMATS = ("jsonl", "json", "csv", "parquet")

@@ -73,6 +73,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cost_model import Cost, Sizes, sys_tokens
 from engine.options import ConfigError, Option
 from engine.protocols.base import SUMMARIZER, AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
@@ -293,6 +294,39 @@ def _check(cfg) -> None:
     agent_roles(cfg.n_agents, cfg.chateval_roles)
 
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+def chateval_cost(
+    s: Sizes, rounds: int, question_tokens: float, reply_tokens: float, talk: str, roles: Sequence[Role]
+) -> Cost:
+    """ChatEval, exact (see the module docstring): ``roles`` are the agents' roles, one per agent
+    (:func:`engine.protocols.chateval.agent_roles`), ``talk`` the communication strategy."""
+    first, turn, summ = s.need("chateval_first", "chateval_turn", "chateval_summary")
+    if s.content_tokens is None:
+        raise ValueError("Sizes has no content counter: measure() it to predict ChatEval's role-dependent prompts")
+    if talk not in ("one-by-one", "simultaneous", "summarizer"):
+        raise ValueError(f"talk {talk!r} is not one of one-by-one, simultaneous, summarizer")
+    t, q, c = rounds, question_tokens, reply_tokens
+    name = [s.content_tokens(r.name) for r in roles]
+    role = [s.content_tokens(r.description) for r in roles]
+    lines = [s.line + a + c for a in name]  # L_i
+    everyone = sum(lines)  # A
+    said = s.line + s.content_tokens(SUMMARIZER_NAME) + c if talk == "summarizer" else 0.0  # L_S, read each turn
+    prompt = 0.0
+    for i, (a, r, li) in enumerate(zip(name, role, lines)):
+        before = sum(lines[:i]) if talk == "one-by-one" else 0.0  # H0_i
+        p0 = s.g + sys_tokens(s) + s.f + first.tokens(q, a, r, before)
+        prompt += t * p0 + t * (t - 1) / 2 * (2 * s.f + c + turn.tokens(q, a, r, everyone - li + said))
+    calls = len(roles) * t
+    if talk == "summarizer" and t > 1:
+        prompt += (t - 1) * (s.g + s.f + summ.tokens(q, 0, 0, 0))
+        prompt += summ.history * (everyone * t * (t - 1) / 2 + said * (t - 1) * (t - 2) / 2)
+        calls += t - 1
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
 def _cost(
     s,
     n: int,
@@ -304,8 +338,7 @@ def _cost(
     chateval_roles: Any = None,
     **_: object,
 ):
-    """Exact (engine.cost_model.chateval_cost): every call is fixed by N, T, the talk and the roles."""
-    from engine.cost_model import chateval_cost
+    """Exact (:func:`chateval_cost`): every call is fixed by N, T, the talk and the roles."""
 
     return chateval_cost(s, rounds, q, c, chateval_talk, agent_roles(n, chateval_roles))
 

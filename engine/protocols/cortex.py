@@ -89,11 +89,12 @@ import functools
 import logging
 import math
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import numpy as np
 
+from engine.cost_model import Cost, Sizes, sys_tokens
 from engine.options import ConfigError, Option
 from engine.protocols.base import (
     AgentCall,
@@ -514,6 +515,67 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
 
 
 # --------------------------------------------------------------------------- spec
+
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+def cortex_cost(
+    s: Sizes,
+    n_agents: int,
+    question_tokens: float,
+    reply_tokens: float,
+    mean_in_degree: Sequence[float],
+    memory: str = "none",
+    peer_scores: bool = False,
+    self_checks: Sequence[int] | None = None,
+) -> Cost:
+    """CortexDebate given the mean in-degree ``k_d`` of each debate round run (one value per
+    debate round: ``rounds_run - 1`` of them). Exact when the k_d are the run's (see the module
+    docstring); ``memory`` is the effective ``cortex_memory`` ("none", "last", "full").
+    ``peer_scores`` (``--cortex-weights peer``): each debate round first has N(N-1) scoring calls
+    (``g + s' + f + cortex_score(Q) + C``: one answer, no memory). ``self_checks``: per debate
+    round, the agents that kept no edge and got the self-check prompt (with N >= 2 only under
+    ``self`` / ``peer`` weights, for the agent above the graph's mean; default none; with N = 1
+    the one agent always)."""
+    if memory not in ("none", "last", "full"):
+        raise ValueError(f"memory {memory!r} is not one of none, last, full")
+    first, debate, check = s.need("cortex_first", "cortex_debate", "cortex_self_check")
+    n, q, c = n_agents, question_tokens, reply_tokens
+    head = s.g + sys_tokens(s)
+    first_msg = s.f + first.tokens(q)
+    scorers = n * (n - 1) if peer_scores else 0  # scoring calls per debate round
+    score_call = 0.0
+    if scorers:
+        (score,) = s.need("cortex_score")
+        score_call = head + s.f + score.tokens(q) + score.extra * c
+    prompt = n * (head + first_msg)
+    history = 0.0  # memory "full": sum over agents of the earlier debate messages
+    for d, k in enumerate(mean_in_degree, start=1):
+        # an agent with no edge gets the self-check prompt, which shows its own last reply
+        alone = n if n == 1 else (self_checks[d - 1] if self_checks else 0)
+        msg = (
+            (n - alone) * (s.f + debate.tokens(q))
+            + alone * (s.f + check.tokens(q) + check.extra * c)
+            + debate.views * n * k * (s.a3 + c)
+        )
+        if memory == "none":
+            ctx = 0.0
+        elif memory == "last":
+            ctx = n * (first_msg + s.f + c)
+        else:
+            ctx = n * (first_msg + d * (s.f + c)) + history
+        prompt += n * head + msg + ctx + scorers * score_call
+        history += msg
+    calls = n * (len(mean_in_degree) + 1) + scorers * len(mean_in_degree)
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def cortex_memory_used(cortex_memory: str = "none", forgetting: bool = False) -> str:
+    """The memory mode CortexDebate actually uses (``--forgetting`` turns "full" into "last")."""
+    return "last" if forgetting and cortex_memory == "full" else cortex_memory
+
+
 def _cost(
     s,
     n: int,
@@ -532,8 +594,6 @@ def _cost(
     """Estimate: every debate round each agent keeps ``kept_fraction`` of its N-1 peers (exact for
     ``cortex_graph="full"``, where every agent reads all N-1, when no question stops early); with
     ``cortex_weights="peer"`` each debate round run adds its N(N-1) scoring calls (exact)."""
-    from engine.cost_model import cortex_cost
-    from engine.cost_model import cortex_memory as memory_used
 
     run = rounds if rounds_run is None else rounds_run
     if cortex_graph == "full":
@@ -546,7 +606,7 @@ def _cost(
         q,
         c,
         [kept_fraction * (n - 1)] * (run - 1),
-        memory_used(cortex_memory, forgetting),
+        cortex_memory_used(cortex_memory, forgetting),
         peer_scores=cortex_weights == "peer",
     )
 

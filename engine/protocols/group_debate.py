@@ -45,19 +45,21 @@ Choices where the paper leaves room (each said again where it is coded):
 Token-cost equations (sec. 3.2, Alg. 3 of appendix B.2) are implemented as the pure functions
 :func:`gd_first_round_tokens`, :func:`gd_intra_round_tokens` (eq. 3),
 :func:`gd_inter_round_tokens` (eq. 4), :func:`gd_summary_tokens` (Alg. 3 line 6) and
-:func:`gd_total_tokens` (eq. 7 / Alg. 3 line 12), in :mod:`engine.cost_model`.
+:func:`gd_total_tokens` (eq. 7 / Alg. 3 line 12), below, next to the closed form :func:`group_cost`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from engine.cost_model import Cost, Sizes, first_call, last_memory_call
 from engine.options import Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.shared import MEMORY as MEMORY_OPTION
 from engine.protocols.shared import check_memory, memory_mode
 from engine.protocols.spec import ProtocolSpec
-from topologies.groups import Groups, make_groups, n_stages, stage_plan
+from topologies.groups import Groups, make_groups, n_stages, parse_group_sizes, stage_plan
 
 MEMORY = "last"  # GD sec. 4.1: only the last round's output / the last stage's summary is kept
 
@@ -209,6 +211,114 @@ def group_debate(ctx: Context) -> ProtocolGen:
 # ``outputs[i]`` is agent i's output size in the round, ``prev_outputs[i]`` in the previous one;
 # ``summaries[j]`` the size of group j's summary of the previous stage; ``q`` the question prompt.
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+def group_cost(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    memory: str = "last",
+) -> Cost:
+    """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`.
+
+    ``memory="full"`` (the "MAD+Group" ablation): a round-t call's context is the first prompt,
+    the t replies and every earlier message of the agent instead of ``H``; the messages summed
+    over agents are the same per round kind, so the context of round t over all agents is
+    ``N (B + t (f + C)) + (sum of the earlier rounds' messages)``."""
+    intra, summ, inter = s.need("gd_intra", "gd_summary", "gd_inter")
+    sizes = parse_group_sizes(groups, n_agents)
+    n, n_groups, q, c = n_agents, len(sizes), question_tokens, reply_tokens
+    alone = sum(1 for m in sizes if m == 1)
+    peer = s.a3 + c
+    pairs = sum(m * m for m in sizes) - n  # replies read per intra round, sum_j n_j (n_j - 1)
+    intra_msgs = (n - alone) * (s.f + intra.tokens(q)) + alone * (s.f + s.a4 + q) + intra.views * pairs * peer
+    others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
+    inter_msgs = n * (s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
+    summary_step = n_groups * (s.g + s.f + summ.tokens(q)) + summ.views * n * peer
+    prompt, calls, earlier = n * first_call(s, q), n, 0.0
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind != "first":
+            msgs = intra_msgs if rp.kind == "intra" else inter_msgs
+            if memory == "full":
+                prompt += n * (first_call(s, q) + rp.round * (s.f + c)) + earlier + msgs
+            else:
+                prompt += n * last_memory_call(s, q, c) + msgs
+            earlier += msgs
+        calls += n if rp.kind != "first" else 0
+        if rp.summarize_after:
+            prompt += summary_step
+            calls += n_groups
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
+    """Initial thinking, Alg. 3 line 1: ``Token_1^1 = M x Q + sum_i Output_i^1``."""
+    return len(outputs) * q + sum(outputs)
+
+
+def gd_intra_round_tokens(
+    groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float], prev_outputs: Sequence[float]
+) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} (Q + Output_i^t + sum_{i' in G_j} Output_{i'}^{t-1})``.
+
+    The inner sum includes i itself: the agent's own previous reply stays in its context next to
+    its group mates' replies."""
+    return sum(q + outputs[i] + sum(prev_outputs[k] for k in g) for g in groups for i in g)
+
+
+def gd_inter_round_tokens(
+    q: float, outputs: Sequence[float], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i (Q + Output_i^{t-1} + sum_j Summary_j^{s-1} + Output_i^t)`` — every agent reads all
+    N group summaries."""
+    return sum(q + prev_outputs[i] + sum(summaries) + outputs[i] for i in range(len(outputs)))
+
+
+def gd_summary_tokens(
+    groups: Sequence[Sequence[int]], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
+    """Summary generation at the end of a stage, Alg. 3 line 6:
+    ``sum_j (sum_{i in G_j} Output_i^{(s-1)R} + Summary_j^{s-1})`` (no question prompt)."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(groups))
+
+
+def gd_total_tokens(
+    groups: Sequence[Sequence[int]],
+    q: float,
+    outputs_by_round: Sequence[Sequence[float]],
+    summaries_by_stage: Sequence[Sequence[float]],
+    stage_rounds: int,
+) -> float:
+    """Eq. 7 / Alg. 3 line 12: initial thinking + every stage's summary and inter-group round +
+    every intra-group round. ``outputs_by_round`` has one list per round (T of them);
+    ``summaries_by_stage[s]`` the summary sizes made at the end of 0-based stage ``s`` (S-1 lists)."""
+    t_total = len(outputs_by_round)
+    plan = stage_plan(t_total, stage_rounds)
+    need = sum(p.summarize_after for p in plan)
+    if len(summaries_by_stage) < need:
+        raise ValueError(
+            f"{t_total} rounds with R={stage_rounds} need {need} summary lists, got {len(summaries_by_stage)}"
+        )
+    total = 0.0
+    for p in plan:
+        out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
+        if p.kind == "first":
+            total += gd_first_round_tokens(q, out)
+        elif p.kind == "intra":
+            total += gd_intra_round_tokens(groups, q, out, prev)
+        else:
+            sums = summaries_by_stage[p.stage - 1]
+            total += gd_summary_tokens(groups, prev, sums) + gd_inter_round_tokens(q, out, prev, sums)
+    return total
+
 
 def _cost(
     s,
@@ -222,7 +332,6 @@ def _cost(
     memory: str | None = None,
     **_: object,
 ):
-    from engine.cost_model import group_cost
 
     return group_cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
 

@@ -24,7 +24,10 @@ summaries; the debate prompt is our ``debate`` prompt with the summary in place 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
+from engine.cost_model import Cost, Sizes
+from engine.formatting import fmt_num
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
@@ -146,9 +149,72 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
     return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)
 
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+def _agent_prompts(
+    s: Sizes, q: float, c: float, rounds: int, debate_msg: Callable[[int], float], forgetting: bool
+) -> float:
+    """Sum of one agent's prompt tokens over all rounds. ``debate_msg(t)`` = f + content of round t's message."""
+    base = s.g + s.f + s.a1 + q + ((s.f + s.system) if s.system else 0)
+    total = base  # round 0
+    history = 0.0
+    for t in range(1, rounds):
+        msg = debate_msg(t)
+        if forgetting:
+            total += base + (s.f + c) + msg
+        else:
+            total += base + t * (s.f + c) + history + msg
+            history += msg
+    return total
+
+
+def topology_cost(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    peers_per_round: float,
+    self_check_prob: float = 0.0,
+    forgetting: bool = False,
+    memory: str | None = None,
+) -> Cost:
+    """MAD / sparse / ProbMAD / CoT / CoT-SC: each debate round every agent reads ``peers_per_round``
+    replies on average (0 -> self-check); a fraction ``self_check_prob`` of debate turns self-check.
+
+    ``memory`` (``--memory``; default "last" with ``forgetting``, else "full"): with "summary" /
+    "summary-last" every debate turn that reads peers is preceded by one summary call of what it
+    reads (``g + f + mad_summary(Q) + k (a3 + C)``, C completion tokens, no system prompt, no
+    memory) and its message shows the summary (``f + mad_summary_debate(Q) + C``) instead of
+    ``f + a2 + Q + k (a3 + C)``."""
+    q, c = question_tokens, reply_tokens
+    mode = resolve_memory(memory, forgetting, "full")
+    debate = s.f + s.a2 + q
+    shown = peers_per_round * (s.a3 + c)  # the replies a debate message shows, per turn on average
+    summary_calls = 0.0
+    summary_prompt = 0.0
+    if mode.startswith("summary") and rounds > 1:
+        summ, sdebate = s.need("mad_summary", "mad_summary_debate")
+        debate = s.f + sdebate.tokens(q) + sdebate.extra * c
+        reading = n_agents * (rounds - 1) * (1 - self_check_prob)  # debate turns that read someone
+        summary_calls = reading
+        summary_prompt = reading * (s.g + s.f + summ.tokens(q)) + n_agents * (rounds - 1) * summ.views * shown
+        shown = 0.0  # the summary calls read the replies; the message shows the summary instead
+    check = s.f + s.a4 + q
+
+    def msg(_t: int) -> float:
+        return (1 - self_check_prob) * debate + self_check_prob * check + shown
+
+    prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, mode in ("last", "summary-last")) + summary_prompt
+    calls = n_agents * rounds + summary_calls
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
 # --------------------------------------------------------------------------- specs
 def _cost(protocol: str):
-    """The closed-form cost of one of the five (engine.cost_model.topology_cost)."""
+    """The closed-form cost of one of the five (:func:`topology_cost`)."""
 
     def cost(
         s,
@@ -162,7 +228,6 @@ def _cost(protocol: str):
         memory: str | None = None,
         **_: object,
     ):
-        from engine.cost_model import topology_cost
 
         mode = resolve_memory(memory, forgetting, "full")
         if protocol == "cot":
@@ -226,8 +291,6 @@ def _memory_label(cfg) -> list[str]:
 
 
 def _graph_label(cfg) -> list[str]:
-    from engine.report import fmt_num
-
     parts = _memory_label(cfg)
     if cfg.get("topology") and cfg["topology"] != "regular":
         parts.append(cfg["topology"])

@@ -59,6 +59,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from engine.cost_model import Cost, Sizes, sys_tokens
 from engine.options import ConfigError
 from engine.protocols.base import (
     AgentCall,
@@ -73,6 +74,7 @@ from engine.protocols.base import (
 )
 from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
 from engine.protocols.spec import ProtocolSpec
+from topologies import make_topology
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +156,35 @@ def _check(cfg) -> None:
 
 
 def _topology(cfg):
-    from topologies import make_topology
-
     return make_topology("full", cfg.n_agents)  # every agent reviews and reads every other
 
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+def prd_cost(s: Sizes, n_agents: int, rounds: int, question_tokens: float, reply_tokens: float) -> Cost:
+    """Peer Review Debate, exact (see the module docstring): round 0, then per round N(N-1)
+    reviews and N revisions, every call on the agent's whole transcript."""
+    review, revise = s.need("prd_review", "prd_revise")
+    n, q, c = n_agents, question_tokens, reply_tokens
+    head = s.g + sys_tokens(s)
+    first_msg = s.f + s.a1 + q
+    review_msg = s.f + review.tokens(q) + review.extra * c
+    revise_msg = (
+        s.f + revise.tokens(q) + revise.views * (n - 1) * (s.a3 + c) + revise.extra * (n - 1) * (s.feedback + c)
+    )
+    prompt = n * (head + first_msg)
+    transcript = first_msg + s.f + c  # one agent's, after round 0
+    for _ in range(1, rounds):
+        prompt += n * (n - 1) * (head + transcript + review_msg) + n * (head + transcript + revise_msg)
+        transcript += revise_msg + s.f + c
+    calls = n + (rounds - 1) * n * n
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
 def _cost(s, n: int, rounds: int, q: float, c: float, **_: object):
-    """Exact: the call structure does not depend on the answers (engine.cost_model.prd_cost)."""
-    from engine.cost_model import prd_cost
+    """Exact: the call structure does not depend on the answers (:func:`prd_cost`)."""
 
     return prd_cost(s, n, rounds, q, c)
 

@@ -81,6 +81,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.cost_model import Cost, Sizes, sys_tokens
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
 from engine.options import Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, Votes, tie_key, unanimous
@@ -337,6 +338,73 @@ def revote(
 
 # --------------------------------------------------------------------------- spec
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+@dataclass(frozen=True)
+class ReconcileShown:
+    """What every agent was shown in one RECONCILE discussion round (all agents see the same
+    grouped solutions, their own reply included): ``groups`` answer groups, whether a group of
+    unreadable answers followed (``unread``), and how many ``replies`` were listed in all."""
+
+    groups: int
+    unread: bool
+    replies: int
+
+
+def reconcile_cost(
+    s: Sizes, n_agents: int, question_tokens: float, reply_tokens: float, shown: Sequence[ReconcileShown]
+) -> Cost:
+    """RECONCILE given what each discussion round run showed (one :class:`ReconcileShown` per
+    round after round 0: ``rounds_run - 1`` of them); exact when the answers and confidences
+    shown are one token each, as on the simulated backend (see the module docstring)."""
+    first, debate = s.need("reconcile_first", "reconcile_debate")
+    (blk,) = s.need("reconcile_block")
+    n, q, c = n_agents, question_tokens, reply_tokens
+    head = s.g + sys_tokens(s)
+    prompt = n * (head + s.f + first.tokens(q))
+    for sh in shown:
+        block = sh.groups * blk.header + (blk.unread_header if sh.unread else 0) + sh.replies * (blk.member + c)
+        prompt += n * (head + s.f + debate.tokens(q) + debate.views * block)
+    calls = n * (len(shown) + 1)
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def reconcile_estimate(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    answer_groups: int | None = None,
+    rounds_run: int | None = None,
+) -> Cost:
+    """RECONCILE's closed-form estimate: ``rounds_run`` rounds (default all), every reply readable
+    and shown, ``answer_groups`` groups in every discussion round (default min(2, N): Figure 7's
+    majority and minority). With the early stop a run that keeps two groups never stops, so the
+    default is the cost of a question the agents never settle."""
+    run = rounds if rounds_run is None else rounds_run
+    groups = min(2, n_agents) if answer_groups is None else answer_groups
+    if not 1 <= run <= rounds:
+        raise ValueError(f"rounds_run {run} must be in 1..{rounds}")
+    if not 1 <= groups <= n_agents:
+        raise ValueError(f"answer_groups {groups} must be in 1..{n_agents}")
+    shown = [ReconcileShown(groups, False, n_agents)] * (run - 1)
+    return reconcile_cost(s, n_agents, question_tokens, reply_tokens, shown)
+
+
+def reconcile_shown_from_records(records: Sequence[Any], rounds_run: int) -> list[ReconcileShown]:
+    """What each discussion round of one RECONCILE question showed, from its call records
+    (``DebateLog.records``): round t lists round t-1's replies that did not fail, grouped by
+    their extracted answer (None: the unreadable group)."""
+    out = []
+    for t in range(1, rounds_run):
+        prev = [r for r in records if r.round == t - 1 and r.agent_id >= 0 and r.error is None]
+        answers = [r.answer for r in prev]
+        out.append(ReconcileShown(len({a for a in answers if a is not None}), None in answers, len(prev)))
+    return out
+
 
 def _cost(
     s,
@@ -349,10 +417,9 @@ def _cost(
     rounds_run: int | None = None,
     **_: object,
 ):
-    """Estimate (see :func:`engine.cost_model.reconcile_estimate`): every reply readable and shown,
+    """Estimate (see :func:`reconcile_estimate`): every reply readable and shown,
     ``answer_groups`` groups in every discussion round (default min(2, N): Figure 7's majority and
     minority), all ``rounds`` run (or ``rounds_run``)."""
-    from engine.cost_model import reconcile_estimate
 
     return reconcile_estimate(s, n, rounds, q, c, answer_groups=answer_groups, rounds_run=rounds_run)
 

@@ -62,8 +62,8 @@ Choices where the paper leaves room:
 
 Token-cost equations: :func:`s2_differing_count` (eq. 1), :func:`s2_participation` (eq. 2),
 :func:`s2_intra_round_tokens` (eq. 3), :func:`s2_inter_round_tokens` (eq. 4),
-:func:`s2_summary_tokens` (Alg. 2 line 7), in :mod:`engine.cost_model`. Eq. 3 as printed needs
-two corrections, explained in :func:`engine.cost_model.s2_intra_round_tokens`.
+:func:`s2_summary_tokens` (Alg. 2 line 7), below. Eq. 3 as printed needs
+two corrections, explained in :func:`s2_intra_round_tokens`.
 """
 
 from __future__ import annotations
@@ -71,9 +71,12 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from engine.cost_model import Cost, Sizes, first_call, last_memory_call
 from engine.options import Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from engine.protocols.group_debate import (
@@ -95,6 +98,7 @@ from topologies.groups import (
     dedup,
     differing,
     n_stages,
+    parse_group_sizes,
     participates,
     redundancy_filter,
     similar_by_answer,
@@ -335,6 +339,226 @@ def _summarised(sources: tuple[tuple[int, ...], ...]) -> list[int]:
 # token-cost equations (sec. 3.3 and appendix B, Alg. 2)
 # ---------------------------------------------------------------------------
 
+# --------------------------------------------------------------------------- cost model
+# closed forms described in engine.cost_model's docstring
+
+
+@dataclass(frozen=True)
+class S2Decisions:
+    """What an S2-MAD run decided for one question (eqs. 1-2, the filter and the early stop).
+
+    views:      per round run (0-based, ``rounds_run`` of them), the number of views each
+                *speaking* agent read (group mates' replies in an intra round, summaries in an
+                inter round); round 0 lists the N first answers (their counts are ignored). An
+                agent that sat the round out is simply absent.
+    summaries:  per summary step, the number of replies each group's summary read.
+    """
+
+    views: tuple[tuple[int, ...], ...]
+    summaries: tuple[tuple[int, ...], ...]
+
+    @property
+    def rounds_run(self) -> int:
+        return len(self.views)
+
+    @property
+    def skipped(self) -> int:
+        n = len(self.views[0]) if self.views else 0
+        return sum(n - len(v) for v in self.views)
+
+
+def predict_s2mad(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    decisions: S2Decisions,
+    stage_rounds: int = 2,
+    filter: bool = True,
+) -> Cost:
+    """S2-MAD's exact cost given the run's decisions (see the module docstring).
+
+    A speaking call that reads no view (``--no-jump``, nothing new) is a self-check:
+    ``H + f + a4 + Q``. ``filter=False`` (the "w/o Filter" ablation) uses GroupDebate's prompts; its inter-group calls
+    show all G summaries (own + others), so they take ``len(decisions.summaries[-1])`` as G.
+    """
+    q, c = question_tokens, reply_tokens
+    names = ("s2_intra", "s2_summary", "s2_inter") if filter else ("gd_intra", "gd_summary", "gd_inter")
+    check = s.f + s.a4 + question_tokens
+    intra, summ, inter = s.need(*names)
+    h = last_memory_call(s, q, c)
+    plan = stage_plan(rounds, stage_rounds)
+    if decisions.rounds_run > rounds:
+        raise ValueError(f"decisions cover {decisions.rounds_run} rounds, the run has {rounds}")
+    prompt, calls, made = 0.0, 0, 0
+    for rp, views in zip(plan, decisions.views):
+        calls += len(views)
+        if rp.kind == "first":
+            prompt += len(views) * first_call(s, q)
+        elif rp.kind == "intra":  # v = 0: a --no-jump agent with nothing to read self-checks
+            prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) if v else h + check for v in views)
+        elif filter:
+            prompt += sum(
+                h + s.f + inter.tokens(q) + inter.views * v * (s.block + c) if v else h + check for v in views
+            )
+        else:  # GD's inter prompt: own summary + the G-1 others
+            n_groups = len(decisions.summaries[made - 1])
+            others = (n_groups - 1) * (s.block + c) if n_groups > 1 else s.no_other
+            prompt += len(views) * (h + s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
+        if rp.summarize_after and made == len(decisions.summaries) and rp.round < decisions.rounds_run - 1:
+            raise ValueError(f"round {rp.round} ends a stage and the run went on, but no summary step is given for it")
+        if rp.summarize_after and made < len(decisions.summaries):
+            texts = decisions.summaries[made]
+            prompt += sum(s.g + s.f + summ.tokens(q) + summ.views * m * (s.a3 + c) for m in texts)
+            calls += len(texts)
+            made += 1
+    if made != len(decisions.summaries):
+        raise ValueError(
+            f"{len(decisions.summaries)} summary steps given, the schedule of {decisions.rounds_run} rounds has {made}"
+        )
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def s2mad_bound(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    filter: bool = True,
+    jump: bool = True,
+    group_density: float = 1.0,
+) -> Cost:
+    """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0;
+    with ``jump=False`` they self-check), nothing is deduplicated, no early stop — every group's
+    summary reads the whole group and every inter-group call reads all G summaries; an intra call
+    reads k_j mates (``group_density``, :func:`engine.protocols.s2mad.intra_mates`)."""
+    sizes = parse_group_sizes(groups, n_agents)
+    member_views = [
+        mates_read(m, group_density) for m in sizes for _ in range(m) if m > 1 or not jump
+    ]  # intra speakers
+    views, summaries = [], []
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind == "first":
+            views.append(tuple([0] * n_agents))
+        elif rp.kind == "intra":
+            views.append(tuple(member_views))
+        else:
+            views.append(tuple([len(sizes)] * n_agents))
+        if rp.summarize_after:
+            summaries.append(tuple(sizes))
+    return predict_s2mad(
+        s,
+        n_agents,
+        rounds,
+        question_tokens,
+        reply_tokens,
+        S2Decisions(tuple(views), tuple(summaries)),
+        stage_rounds,
+        filter,
+    )
+
+
+_S2_INTER = ("s2_inter", "gd_inter")
+
+_S2_INTRA = ("s2_intra", "gd_intra")
+
+
+def s2_decisions_from_records(records: Sequence[Any], n_agents: int, rounds_run: int) -> S2Decisions:
+    """The decisions of one S2-MAD question from its call records (``DebateLog.records``).
+
+    Intra-group calls: views = ``len(peers)``. Summary calls (``agent_id == -1``): texts =
+    ``len(peers)`` (the recorded sources). Inter-group calls record as ``peers`` the union of the
+    sources of the summaries read, minus the reader, and sources of different groups are disjoint,
+    so a summary was read iff its sources (minus the reader) meet ``peers``. This misses a summary
+    whose only source is the reader itself; with answer similarity that summary carries the
+    reader's own answer and is never read unless that answer is unparseable (None), so callers
+    must make sure no answer is None (the test runs with ``invalid=0``).
+    """
+    views: list[list[int]] = [[] for _ in range(rounds_run)]
+    steps: list[tuple[int, list[Any]]] = []  # (round, summary records) in order
+    for rec in records:
+        if rec.agent_id == -1:
+            if not steps or steps[-1][0] != rec.round:
+                steps.append((rec.round, []))
+            steps[-1][1].append(rec)
+            continue
+        if rec.kind in _S2_INTRA:
+            views[rec.round].append(len(rec.peers))
+        elif rec.kind in _S2_INTER:
+            pool = [set(r.peers) - {rec.agent_id} for r in steps[-1][1]]  # the latest summary step
+            views[rec.round].append(sum(1 for src in pool if src & set(rec.peers)))
+        else:  # "first"
+            views[rec.round].append(0)
+    return S2Decisions(tuple(tuple(v) for v in views), tuple(tuple(len(r.peers) for r in rs) for _, rs in steps))
+
+
+def s2_differing_count(own: int, candidates: Sequence[int], similar: Matrix) -> int:
+    """Eq. 1: ``D_i^t``, the number of views among ``candidates`` (group mates' round t-1
+    replies in an intra-group round, the stage's group summaries in an inter-group round) whose
+    similarity to agent ``own``'s view is below the threshold, i.e. that are not similar."""
+    return len(differing(own, candidates, similar))
+
+
+def s2_participation(d: int) -> int:
+    """Eq. 2: ``P_i^t = 1`` if ``D_i^t > 0`` else ``0``."""
+    return int(participates(d))
+
+
+def s2_intra_round_tokens(
+    groups: Sequence[Sequence[int]], q: float, outputs: Sequence[float], prev_outputs: Sequence[float], d: Sequence[int]
+) -> float:
+    """Eq. 3, one intra-group round:
+    ``sum_j sum_{i in G_j} P_i^t (Q + O_i^t + O_i^{t-1} + (D_i^t / |G_j|) sum_{i' in G_j} O_{i'}^{t-1})``.
+
+    Two corrections to the equation as printed, which reads
+    ``P_i^t (Q + O_i^t + (M D_i^t / N) sum_{i' in G_j} O_{i'}^{t-1})``:
+
+    * the factor ``M D_i / N`` is taken as ``D_i / K`` (``K = M / N`` the group size; we use the
+      actual ``|G_j|``): "``D_i`` views of the group's mean size", the same form as eq. 4's
+      ``(D_i / N) sum_j Sum_j``. As printed, 4 agents in 2 groups with one differing mate would
+      read ``2 x`` the whole group's output, more than the group wrote.
+    * ``O_i^{t-1}``, the agent's own previous reply, is added: Alg. 1 keeps it in the agent's
+      context (``H_i[-2]``), and eq. 4 and GroupDebate's eq. 3 count it.
+
+    ``d[i]`` is the number of views agent i reads — with the redundancy filter the *unique*
+    differing views (appendix B: "the unique responses from other agents within the same group
+    that differ from its own"), which equals eq. 1's ``D_i`` when no two differing views are
+    similar to each other. An agent with ``d[i] = 0`` costs nothing (``P_i^t = 0``)."""
+    total = 0.0
+    for g in groups:
+        mean_prev = sum(prev_outputs[k] for k in g) / len(g)
+        for i in g:
+            total += s2_participation(d[i]) * (q + outputs[i] + prev_outputs[i] + d[i] * mean_prev)
+    return total
+
+
+def s2_inter_round_tokens(
+    q: float, outputs: Sequence[float], prev_outputs: Sequence[float], summaries: Sequence[float], d: Sequence[int]
+) -> float:
+    """Eq. 4, one inter-group round:
+    ``sum_i P_i^t (Q + O_i^{t-1} + O_i^t + (D_i^t / N) sum_{j=1..N} Sum_j^{s-1})`` — an agent
+    that speaks reads ``D_i`` summaries of the mean summary size."""
+    n_groups = len(summaries)
+    total_sum = sum(summaries)
+    return sum(
+        s2_participation(d[i]) * (q + prev_outputs[i] + outputs[i] + d[i] / n_groups * total_sum)
+        for i in range(len(outputs))
+    )
+
+
+def s2_summary_tokens(
+    read_by_group: Sequence[Sequence[int]], prev_outputs: Sequence[float], summaries: Sequence[float]
+) -> float:
+    """Summary generation at the end of a stage, Alg. 2 line 7:
+    ``sum_j (sum_{i in G_j} O_i^{(s-1)R} + Sum_j^{s-1})``, where — with the redundancy filter —
+    ``G_j`` is replaced by the group's unique replies the summary reads (appendix B: "the summary
+    generation cost, which comprises the unique responses")."""
+    return sum(sum(prev_outputs[i] for i in g) + summaries[j] for j, g in enumerate(read_by_group))
+
 
 def _cost(
     s,
@@ -350,7 +574,6 @@ def _cost(
     group_density: float = 1.0,
     **_: object,
 ):
-    from engine.cost_model import s2mad_bound
 
     return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density)
 

@@ -64,7 +64,7 @@ class ProtocolSpec:
     needs_embeddings: whether a run of this config needs the embedding actor.
     topology:         the graph strong/weak ``--placement`` ranks agents on; None: the protocol has
                       no fixed graph (groups, similarity or learned weights decide who reads whom).
-    cost:             the closed-form token cost (:func:`engine.cost_model.predict` calls it with
+    cost:             the closed-form token cost (:func:`engine.cost_predict.predict` calls it with
                       its keyword arguments); None: no cost model.
     label:            the name reports use; ``label_parts(config dict)`` adds what tells two runs
                       of it apart (density, groups).

@@ -1,0 +1,176 @@
+"""The cost model's front door: measure the constants, predict a protocol's tokens.
+
+:func:`measure` renders the prompt templates (base stages and every protocol's) with the
+protocols' own block helpers to get the :class:`~engine.cost_model.Sizes` constants;
+:func:`predict` calls the protocol spec's ``cost`` function. The formulas are in
+:mod:`engine.cost_model`'s docstring and the protocol modules. This module sits above the
+protocol registry; the protocols import only the shared pieces of :mod:`engine.cost_model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from string import Template
+from typing import Any
+
+from engine.cost_model import ChatStage, ContentCounter, Cost, ReconcileBlock, Sizes, Stage
+from engine.prompts import PromptSet
+from engine.protocols import protocol_spec
+from engine.protocols.chateval import ChatLine, render_history
+from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
+from engine.protocols.prd import feedback_block
+from engine.protocols.reconcile import group_header, member_line, unread_header
+
+
+def _occurrences(template: str, name: str) -> int:
+    """How often ``$name`` / ``${name}`` occurs in a string.Template text."""
+    return sum(1 for m in Template.pattern.finditer(template) if (m.group("named") or m.group("braced")) == name)
+
+
+def _measure_stage(
+    prompts: PromptSet,
+    stage: str,
+    content_tokens: ContentCounter,
+    view: str | None,
+    view_value: str,
+    extra: str | None = None,
+    extra_value: str = "x",
+) -> Stage | None:
+    """Render ``stage`` with "x" for the question, ``view_value`` for the list placeholder ``view``
+    and ``extra_value`` ("x": one reply; or a second list's block) for ``extra``, then take off what
+    was inserted (each counted as often as it occurs)."""
+    if stage not in prompts.templates:
+        return None
+    tpl = prompts.templates[stage]
+    x = "x"
+    values: dict[str, str] = {"question": x, "peers": ""}
+    if view is not None:
+        values[view] = view_value
+    if extra is not None:
+        values[extra] = extra_value
+    nq = _occurrences(tpl, "question")
+    nv = _occurrences(tpl, view) if view is not None else 0
+    ne = _occurrences(tpl, extra) if extra is not None else 0
+    inserted = nq * content_tokens(x) + nv * content_tokens(view_value) + ne * content_tokens(extra_value)
+    const = content_tokens(prompts.render(stage, **values)) - inserted
+    return Stage(const=const, q=nq, views=nv, extra=ne)
+
+
+def _measure_chat_stage(prompts: PromptSet, stage: str, content_tokens: ContentCounter) -> ChatStage | None:
+    """Render a ChatEval stage with "x" for every placeholder it takes (a history is whole lines:
+    "x" and a newline), then take them off."""
+    if stage not in prompts.templates:
+        return None
+    tpl = prompts.templates[stage]
+    counts = {name: _occurrences(tpl, name) for name in ("question", "name", "role", "history")}
+    text = prompts.render(stage, question="x", name="x", role="x", history="x\n", peers="")
+    const = (
+        content_tokens(text)
+        - (counts["question"] + counts["name"] + counts["role"]) * content_tokens("x")
+        - counts["history"] * content_tokens("x\n")
+    )
+    return ChatStage(
+        const=const, q=counts["question"], name=counts["name"], role=counts["role"], history=counts["history"]
+    )
+
+
+def measure(
+    prompts: PromptSet,
+    content_tokens: ContentCounter,
+    chat_tokens: Callable[[list[dict]], int],
+    system_prompt: str | None = None,
+) -> Sizes:
+    """Measure the constants from the templates: contents with an empty question and reply.
+
+    ``content_tokens(text)`` counts a message body; ``chat_tokens(messages)`` counts a whole
+    prompt (chat template applied), from which the per-prompt and per-message framing follow.
+    Protocol stages (GroupDebate, S2-MAD, CortexDebate, ...) are measured when ``prompts`` has
+    them (a PromptSet built by ``PromptSet.for_task`` has every registered protocol's stages);
+    their inserted blocks are built with the protocols' own helpers (the "peer" stage,
+    ``group_block``).
+    """
+    one = [{"role": "user", "content": "x"}]
+    two = one + [{"role": "assistant", "content": "x"}]
+    g_plus_f = chat_tokens(one) - content_tokens("x")
+    f = chat_tokens(two) - chat_tokens(one) - content_tokens("x")
+    q = "x"
+    qx = content_tokens(q)
+    a1 = content_tokens(prompts.render("first", question=q)) - qx
+    a2 = content_tokens(prompts.render("debate", question=q, peers="")) - qx
+    a3 = content_tokens(prompts.peers_block([(0, q)])) - qx
+    a4 = content_tokens(prompts.render("self_check", question=q)) - qx
+
+    peers_x = prompts.peers_block([(0, q)])  # one shown reply, as AgentCall / SummaryCall render it
+    block_x = group_block([q])  # one summary, as the inter-group rounds list them
+
+    def ms(stage: str, view: str | None, value: str, extra: str | None = None, extra_value: str = q) -> Stage | None:
+        return _measure_stage(prompts, stage, content_tokens, view, value, extra, extra_value)
+
+    return Sizes(
+        g=g_plus_f - f,
+        f=f,
+        a1=a1,
+        a2=a2,
+        a3=a3,
+        a4=a4,
+        system=content_tokens(system_prompt) if system_prompt else 0,
+        gd_intra=ms("gd_intra", "peers", peers_x),
+        gd_summary=ms("gd_summary", "peers", peers_x),
+        gd_inter=ms("gd_inter", "other_summaries", block_x, "own_summary"),
+        s2_intra=ms("s2_intra", "peers", peers_x),
+        s2_summary=ms("s2_summary", "peers", peers_x),
+        s2_inter=ms("s2_inter", "summaries", block_x),
+        cortex_first=ms("cortex_first", None, ""),
+        cortex_debate=ms("cortex_debate", "peers", peers_x),
+        cortex_self_check=ms("cortex_self_check", None, "", "previous"),
+        cortex_score=ms("cortex_score", None, "", "solution"),
+        prd_review=ms("prd_review", None, "", "solution"),
+        prd_revise=ms("prd_revise", "peers", peers_x, "feedbacks", feedback_block([q])),
+        mad_summary=ms("mad_summary", "peers", peers_x),
+        mad_summary_debate=ms("mad_summary_debate", None, "", "summary"),
+        reconcile_first=ms("reconcile_first", None, ""),
+        reconcile_debate=ms("reconcile_debate", "groups", ""),
+        reconcile_block=ReconcileBlock(
+            header=content_tokens(group_header(1, q)),
+            unread_header=content_tokens(unread_header(1)),
+            member=content_tokens(member_line(q, q, 0.5)) - qx,
+        ),
+        block=content_tokens(block_x) - qx,
+        no_other=content_tokens(NO_OTHER_GROUPS),
+        chateval_first=_measure_chat_stage(prompts, "chateval_first", content_tokens),
+        chateval_turn=_measure_chat_stage(prompts, "chateval_turn", content_tokens),
+        chateval_summary=_measure_chat_stage(prompts, "chateval_summary", content_tokens),
+        line=content_tokens(render_history([ChatLine(0, q, q, None)])) - 2 * qx,
+        content_tokens=content_tokens,
+        feedback=content_tokens(feedback_block([q])) - qx,
+    )
+
+
+def predict(
+    protocol: str,
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    density: float | None = None,
+    forgetting: bool = False,
+    **options: Any,
+) -> Cost:
+    """Predicted tokens of one question: the protocol spec's ``cost`` with the protocol's options
+    as keywords (each cost function takes the ones it uses and ignores the rest).
+
+    MAD family (``cot``, ``sc``, ``mad``, ``sparse``, ``probmad``): ``density``, ``forgetting``.
+    ``group`` (exact) and ``s2mad`` (upper bound: no skips, no dedup, no early stop): ``groups``
+    (a ``--groups`` spec: "2+3", "2", [2, 3] or None for the default) and ``stage_rounds`` R;
+    S2-MAD also ``filter``. ``cortex`` (estimate): every debate round each agent keeps
+    ``kept_fraction`` of its N-1 peers, for ``rounds_run`` rounds (default all ``rounds``);
+    ``cortex_memory`` (``forgetting`` turns "full" into "last", as the protocol does);
+    ``cortex_weights="peer"`` adds the scoring calls. ``prd`` (exact): no options. ``memory``
+    (``--memory``) for the MAD family and GroupDebate. ``chateval`` (exact): ``chateval_talk`` and
+    ``chateval_roles`` (None for the default personas).
+    """
+    cost = protocol_spec(protocol).cost
+    if cost is None:
+        raise ValueError(f"no cost model for protocol {protocol!r}")
+    return cost(s, n_agents, rounds, question_tokens, reply_tokens, density=density, forgetting=forgetting, **options)

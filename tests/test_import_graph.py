@@ -1,0 +1,213 @@
+"""Import-graph checks: no cycles among first-party packages, pure layers.
+
+The graph is built by parsing every ``.py`` file of the first-party top-level
+packages (those matched by ``[tool.setuptools.packages.find] include`` in
+pyproject.toml that exist on disk) with :mod:`ast`.  Every ``import`` and
+``from ... import`` statement counts, wherever it is: at module level, inside
+functions or methods, or inside ``try`` blocks.  The only exclusion is the
+body of ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``), which never
+runs and so cannot form a runtime cycle.
+
+``from pkg import name`` is resolved to the submodule ``pkg.name`` when that
+submodule exists, otherwise to ``pkg`` itself.  Importing ``a.b.c`` also
+imports ``a`` and ``a.b`` (their ``__init__`` run first), but those parent
+edges are not added: a package's ``__init__`` importing its own children is
+the normal shape and would make every package a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import tomllib
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _first_party_packages() -> list[str]:
+    """Top-level package dirs matched by pyproject's packages.find include."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["packages"]["find"]["include"]
+    names = []
+    for path in sorted(ROOT.iterdir()):
+        if not (path / "__init__.py").is_file():
+            continue
+        if any(fnmatch.fnmatch(path.name, pat) for pat in patterns):
+            names.append(path.name)
+    return names
+
+
+PACKAGES = _first_party_packages()
+
+
+def _module_files() -> dict[str, Path]:
+    """Map dotted module name -> file for every first-party module."""
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _module_files()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """Whether an ``if`` test is ``TYPE_CHECKING`` / ``typing.TYPE_CHECKING``."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return False
+
+
+def _iter_imports(tree: ast.AST):
+    """Yield every Import/ImportFrom node outside ``if TYPE_CHECKING:`` bodies."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _targets(module: str, path: Path, node: ast.AST) -> list[str]:
+    """Dotted names (first-party or not) that one import statement loads."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    assert isinstance(node, ast.ImportFrom)
+    if node.level:
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{node.module}" if node.module else package
+    else:
+        base = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{base}.{alias.name}"
+        out.append(sub if sub in MODULES else base)
+    return out
+
+
+def _all_imports() -> dict[str, list[tuple[str, int]]]:
+    """Map module -> [(imported dotted name, line)] for every import statement."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        found = out.setdefault(module, [])
+        for node in _iter_imports(tree):
+            for target in _targets(module, path, node):
+                found.append((target, node.lineno))
+    return out
+
+
+IMPORTS = _all_imports()
+
+
+def _resolve(name: str) -> str | None:
+    """The first-party module a dotted name denotes (longest known prefix)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in MODULES:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _graph() -> nx.DiGraph:
+    """Directed first-party import graph; edges carry the importing lines."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(MODULES)
+    for module, found in IMPORTS.items():
+        for name, line in found:
+            target = _resolve(name)
+            if target is None or target == module:
+                continue
+            if graph.has_edge(module, target):
+                graph[module][target]["lines"].append(line)
+            else:
+                graph.add_edge(module, target, lines=[line])
+    return graph
+
+
+def test_packages_discovered():
+    """The discovery finds at least the three original packages."""
+    assert {"engine", "actors", "topologies"} <= set(PACKAGES)
+    assert "engine.config" in MODULES
+
+
+def test_function_level_imports_counted():
+    """Imports inside functions are edges; ``if TYPE_CHECKING:`` ones are not."""
+    graph = _graph()
+    assert graph.has_edge("engine.cli", "actors.driver")  # imported inside main()
+    assert not graph.has_edge("engine.protocols.base", "engine.config")  # TYPE_CHECKING only
+
+
+def test_exemptions_still_needed():
+    """Every layer exemption matches an import that exists (drop stale ones)."""
+    found = {(module, name.split(".")[0]) for module, names in IMPORTS.items() for name, _ in names}
+    stale = sorted(set(LAYER_EXEMPT) - found)
+    assert not stale, f"LAYER_EXEMPT entries with no matching import: {stale}"
+
+
+def test_no_import_cycles():
+    """No strongly connected component of size > 1 in the import graph."""
+    graph = _graph()
+    problems = []
+    for component in nx.strongly_connected_components(graph):
+        if len(component) < 2:
+            continue
+        cycle = nx.find_cycle(graph.subgraph(component))
+        hops = [f"    {src} -> {dst} (line {', '.join(map(str, graph[src][dst]['lines']))})" for src, dst in cycle]
+        problems.append(
+            f"  component of {len(component)} modules: {sorted(component)}\n  one cycle:\n" + "\n".join(hops)
+        )
+    assert not problems, "import cycles found:\n" + "\n\n".join(problems)
+
+
+# Layering: the pure layers must not pull in Ray or the actor layer.
+# Exemptions: (module, imported top-level name) -> reason.
+LAYER_EXEMPT: dict[tuple[str, str], str] = {
+    # The two command entry points sit above the actor layer: `debate run` and `debate sweep`
+    # start the driver. They import it inside the command function, so the other subcommands
+    # (report, rescore, --help) never load Ray. Moving them out of engine/ is a separate change.
+    ("engine.cli", "actors"): "entry point: `debate run` starts actors.driver",
+    ("engine.sweep", "actors"): "entry point: `debate sweep` runs cells through actors.driver.Engine",
+}
+
+
+def _layer_violations(package: str, forbidden: set[str]) -> list[str]:
+    """Import statements in ``package`` whose top-level name is forbidden."""
+    bad = []
+    for module, found in IMPORTS.items():
+        if module != package and not module.startswith(package + "."):
+            continue
+        for name, line in found:
+            top = name.split(".")[0]
+            if top in forbidden and (module, top) not in LAYER_EXEMPT:
+                bad.append(f"  {module}:{line} imports {name}")
+    return bad
+
+
+def test_topologies_layer_pure():
+    """topologies/ imports neither ray nor the actor layer."""
+    bad = _layer_violations("topologies", {"ray", "actors", "backends"})
+    assert not bad, "topologies/ must stay pure:\n" + "\n".join(bad)
+
+
+def test_engine_layer_pure():
+    """engine/ imports neither ray nor the actor layer."""
+    bad = _layer_violations("engine", {"ray", "actors", "backends"})
+    assert not bad, "engine/ must stay pure:\n" + "\n".join(bad)
