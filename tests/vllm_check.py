@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 
-from actors.backend_vllm import VLLMBackend
+from backends.vllm_backend import VLLMBackend
 from engine.records import GenRequest
 
 QS = ["What is 17 + 25?", "Name a prime number above 90.", "Why is the sky blue?", "What is 7*8?"]
