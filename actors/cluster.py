@@ -48,7 +48,6 @@ from engine.errors import UserError
 log = logging.getLogger(__name__)
 
 GPU_RESOURCE = re.compile("gpu", re.IGNORECASE)  # custom node resources that mark a GPU node type
-MODEL_BACKENDS = ("vllm", "transformers")
 # The environment under which Ray starts: Ray puts each worker in its own process group and kills
 # the group when the worker exits, even when it was SIGKILLed or OOM-killed, so a replica's vLLM
 # engine core (a child process holding the model's GPU memory) dies with it instead of making the
@@ -264,7 +263,7 @@ def gpu_start_lock(timeout_s: float = 3600.0):
     folder); nothing is locked for an actor that holds no GPU."""
     import ray
 
-    from actors.model_store import file_lock
+    from backends.model_store import file_lock
 
     ctx = ray.get_runtime_context()
     gpus = sorted(str(g) for g in ctx.get_accelerator_ids().get("GPU", []))

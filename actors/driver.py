@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.cluster import driver_node_strategy
+from backends.registry import backend_spec, check_device, engine_settings
 from engine.accounting import summarize
 from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import load_questions
@@ -73,97 +74,6 @@ def _now() -> dt.datetime:
 
 def default_out_dir() -> Path:
     return Path("runs") / _now().strftime("%Y%m%d-%H%M%S")
-
-
-def check_model(backend: str, model: str) -> None:
-    """Fail early, in the driver, on a model that cannot be loaded (without loading it): an
-    unknown alias, a file that is not GGUF, a folder without a usable config or weights."""
-    if backend not in ("transformers", "vllm"):
-        return
-    from actors.model_store import ALIASES, ModelNotFound, check_hub_model, is_hub_id, packaged_gguf
-
-    if model in ALIASES:
-        packaged_gguf(model)
-        return
-    if is_hub_id(model):  # vLLM / transformers resolve it with their own caches; check it exists first
-        check_hub_model(model)
-        return
-    p = Path(model).expanduser()
-    if p.is_file():
-        if p.suffix != ".gguf":
-            raise ModelNotFound(f"--model {model}: a file that is not .gguf; give a .gguf file or a model folder")
-        with open(p, "rb") as f:
-            if f.read(4) != b"GGUF":
-                raise ModelNotFound(
-                    f"--model {model}: does not start with the GGUF magic bytes, so it is not a GGUF file"
-                )
-        return
-    if p.is_dir():
-        cfg_file = p / "config.json"
-        if not cfg_file.is_file():
-            raise ModelNotFound(f"--model {model}: folder has no config.json, so it is not a transformers model folder")
-        try:
-            model_type = json.loads(cfg_file.read_text()).get("model_type")
-        except (ValueError, AttributeError):
-            raise ModelNotFound(f"--model {model}: {cfg_file} is not a JSON object") from None
-        if not model_type:
-            raise ModelNotFound(
-                f"--model {model}: {cfg_file} has no model_type, so transformers cannot build the model"
-            )
-        if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
-            raise ModelNotFound(f"--model {model}: folder has no weights (*.safetensors or pytorch_model*.bin)")
-        if not (p / "tokenizer.json").is_file() and not (p / "tokenizer_config.json").is_file():
-            raise ModelNotFound(f"--model {model}: folder has no tokenizer (tokenizer.json / tokenizer_config.json)")
-        return
-    raise ModelNotFound(
-        f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder "
-        f"or a Hugging Face hub id (org/name)"
-    )
-
-
-def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
-    """Before any replica starts: ``--backend vllm`` with replicas on the CPU (``--device cpu``, or
-    no GPU asked for or in the cluster) needs vLLM's CPU build; the GPU build would find the GPU
-    through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.
-    (Each replica checks its own node's build too: on a cluster the nodes' vLLMs may differ.)"""
-    from actors.backend import VLLMBuildError
-    from engine.config import vllm_build
-
-    if cfg.backend != "vllm" or gpu or vllm_build() != "gpu":
-        return
-    why = (
-        "--device cpu"
-        if cfg.device == "cpu"
-        else "no GPU asked for (placement_resources, --gpus-per-replica, "
-        "--tensor-parallel, --device gpu) and none in the Ray cluster now"
-    )
-    raise VLLMBuildError(
-        f"--backend vllm: the replicas would run on the CPU ({why}), and the installed vLLM is its GPU "
-        f"build, which cannot run there; use --backend transformers for CPU replicas, or run on GPUs "
-        f"(--device gpu)"
-    )
-
-
-class EndpointError(UserError, ValueError):
-    """An OpenAI-compatible endpoint that cannot be reached (checked before any actor starts)."""
-
-
-def check_endpoint(api_base: str, timeout: float = 5.0) -> None:
-    """A TCP connection to ``--api-base``'s host and port, so that a server that refuses or a
-    wrong address fails the run at once with one line, instead of after every call has failed."""
-    import socket
-    from urllib.parse import urlsplit
-
-    url = urlsplit(api_base if "://" in api_base else f"http://{api_base}")
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise EndpointError(f"--api-base {api_base}: not an http(s) URL such as http://127.0.0.1:8000/v1")
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise EndpointError(f"--api-base {api_base}: cannot connect to {url.hostname}:{port} ({reason})") from None
 
 
 class ReplicaStartError(UserError, RuntimeError):
@@ -226,48 +136,17 @@ def replica_options(
     CPUs are split evenly between the run's ``n_replicas`` replicas (all models), so several
     models fit on one machine instead of waiting for CPUs.
     """
-    if cfg.backend == "simulated":
-        opts = {
-            "accuracy": cfg.sim_accuracy,
-            "follow": cfg.sim_follow,
-            "reply_tokens": cfg.sim_reply_tokens,
-            "invalid": cfg.sim_invalid,
-            "latency_s": cfg.sim_latency_s,
-        }
-        from actors.cluster import gpu_hints
+    from actors.cluster import gpu_hints
+    from backends.registry import ReplicaPlacement, backend_spec, node_cpus
 
-        # GPUs only where the config asks for them (a layout tried on CPUs that declare GPUs),
-        # never because the cluster happens to have some
-        return {
-            "num_cpus": 0,
-            **({"num_gpus": float(cfg.gpus_per_replica or 1)} if gpu and gpu_hints(cfg) else {}),
-        }, opts
-    if cfg.backend == "openai":  # the model runs on the server: the replica only waits on HTTP
-        return {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency}
-    engine = engine_settings(cfg, cfg.backend)
-    if gpu is None:
+    spec = backend_spec(cfg.backend)
+    if gpu is None and spec.loads_model:  # a local model uses the cluster's GPUs when it has some
         from actors.cluster import cluster_gpus, wants_gpu
 
         gpu = wants_gpu(cfg, cluster_gpus())
-    if gpu:
-        return {"num_cpus": 1, "num_gpus": float(cfg.gpus_per_replica or 1)}, engine
-    cpus = cfg.replica_cpus or float(os.cpu_count() or 1) / max(1, n_replicas)
-    if cfg.backend == "vllm":  # vLLM-CPU manages its own OpenMP threads and engine process
-        return {"num_cpus": cpus}, engine
-    # Ray sets OMP_NUM_THREADS=1 in actors: give torch the CPUs the actor reserves.
-    return {"num_cpus": cpus}, {"threads": max(1, int(cpus)), **engine}
-
-
-def engine_settings(cfg: RunConfig | dict[str, Any], backend: str) -> dict[str, Any]:
-    """The engine settings a backend takes, from the run's flags or a model's
-    ``placement_resources`` entry; unset (None) ones are left to the backend's defaults."""
-    from engine.config import ENGINE_KEYS, VLLM_ONLY_KEYS
-
-    get = cfg.get if isinstance(cfg, dict) else (lambda k: getattr(cfg, k, None))
-    if backend not in ("vllm", "transformers"):
-        return {}
-    keys = ENGINE_KEYS if backend == "vllm" else [k for k in ENGINE_KEYS if k not in VLLM_ONLY_KEYS]
-    return {k: get(k) for k in keys if get(k) is not None}
+    where = ReplicaPlacement(max(1, n_replicas), bool(gpu), bool(gpu_hints(cfg)), node_cpus())
+    ask = spec.resources(cfg, where)
+    return dict(ask.ray_options), dict(ask.backend_options)
 
 
 PLACEMENT_KEYS = ("num_cpus", "num_gpus", "gpus_per_replica", "resources", "replicas", "tensor_parallel_size")
@@ -343,6 +222,7 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
     """
     from actors.cluster import needs_group, replica_bundles
 
+    spec = backend_spec(cfg.backend)
     per_model = {}
     for m in models:
         over = cfg.placement_resources.get(m) or {}
@@ -350,7 +230,7 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         tp = int(over.get("tensor_parallel_size", cfg.tensor_parallel))
         if n < 1 or tp < 1:
             raise ConfigError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
-        if tp > 1 and (cfg.backend not in ("vllm", "simulated") or not gpu):
+        if tp > 1 and (not (spec.tensor_parallel or spec.simulated) or not gpu):
             raise ConfigError(
                 f"--tensor-parallel {tp} for model {m!r} needs --backend vllm and GPUs "
                 f"(placement_resources num_gpus, or --device gpu)"
@@ -363,17 +243,17 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
         backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
         share = float(actor.get("num_gpus") or 0)
         _check_gpu_share(cfg, m, share, tp)
-        if cfg.backend in ("transformers", "vllm"):  # the device of the GPU it holds, never one it merely sees
+        if spec.loads_model:  # the device of the GPU it holds, never one it merely sees
             backend["device"] = "cuda" if share > 0 or tp > 1 else "cpu"
         if (
-            cfg.backend in ("vllm", "simulated")
+            ("gpu_memory_utilization" in spec.engine_keys or spec.simulated)
             and 0 < share < 1
             and tp == 1
             and backend.get("gpu_memory_utilization") is None
         ):
             # vLLM takes 0.9 of the whole GPU by default: a replica on a quarter of it takes 0.9 x 0.25
             backend["gpu_memory_utilization"] = round(GPU_MEMORY_SHARE * share, 6)
-        if tp > 1 and cfg.backend == "vllm":
+        if tp > 1 and spec.tensor_parallel:
             backend["tensor_parallel_size"] = tp
         bundles: tuple[dict[str, float], ...] = ()
         if needs_group(actor, tp if tp > 1 else 0):
@@ -583,7 +463,7 @@ def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> 
 
     device = cfg.embedding_device if cfg else "auto"
     if device == "auto":
-        on_gpus = cfg is not None and cfg.backend in ("vllm", "transformers") and wants_gpu(cfg, cluster_gpus())
+        on_gpus = cfg is not None and backend_spec(cfg.backend).loads_model and wants_gpu(cfg, cluster_gpus())
         if on_gpus and free_gpu is None:
             free_gpu = free_gpu_share(EMBEDDER_GPU_SHARE)
         if on_gpus and not free_gpu:
@@ -599,15 +479,14 @@ def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> 
 
 def check_images(cfg: RunConfig, questions: list[Question]) -> None:
     """Before any actor starts: a data set whose questions carry images needs a backend that can
-    send them (:attr:`actors.backend.Backend.accepts_images`); else one line naming the data set,
+    send them (:attr:`backends.base.Backend.accepts_images`); else one line naming the data set,
     the backend and what to use instead."""
-    from actors.backend import ImagesNotSupported
-    from actors.replica_actor import backend_class
+    from backends.base import ImagesNotSupported
 
     n = sum(q.image is not None for q in questions)
     if not n:
         return
-    if not backend_class(cfg.backend).accepts_images:
+    if not backend_spec(cfg.backend).accepts_images:
         raise ImagesNotSupported(
             f"--dataset {cfg.dataset}: {n} of the {len(questions)} questions carry an image and --backend "
             f"{cfg.backend} sends text only; use --backend openai (a server with a vision model) or --backend vllm "
@@ -624,7 +503,7 @@ def check_images(cfg: RunConfig, questions: list[Question]) -> None:
 def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[dict[str, Any]]) -> None:
     """After the replicas loaded, before the first call: every model that will see a question with an
     image must take images (vLLM: a multimodal model; the replica's ``info()`` says)."""
-    from actors.backend import ImagesNotSupported
+    from backends.base import ImagesNotSupported
 
     if not any(q.image is not None for q in questions):
         return
@@ -651,12 +530,11 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
     validate_protocol(cfg)
     prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
-    for model in dict.fromkeys(spec.model for spec in cfg.agent_specs()):
-        check_model(cfg.backend, model)
-    if cfg.backend == "openai":
-        check_endpoint(cfg.api_base or "")
+    preflight = backend_spec(cfg.backend).preflight  # model files, an endpoint
+    if preflight is not None:
+        preflight(cfg)
     if needs_embeddings(cfg):
-        from actors.backend_embedding import resolve_embedding_model
+        from backends.embedding import resolve_embedding_model
 
         resolve_embedding_model(cfg.embedding_model)  # names --embedding-model if it cannot load
     return questions, prompts
@@ -750,10 +628,10 @@ class Engine:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from actors.cluster import cluster_gpus, default_placement_timeout, reserve_all, wants_gpu
-        from actors.replica_actor import ReplicaActor
+        from actors.replica_actor import ReplicaActor, shipped_backend
 
         gpu = wants_gpu(cfg, cluster_gpus())
-        check_vllm_device(cfg, gpu)
+        check_device(cfg, gpu)
         layout = replica_layout(cfg, models, gpu)
         wanted = {spec.key(cfg): spec for specs in layout.values() for spec in specs}
         infos: dict[tuple, dict[str, Any]] = {}
@@ -782,7 +660,7 @@ class Engine:
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                     placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True
                 )
-            elif cfg.backend in ("vllm", "transformers"):
+            elif backend_spec(cfg.backend).loads_model:
                 # a CPU replica never touches a GPU it merely sees (recent Ray leaves them visible)
                 opts["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}
             log.info(
@@ -794,7 +672,7 @@ class Engine:
                 ", placement group" if spec.bundles else "",
             )
             self._replicas[key] = ReplicaActor.options(**opts).remote(
-                cfg.backend, spec.model, spec.backend_options, max_batch=cfg.max_batch
+                shipped_backend(cfg.backend), spec.model, spec.backend_options, max_batch=cfg.max_batch
             )
         # All new replicas were created before waiting on any, so their models load in parallel.
         loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from actors.backend_embedding import DEFAULT_CACHE_SIZE, DEFAULT_EMBEDDING_MODEL, EmbeddingBackend, cosine_matrix
+from backends.embedding import DEFAULT_CACHE_SIZE, DEFAULT_EMBEDDING_MODEL, EmbeddingBackend, cosine_matrix
 
 MAX_TEXTS = 512  # texts per model call (requests are taken whole until this is reached)
 

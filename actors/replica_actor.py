@@ -11,7 +11,7 @@ the backend, in a worker thread so the actor keeps accepting requests meanwhile:
 * an *async* backend (``agenerate``: vLLM, an OpenAI-compatible server) has each request
   awaited directly.
 
-The backend declares its mode (:class:`actors.backend.Backend`).
+The backend declares its mode (:class:`backends.base.Backend`).
 
 A backend exception neither kills the actor nor hangs callers: every request in flight gets a
 ``GenResult`` with ``error`` set, which the engine records as an error row.
@@ -23,6 +23,7 @@ import asyncio
 import itertools
 import logging
 import os
+import sys
 import time
 from typing import Any
 
@@ -30,6 +31,7 @@ import ray
 
 from actors.batching import serve_stream
 from actors.cluster import gpu_start_lock, here
+from backends.registry import BackendSpec, backend_spec
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -37,36 +39,38 @@ log = logging.getLogger(__name__)
 STEPS_PER_HOP = 4  # decode steps per thread hop: new requests wait at most this many steps to join
 
 
-def backend_class(backend: str) -> type:
-    """The :class:`~actors.backend.Backend` class of ``--backend`` (importing a backend's module
-    loads no model: vLLM, torch and transformers are imported when one is made)."""
-    if backend == "simulated":
-        from actors.backend_simulated import SimulatedBackend
-
-        return SimulatedBackend
-    if backend == "transformers":
-        from actors.backend_transformers import TransformersBackend
-
-        return TransformersBackend
-    if backend == "openai":
-        from actors.backend_openai import OpenAIBackend
-
-        return OpenAIBackend
-    if backend == "vllm":
-        from actors.backend_vllm import VLLMBackend
-
-        return VLLMBackend
-    raise ValueError(f"--backend {backend!r} is not available")
+def backend_class(backend: str | BackendSpec) -> type:
+    """The :class:`~backends.base.Backend` class of ``--backend`` (a name in
+    :mod:`backends.registry`, or an entry shipped by :func:`shipped_backend`). Importing a
+    backend's module loads no model: vLLM, torch and transformers are imported when one is made."""
+    spec = backend if isinstance(backend, BackendSpec) else backend_spec(backend)
+    return spec.load()  # type: ignore[return-value]
 
 
-def make_backend(backend: str, model: str, options: dict[str, Any]):
+def make_backend(backend: str | BackendSpec, model: str, options: dict[str, Any]):
     return backend_class(backend)(model=model, **options)
+
+
+def shipped_backend(name: str) -> str | BackendSpec:
+    """What the driver hands a replica actor to name its backend: a built-in by name (every node
+    imports :mod:`backends`), any other registered backend as its registry entry, its module
+    pickled by value, so a backend registered in the driver (a plug-in module, a test) reaches
+    replicas in other processes and on other nodes without being installed or registered there."""
+    spec = backend_spec(name)
+    if spec.builtin:
+        return name
+    module = sys.modules.get(getattr(spec.factory, "__module__", ""))
+    if module is not None and module.__name__ != "__main__":  # __main__ is pickled by value anyway
+        from ray import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    return spec
 
 
 class ReplicaCore:
     """The loop logic of a replica, without Ray (tested directly).
 
-    Three modes, as the backend declares (:attr:`actors.backend.Backend.mode`): continuous
+    Three modes, as the backend declares (:attr:`backends.base.Backend.mode`): continuous
     batching (``add``/``step``), batch (``generate(list)``), and *async* (``agenerate``, e.g.
     vLLM or an OpenAI-compatible server): each request is awaited directly in the caller's event
     loop, the backend bounding its own requests in flight; ``busy_s`` is then the time with at
@@ -175,11 +179,17 @@ class ReplicaCore:
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class ReplicaActor:
-    def __init__(self, backend: str, model: str, options: dict[str, Any] | None = None, max_batch: int | None = None):
+    def __init__(
+        self,
+        backend: str | BackendSpec,
+        model: str,
+        options: dict[str, Any] | None = None,
+        max_batch: int | None = None,
+    ):
         options = dict(options or {})
         # the model backends carry their own max_batch among their engine settings (per model)
         max_batch = options.get("max_batch", max_batch)
-        self.backend_name = backend
+        self.backend_name = backend if isinstance(backend, str) else backend.name
         self.model = model
         self.load_error: str | None = None
         self.stream_calls = 0  # Ray calls that carried requests (each with one or more of them)

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.config import (
-    BACKENDS,
     CONTEXT_OVERFLOW,
     DEVICES,
     DTYPES,
@@ -47,8 +46,6 @@ _HELP = {
     "HH-RLHF columns are mapped)",
     "task": "numeric | math | choice | pair (guessed from the file when omitted)",
     "limit": "number of questions (arithmetic default 100)",
-    "backend": "auto (default: vllm where installed, else transformers) | vllm | transformers | openai (any "
-    "/v1/chat/completions server, --api-base) | simulated (seeded fake model for tests)",
     "model": "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder "
     "or Hugging Face hub id",
     "dtype": "auto (bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32) | bfloat16 | float32; "
@@ -96,7 +93,6 @@ _HELP.update({name: f"{', '.join(option_readers(name))}: {opt.help}" for name, o
 
 _CHOICES = {
     "protocol": tuple(SPECS),
-    "backend": BACKENDS,
     "dtype": DTYPES,
     "placement": PLACEMENTS,
     "context_overflow": CONTEXT_OVERFLOW,
@@ -113,8 +109,18 @@ _SKIP = {
 }
 
 
+def _registry_flags() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """The help and choices of the flags read from registries when the parser is built (so a
+    backend registered after import is offered too): ``--backend``."""
+    from backends.registry import backend_choices, backend_help
+
+    return {"backend": backend_help()}, {"backend": backend_choices()}
+
+
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help=_HELP["config"])
+    helps, choices = _registry_flags()
+    helps, choices = {**_HELP, **helps}, {**_CHOICES, **choices}
     protocol_group = p.add_argument_group("protocol options (each read only by the protocols named)")
     for f in dataclasses.fields(RunConfig):
         if f.name in _SKIP:
@@ -149,8 +155,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
             dest=f.name,
             type=typ,
             default=None,
-            choices=_CHOICES.get(f.name),
-            help=_HELP.get(f.name, f"default {f.default!r}" if f.default is not dataclasses.MISSING else None),
+            choices=choices.get(f.name),
+            help=helps.get(f.name, f"default {f.default!r}" if f.default is not dataclasses.MISSING else None),
         )
 
 

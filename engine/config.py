@@ -28,7 +28,6 @@ from engine.protocols import SPECS, protocol_spec
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
 
-BACKENDS = ("auto", "vllm", "transformers", "openai", "simulated")
 DTYPES = ("auto", "bfloat16", "float32")
 # Engine settings of the model-serving backends (flags, YAML keys, and per model under
 # placement_resources). They change speed and memory, not what is computed, so they are not part
@@ -91,23 +90,16 @@ def vllm_build() -> str | None:
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:
-    """``auto``: vLLM where it is installed (the production engine, CPU or GPU build), else the
-    transformers backend (the portable fallback, e.g. macOS); with ``--device cpu`` and vLLM's GPU
-    build, transformers too (that build cannot run on the CPU; a warning says so). Other names are
-    returned as given."""
+    """``auto``: the first available backend by the registry's ``auto_rank``
+    (:func:`backends.registry.resolve_auto`): vLLM where it is installed (the production engine,
+    CPU or GPU build), else the transformers backend (the portable fallback, e.g. macOS); with
+    ``--device cpu`` and vLLM's GPU build, transformers too (that build cannot run on the CPU; a
+    warning says so). Other names are returned as given."""
     if backend != "auto":
         return backend
-    if not vllm_installed():
-        return "transformers"
-    if device == "cpu" and vllm_build() == "gpu":
-        import logging
+    from backends.registry import resolve_auto
 
-        logging.getLogger(__name__).warning(
-            "--device cpu: the installed vLLM is its GPU build, which cannot run on the CPU; --backend auto uses "
-            "the transformers backend"
-        )
-        return "transformers"
-    return "vllm"
+    return resolve_auto(device)
 
 
 DEVICES = ("auto", "cpu", "gpu")
@@ -180,7 +172,7 @@ class EngineOptions:
     # 0 = auto (actors/driver.py agents_per_actor)
     agents_per_actor: int = 0
     # model engine settings (vllm / transformers); None = the backend's own default, see
-    # actors/backend_vllm.py. Per model too, under placement_resources.
+    # backends/vllm_backend.py. Per model too, under placement_resources.
     dtype: str = "auto"  # auto = bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32
     max_model_len: int | None = None  # context length; default: the model's own
     max_batch: int | None = (
@@ -237,7 +229,12 @@ class EngineOptions:
 
     @property
     def simulated(self) -> bool:
-        return self.backend == "simulated"
+        """Whether the run's backend is a fake model (its registry entry says; False for a name
+        not registered in this process)."""
+        from backends.registry import find_backend
+
+        spec = find_backend(self.backend)
+        return spec is not None and spec.simulated
 
     def agent_specs(self) -> list[AgentSpec]:
         """One spec per agent. An agent's model is, in order of precedence: its
@@ -323,9 +320,12 @@ class EngineOptions:
 
         if self.protocol not in SPECS:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(SPECS)}")
-        if self.backend not in BACKENDS:
-            raise bad("backend", f"{self.backend!r} is not one of {', '.join(BACKENDS)}")
+        from backends.registry import backend_choices, backend_spec
+
+        if self.backend not in backend_choices():
+            raise bad("backend", f"{self.backend!r} is not one of {', '.join(backend_choices())}")
         self.backend = resolve_backend(self.backend, self.device)
+        spec = backend_spec(self.backend)
         if self.dtype not in DTYPES:
             raise bad("dtype", f"{self.dtype!r} is not one of {', '.join(DTYPES)}")
         for name in ("max_model_len", "max_batch", "max_num_batched_tokens", "kv_cache_bytes", "block_size"):
@@ -335,8 +335,8 @@ class EngineOptions:
             raise bad("cpu_reserved_cores", f"must be >= 0 (got {self.cpu_reserved_cores})")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise bad("gpu_memory_utilization", f"is a fraction in (0, 1] (got {self.gpu_memory_utilization})")
-        if self.backend == "openai" and not self.api_base:
-            raise bad("api_base", "is required with --backend openai (e.g. http://127.0.0.1:8000/v1)")
+        if spec.needs_endpoint and not self.api_base:
+            raise bad("api_base", f"is required with --backend {self.backend} (e.g. http://127.0.0.1:8000/v1)")
         if self.api_concurrency < 1:
             raise bad("api_concurrency", f"must be at least 1 (got {self.api_concurrency})")
         for name in ("replicas", "tensor_parallel", "max_concurrent_questions"):
@@ -345,7 +345,7 @@ class EngineOptions:
         for name in ("max_restarts", "call_retries", "agents_per_actor"):
             if getattr(self, name) < 0:
                 raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
-        if self.tensor_parallel > 1 and self.backend not in ("vllm", "simulated"):
+        if self.tensor_parallel > 1 and not (spec.tensor_parallel or spec.simulated):
             raise bad(
                 "tensor_parallel",
                 f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})",
@@ -398,7 +398,7 @@ class EngineOptions:
             raise bad("max_tokens", f"must be positive (got {self.max_tokens})")
         if not 0 <= self.sim_accuracy <= 1:
             raise bad("sim_accuracy", f"must be within [0, 1] (got {self.sim_accuracy})")
-        if self.backend == "simulated" and self.sim_reply_tokens < 8:
+        if spec.simulated and self.sim_reply_tokens < 8:
             raise bad(
                 "sim_reply_tokens",
                 f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})",

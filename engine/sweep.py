@@ -76,8 +76,6 @@ from engine.results import read_table
 GRID = "grid"
 MANIFEST = "sweep.json"
 
-# Options read only by one backend, by name prefix.
-BACKEND_PREFIXES: dict[str, str] = {"simulated": "sim_", "openai": "api_"}
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +109,11 @@ def unused_options(cfg: RunConfig) -> set[str]:
     spec = SPECS.get(cfg.protocol)
     if spec is not None:  # an unknown protocol is reported by validate(), not normalised
         unused |= set(PROTOCOL_OPTIONS) - cfg.options_read()
-    for backend, prefix in BACKEND_PREFIXES.items():
-        if cfg.backend != backend:
+    from backends.registry import backend_specs
+
+    for other in backend_specs():  # options read only by one backend, by name prefix (its registry entry)
+        prefix = other.option_prefix
+        if prefix and other.name != cfg.backend:
             unused |= {name for name in _fields() if name.startswith(prefix)}
     return unused
 

@@ -15,7 +15,7 @@ from typing import Any
 def machine_info() -> dict[str, Any]:
     """Cores, Python, platform and the CPU model with its bf16 features (bf16 speed, hence every
     real-model figure, depends on AMX / AVX512-BF16)."""
-    from actors.model_store import FAST_BF16_FLAGS, cpu_flags
+    from backends.model_store import FAST_BF16_FLAGS, cpu_flags
 
     cpu = ""
     try:
@@ -59,7 +59,7 @@ def git_commit() -> str | None:
 
 def scratch_dir() -> tempfile.TemporaryDirectory:
     """Run folders go under the engine's cache dir, not /tmp (which other jobs on a shared machine may clean)."""
-    from actors.model_store import cache_dir
+    from backends.model_store import cache_dir
 
     root = cache_dir() / "bench-work"
     root.mkdir(parents=True, exist_ok=True)

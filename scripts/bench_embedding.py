@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from actors.backend_embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingBackend  # noqa: E402
+from backends.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingBackend  # noqa: E402
 
 TEMPLATES = [
     "The answer is {a}.",

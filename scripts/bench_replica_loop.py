@@ -222,7 +222,7 @@ async def burst(backend, reqs: list[GenRequest], period: float) -> dict[str, Any
 def fit_cost_ms(backend, req: GenRequest) -> float:
     """Milliseconds to fit one request's prompt on its own (``fit_prompt`` with the backend's
     tokenizer, in this thread, best of 3): the work each request puts on the loop in the old path."""
-    from actors.model_store import fit_prompt
+    from backends.model_store import fit_prompt
 
     best = float("inf")
     for _ in range(3):
@@ -275,7 +275,7 @@ def measure(
     model: str = DEFAULT_MODEL,
     log=print,
 ) -> dict[str, Any]:
-    from actors.backend_vllm import VLLMBackend
+    from backends.vllm_backend import VLLMBackend
 
     params = {
         "cases": list(cases),

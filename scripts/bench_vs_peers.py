@@ -196,8 +196,8 @@ class PeerEngine:
 
     @staticmethod
     async def _start(cfg: RunConfig):
-        from actors.backend_vllm import VLLMBackend
-        from actors.driver import engine_settings
+        from backends.registry import engine_settings
+        from backends.vllm_backend import VLLMBackend
 
         return VLLMBackend(cfg.model, **engine_settings(cfg, "vllm"))  # the replica's settings
 

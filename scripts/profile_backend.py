@@ -30,7 +30,7 @@ from scripts._bench_common import finish, loadavg, machine_info  # noqa: E402
 def measure(
     batch: int = 16, max_tokens: int = 64, threads: int = 2, model: str = DEFAULT_MODEL, top: int = 8, log=print
 ) -> dict:
-    from actors.backend_transformers import TransformersBackend
+    from backends.transformers_backend import TransformersBackend
 
     backend = TransformersBackend(model, threads=threads, max_batch=batch)
     text = "Agent answers: " + "The result is 42 because 6 times 7 is 42. " * 50

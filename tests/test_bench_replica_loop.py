@@ -81,7 +81,7 @@ class _Tokenizer:
 
 @pytest.mark.parametrize("mode", bench.MODES)
 def test_each_mode_fits_where_it_says_and_sends_the_same_prompt(mode):
-    from actors.backend_vllm import VLLMBackend
+    from backends.vllm_backend import VLLMBackend
 
     b = VLLMBackend.__new__(VLLMBackend)  # no engine: only the prompt path
     b.tokenizer, b.max_model_len = _Tokenizer(), 150  # 209 words: the middle turn goes

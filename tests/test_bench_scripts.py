@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.backend_simulated import SimulatedBackend
 from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend
 from engine.config import RunConfig
 from engine.records import GenRequest
 from engine.tasks import arithmetic_questions

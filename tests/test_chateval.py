@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine import cost_model, cost_predict
 from engine.config import ConfigError, RunConfig
 from engine.options import Option

@@ -129,11 +129,12 @@ def test_gguf_that_cannot_load_stops_the_run_with_one_line(capsys, tmp_path, ray
 
 def _user_errors():
     """Every UserError subclass the engine defines, imported where it lives."""
-    from actors.backend import ImagesNotSupported, VLLMBuildError
-    from actors.backend_embedding import EmbeddingModelNotFound
     from actors.cluster import PlacementTimeout
-    from actors.driver import EndpointError, ReplicaStartError
-    from actors.model_store import ModelNotFound
+    from actors.driver import ReplicaStartError
+    from backends.base import ImagesNotSupported, VLLMBuildError
+    from backends.embedding import EmbeddingModelNotFound
+    from backends.model_store import ModelNotFound
+    from backends.preflight import EndpointError
     from engine.config import ConfigError
     from engine.prompts import PromptError
     from engine.report import ReportError

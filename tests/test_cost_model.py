@@ -9,8 +9,8 @@ draw, not a modelling error).
 
 import pytest
 
-from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine import cost_model, cost_predict
 from engine.config import RunConfig
 from engine.prompts import PromptSet

@@ -205,8 +205,8 @@ def test_accuracy_by_round_carries_stopped_questions():
 def test_sc_ties_no_longer_favour_agent_zero():
     """CoT-SC with 2 samples ties often; agent 0 (where --placement puts the strongest model) used
     to win every tie. Now about half; --tie-break first restores the old rule."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine.tasks import arithmetic_questions
 
     qs = arithmetic_questions(120, seed=0)
@@ -228,7 +228,7 @@ def _serve(log, calls, round_, key=5, agents=None):
     """One step through the real agent code (AgentCore renders, the simulated model answers) and
     the log; returns (requests, replies)."""
     from actors.agent_actor import AgentCore
-    from actors.backend_simulated import SimulatedBackend
+    from backends.simulated_backend import SimulatedBackend
     from engine.prompts import PromptSet
 
     cfg = RunConfig(agents=3, backend="simulated")

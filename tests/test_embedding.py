@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actors.backend_embedding import (
+from actors.embedding_actor import EmbeddingCore
+from backends.embedding import (
     EmbeddingBackend,
     EmbeddingModelNotFound,
     cosine_matrix,
     load_sentence_transformer,
     resolve_embedding_model,
 )
-from actors.embedding_actor import EmbeddingCore
 
 A = "The answer is 42."
 B = "So the final answer is 42"

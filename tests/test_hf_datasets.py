@@ -117,8 +117,8 @@ def test_errors_are_one_line_naming_the_dataset_and_row(tmp_path):
 
 def test_a_run_reads_an_hf_dataset(tmp_path):
     """Through the engine's own debate driver (run_local, simulated model)."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine.config import RunConfig
 
     folder = _folder(tmp_path, "gsm8k", [{"question": f"{i}+1?", "answer": f"#### {i + 1}"} for i in range(3)])

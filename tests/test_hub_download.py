@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors import model_store
+from backends import model_store
 
 MAIN, V1 = "a" * 40, "b" * 40
 SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
@@ -161,7 +161,7 @@ def lines():
             if "waiting" in got[-1]:
                 got.waiting.set()
 
-    lg = logging.getLogger("actors.model_store.download")
+    lg = logging.getLogger("backends.model_store.download")
     handler, level = Keep(), lg.level
     lg.addHandler(handler)
     lg.setLevel(logging.INFO)
@@ -297,7 +297,7 @@ def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub
 
     import transformers
 
-    from actors.backend_transformers import TransformersBackend
+    from backends.transformers_backend import TransformersBackend
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", capture)
     with pytest.raises(Loaded) as got:
@@ -305,7 +305,7 @@ def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub
     assert got.value.args == (str(folder),)
 
     # vLLM's modules faked: the engine arguments VLLMBackend builds are captured
-    from actors import backend_vllm
+    from backends import vllm_backend as backend_vllm
 
     class AsyncLLM:
         @staticmethod

@@ -19,10 +19,10 @@ from types import SimpleNamespace
 import pytest
 
 from actors.agent_actor import AgentCore
-from actors.backend import ImagesNotSupported
-from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.driver import check_images, check_loaded_images, prepare
 from actors.local_run import run_local
+from backends.base import ImagesNotSupported
+from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine.config import RunConfig
 from engine.dataset_routing import load_questions
 from engine.prompts import PromptSet, build_messages, has_images, text_only, truncate_oldest_turns, with_image
@@ -332,7 +332,7 @@ def test_token_counts_read_the_text_parts():
     msgs = [{"role": "system", "content": "be brief"}, {"role": "user", "content": parts("one two three")}]
     assert count_tokens(msgs) == count_tokens(text_only(msgs)) == (2 + 4) + (3 + 4) + 3
 
-    from actors.model_store import chat_token_ids
+    from backends.model_store import chat_token_ids
 
     seen = []
 
@@ -378,7 +378,7 @@ class _FakeTokenizer:
 
 
 def _fake_vllm(limit: int, image_tokens: int):
-    from actors.backend_vllm import VLLMBackend
+    from backends.vllm_backend import VLLMBackend
 
     b = VLLMBackend.__new__(VLLMBackend)  # no engine: only the prompt path is exercised
     b.tokenizer, b.max_model_len, b.rendered = _FakeTokenizer(), limit, []
@@ -474,7 +474,7 @@ def test_only_vllms_rendering_failure_is_the_requests_error_row():
 
 
 def test_vllm_takes_images_only_when_its_model_config_is_multimodal():
-    from actors.backend_vllm import VLLMBackend, model_takes_images
+    from backends.vllm_backend import VLLMBackend, model_takes_images
 
     assert model_takes_images(SimpleNamespace(is_multimodal_model=True)) is True
     assert model_takes_images(SimpleNamespace(is_multimodal_model=False)) is False
@@ -511,9 +511,10 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
     """The replicas' info says whether the loaded model takes images (vLLM: the model config's
     is_multimodal_model); Engine.run stops with one line naming the model before it writes or calls anything."""
     from actors import driver
+    from backends import preflight
 
     infos = [{"model": "Qwen/Qwen2.5-0.5B-Instruct", "accepts_images": False, "simulated": False}]
-    monkeypatch.setattr(driver, "check_model", lambda backend, model: None)  # no model files needed
+    monkeypatch.setattr(preflight, "check_model", lambda backend, model: None)  # no model files needed
     monkeypatch.setattr(driver.Engine, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
     monkeypatch.setattr(driver.Engine, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
     engine = driver.Engine.__new__(driver.Engine)  # no Ray: replicas and writer are the fakes above

@@ -115,8 +115,8 @@ def test_forgetting_is_an_alias_of_memory_last():
 def test_new_modes_run_end_to_end_with_exact_token_accounting():
     """run_local (the engine's own debate() driver, simulated model): summary calls are recorded
     as summaries (agent -1), counted in the question row, and the report label names the mode."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine.report import RunData, base_label
 
     cfg = RunConfig(
@@ -133,8 +133,8 @@ def test_new_modes_run_end_to_end_with_exact_token_accounting():
 def test_first_round_seed_fixes_the_first_answers_and_resamples_the_rest():
     """--first-round-seed: round 0 is seeded by it (same replies whatever --seed is); later rounds
     follow --seed. Without it, round 0 changes with --seed too."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
 
     qs = arithmetic_questions(4, seed=2)
 

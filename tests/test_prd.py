@@ -116,8 +116,8 @@ def test_a_run_records_who_reviewed_whom_and_keeps_reviews_out_of_transcripts():
     whom; a reviewer's prompt is its own transcript (question, its solution, its revisions) plus
     the review request; a reviser's prompt is its transcript plus the revise request; reviews
     never enter a transcript; reviews are not invalid answers."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine.tasks import arithmetic_questions
 
     n, rounds = 3, 3

@@ -74,9 +74,9 @@ def echo(monkeypatch):
 
 
 def test_a_new_protocol_is_one_spec(echo):
-    from actors.backend_simulated import SimulatedBackend
     from actors.driver import needs_embeddings
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine import cost_predict
     from engine.prompts import PromptSet
     from engine.sweep import normalise, unused_options
@@ -160,7 +160,7 @@ try:
     expand(parse_sweep({"backend": "simulated", "grid": {"echo_weight": [0.25, 0.5]}}), "/tmp/unused")
 except SweepError as exc:
     out["axis"] = str(exc)
-from actors.backend_simulated import SimulatedBackend
+from backends.simulated_backend import SimulatedBackend
 from actors.local_run import run_local
 from engine.tasks import arithmetic_questions
 rows = run_local(cfg.validate(), arithmetic_questions(2, seed=0), SimulatedBackend())

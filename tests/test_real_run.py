@@ -33,7 +33,7 @@ def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, ba
     runs = read_table(result.out_dir, "runs").to_pandas()
     assert list(runs.backend) == [ran]
     if backend == "auto":  # --dtype auto: bf16 where this CPU has fast bf16 (AMX / AVX512-BF16), else fp32
-        from actors.model_store import pick_dtype
+        from backends.model_store import pick_dtype
 
         assert list(runs.dtype) == [pick_dtype("auto", "cpu")] == [result.dtype]
     assert not result.simulated and not calls.simulated.any()

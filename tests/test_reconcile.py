@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from actors.backend_simulated import SimulatedBackend, count_tokens
 from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine import cost_predict
 from engine.config import ConfigError, RunConfig
 from engine.extract import majority_vote, weighted_counts, weighted_tied_answers, weighted_vote

@@ -2,9 +2,9 @@
 
 import asyncio
 
-from actors.backend import Backend
-from actors.backend_simulated import SimulatedBackend
 from actors.replica_actor import ReplicaCore
+from backends.base import Backend
+from backends.simulated_backend import SimulatedBackend
 from engine.records import GenRequest
 
 

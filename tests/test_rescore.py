@@ -49,8 +49,8 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
     """Re-reading the calls of a run the current grader made gives back its question rows
     exactly: the votes per round (agents a protocol left silent keep their answer), the final
     answer, ties and grades."""
-    from actors.backend_simulated import SimulatedBackend
     from actors.local_run import run_local
+    from backends.simulated_backend import SimulatedBackend
     from engine.tasks import arithmetic_questions
 
     cfg = RunConfig(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=12, **extra).validate()

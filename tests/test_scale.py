@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from actors.backend_simulated import SimulatedBackend, _words
 from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend, _words
 from engine.config import RunConfig
 from engine.debate import DebateLog
 from engine.prompts import PromptSet

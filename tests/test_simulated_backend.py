@@ -1,5 +1,5 @@
 from actors.agent_actor import AgentCore
-from actors.backend_simulated import SimulatedBackend, count_tokens
+from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine.config import RunConfig
 from engine.extract import extract_answer
 from engine.prompts import PromptSet

@@ -11,7 +11,7 @@ QS = ["What is 3+4*2?", "What is the result of 12+5*3+7-2*9?", "Name a colour.",
 
 @pytest.fixture(scope="module")
 def backend():
-    from actors.backend_transformers import TransformersBackend
+    from backends.transformers_backend import TransformersBackend
 
     return TransformersBackend("smollm2-135m-instruct", threads=2, max_batch=8, dtype="float32")
 

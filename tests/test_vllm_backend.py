@@ -56,7 +56,7 @@ def fake_hub_cache(root: Path, repo_id: str = HUB_ID) -> Path:
     """A Hugging Face hub cache holding the packaged SmolLM2 under a hub id, laid out as
     ``huggingface_hub`` writes it (refs/main -> snapshots/<commit>/files), so that the replicas
     resolve the id (``model_store.hub_snapshot``), offline, as they would a downloaded model."""
-    from actors.model_store import resolve_model
+    from backends.model_store import resolve_model
 
     folder = Path(resolve_model("smollm2-135m-instruct"))
     repo = root / ("models--" + repo_id.replace("/", "--"))
@@ -153,7 +153,7 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
 
 HUB_CHECK = """
 import asyncio, json, sys
-from actors.backend_vllm import VLLMBackend
+from backends.vllm_backend import VLLMBackend
 from engine.records import GenRequest
 
 async def main():

@@ -138,7 +138,7 @@ def test_debate_run_with_an_image_on_vllm_through_ray(models, tmp_path):
     from PIL import Image
     from transformers import AutoTokenizer
 
-    from actors.model_store import chat_token_ids
+    from backends.model_store import chat_token_ids
 
     vlm, _ = models
     Image.new("RGB", (40, 30), (230, 20, 20)).save(tmp_path / "red.png")

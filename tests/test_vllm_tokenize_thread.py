@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.model_store import fit_prompt
+from backends.model_store import fit_prompt
 from engine.prompts import has_images, text_only, with_image
 from engine.records import GenRequest
 
@@ -42,7 +42,7 @@ class _LoopWatchingTokenizer:
 @pytest.fixture
 def make():
     """Builds backends with no engine (the prompt path only); their tokenizer threads are stopped after the test."""
-    from actors.backend_vllm import VLLMBackend
+    from backends.vllm_backend import VLLMBackend
 
     made = []
 

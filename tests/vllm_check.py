@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 
-from actors.backend_vllm import VLLMBackend
+from backends.vllm_backend import VLLMBackend
 from engine.records import GenRequest
 
 

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from actors.backend_vllm import VLLMBackend, model_takes_images
+from backends.vllm_backend import VLLMBackend, model_takes_images
 from engine.prompts import truncate_oldest_turns, with_image
 from engine.records import GenRequest
 from tests.tiny_vlm import IMAGE_TOKENS

@@ -21,7 +21,7 @@ Plain class, no Ray: the replica actor owns one and calls ``add``/``step`` from 
 
 Text only (``accepts_images`` False): the driver refuses a data set with images before any actor
 starts. Should an image request reach it anyway, its prompt is counted and sent by its text parts
-(:func:`actors.model_store.chat_token_ids`), never a crash.
+(:func:`backends.model_store.chat_token_ids`), never a crash.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.backend import Backend
+from backends.base import Backend
 from engine.records import GenRequest, GenResult
 
 
@@ -63,7 +63,7 @@ class TransformersBackend(Backend):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from actors.model_store import model_revision, pick_dtype, resolve_model
+        from backends.model_store import model_revision, pick_dtype, resolve_model
 
         if threads:
             torch.set_num_threads(int(threads))
@@ -107,7 +107,7 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ tokens
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        from actors.model_store import chat_token_ids
+        from backends.model_store import chat_token_ids
 
         return chat_token_ids(self.tokenizer, messages)
 
@@ -117,7 +117,7 @@ class TransformersBackend(Backend):
     # ------------------------------------------------------------------ queue
     def add(self, rid: Any, req: GenRequest) -> None:
         """Queue a request; it joins the running batch at the next step."""
-        from actors.model_store import fit_prompt
+        from backends.model_store import fit_prompt
 
         now = time.perf_counter()
         ids, dropped, error = fit_prompt(self.encode, req, self.max_context)

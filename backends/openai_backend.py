@@ -49,7 +49,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from actors.backend import Backend
+from backends.base import Backend
 from engine.records import GenRequest, GenResult
 
 BODY_CHARS = 300  # how much of an error body goes into the error message

@@ -392,7 +392,7 @@ class _DownloadProgress:
 
 
 def download_log() -> logging.Logger:
-    """The logger of hub downloads (``actors.model_store.download``). Where nothing configured
+    """The logger of hub downloads (``backends.model_store.download``). Where nothing configured
     logging, as in a replica actor (Ray forwards its stderr to the driver's terminal, but only
     warnings get there otherwise), it writes its lines to stderr itself: a download of many GB
     must not look like a hang."""
@@ -485,7 +485,7 @@ def chat_token_ids(tokenizer, messages: list[dict[str, Any]]) -> list[int]:
     Shared by every local backend so that all of them count prompt tokens the same way. Messages
     with content parts (a question's image) are counted by their text parts only
     (:func:`engine.prompts.text_only`): the image's own tokens are the model's processor's business
-    (vLLM counts them when it renders the request; see ``actors/backend_vllm.py``).
+    (vLLM counts them when it renders the request; see ``backends/vllm_backend.py``).
     """
     from engine.prompts import text_only
 

@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from actors.backend import Backend
+from backends.base import Backend
 from engine.prompts import message_text
 from engine.records import GenRequest, GenResult, Message
 

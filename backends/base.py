@@ -63,7 +63,7 @@ class Backend(ABC):
     async def agenerate(self, req: GenRequest) -> GenResult:
         raise NotImplementedError(f"{type(self).__name__} is a {self.mode} backend")
 
-    # Whether the backend loads model files here (actors.model_store.resolve_model: a local folder,
+    # Whether the backend loads model files here (backends.model_store.resolve_model: a local folder,
     # a GGUF converted once, a hub id downloaded once per node), which prepare() fetches first.
     loads_model_files: ClassVar[bool] = False
 
@@ -72,7 +72,7 @@ class Backend(ABC):
         """Fetch what loading ``model`` needs (a hub download, a GGUF conversion) before the replica
         waits its turn on a GPU it shares; the engine's own load then finds it in the cache."""
         if cls.loads_model_files:
-            from actors.model_store import resolve_model
+            from backends.model_store import resolve_model
 
             resolve_model(model)
 

@@ -67,7 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from actors.backend import Backend, VLLMBuildError
+from backends.base import Backend, VLLMBuildError
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def engine_args(
     """vLLM's engine arguments for a replica's settings (pure; the defaults chosen are in the module
     docstring). ``kv_cache_bytes`` is vLLM's ``kv_cache_memory_bytes`` on both devices: on a GPU
     it is per GPU and vLLM then ignores ``gpu_memory_utilization``."""
-    from actors.model_store import pick_dtype
+    from backends.model_store import pick_dtype
 
     args: dict[str, Any] = dict(
         model=str(path),
@@ -247,7 +247,7 @@ class VLLMBackend(Backend):
         from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        from actors.model_store import model_revision, resolve_model
+        from backends.model_store import model_revision, resolve_model
 
         gpu = not current_platform.is_cpu()
         self.model_name = model
@@ -349,7 +349,7 @@ class VLLMBackend(Backend):
         return killed
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        from actors.model_store import chat_token_ids
+        from backends.model_store import chat_token_ids
 
         return chat_token_ids(self.tokenizer, messages)
 
@@ -396,7 +396,7 @@ class VLLMBackend(Backend):
         """:func:`fit_messages` for an image request (the engine's own counting, in the tokenizer
         thread): text tokens counted by :meth:`encode`, the image's tokens (vLLM's rendered count
         minus the text's) a fixed part of every candidate prompt."""
-        from actors.model_store import fit_messages
+        from backends.model_store import fit_messages
 
         image_tokens = rendered_tokens - len(self.encode(req.messages))
         return fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
@@ -406,7 +406,7 @@ class VLLMBackend(Backend):
         (:func:`fit_prompt`, as always), vLLM's rendered multimodal input for one with an image,
         whose image tokens are a fixed part of the prompt when turns must be dropped. The engine's
         own tokenisation runs in the tokenizer thread (:meth:`_off_loop`), never on the loop."""
-        from actors.model_store import fit_prompt
+        from backends.model_store import fit_prompt
         from engine.prompts import has_images
 
         limit = self.max_model_len
