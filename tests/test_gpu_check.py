@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 def test_gpu_check_runs_its_cpu_checks_and_skips_the_gpu_ones(tmp_path):
-    from engine.config import vllm_installed
+    from backends.installed import vllm_installed
 
     out = tmp_path / "gpu_check.json"
     env = {**os.environ, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1"}

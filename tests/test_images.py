@@ -514,7 +514,7 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
     from backends import preflight
 
     infos = [{"model": "Qwen/Qwen2.5-0.5B-Instruct", "accepts_images": False, "simulated": False}]
-    monkeypatch.setattr(preflight, "check_model", lambda backend, model: None)  # no model files needed
+    monkeypatch.setattr(preflight, "check_model", lambda model: None)  # no model files needed
     monkeypatch.setattr(driver.Engine, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
     monkeypatch.setattr(driver.Engine, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
     engine = driver.Engine.__new__(driver.Engine)  # no Ray: replicas and writer are the fakes above

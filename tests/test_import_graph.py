@@ -188,6 +188,12 @@ LAYER_EXEMPT: dict[tuple[str, str], str] = {
 }
 
 
+# What the pure layers may import from backends/: the registry's metadata (names, capabilities,
+# resource rules; backend classes load lazily from it) and the installed-vLLM probe. Neither
+# loads a model library or Ray (test_backend_metadata_is_light).
+BACKEND_METADATA = ("backends.registry", "backends.installed")
+
+
 def _layer_violations(package: str, forbidden: set[str]) -> list[str]:
     """Import statements in ``package`` whose top-level name is forbidden."""
     bad = []
@@ -196,9 +202,27 @@ def _layer_violations(package: str, forbidden: set[str]) -> list[str]:
             continue
         for name, line in found:
             top = name.split(".")[0]
+            if top == "backends" and _resolve(name) in BACKEND_METADATA:
+                continue
             if top in forbidden and (module, top) not in LAYER_EXEMPT:
                 bad.append(f"  {module}:{line} imports {name}")
     return bad
+
+
+def test_backend_metadata_is_light():
+    """The backend modules engine/ may import load no model library and no Ray at import time:
+    their module-level imports are the standard library, engine/ and each other."""
+    import sys
+
+    for module in BACKEND_METADATA:
+        tree = ast.parse(MODULES[module].read_text())
+        for node in tree.body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in _targets(module, MODULES[module], node):
+                top = target.split(".")[0]
+                ok = top in sys.stdlib_module_names or top == "engine" or _resolve(target) in BACKEND_METADATA
+                assert ok, f"{module} imports {target} at module level"
 
 
 def test_topologies_layer_pure():
@@ -208,6 +232,6 @@ def test_topologies_layer_pure():
 
 
 def test_engine_layer_pure():
-    """engine/ imports neither ray nor the actor layer."""
+    """engine/ imports neither ray nor the actor layer, and of backends/ only its metadata."""
     bad = _layer_violations("engine", {"ray", "actors", "backends"})
     assert not bad, "engine/ must stay pure:\n" + "\n".join(bad)

@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from actors.driver import run
-from engine.config import RunConfig, vllm_installed
+from backends.installed import vllm_installed
+from engine.config import RunConfig
 from engine.extract import extract_answer
 from engine.results import read_table
 

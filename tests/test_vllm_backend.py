@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import vllm_installed
+from backends.installed import vllm_installed
 from engine.results import read_table
 
 pytestmark = pytest.mark.slow
