@@ -3,7 +3,7 @@
 `--backend auto` picks vLLM wherever it is installed and the transformers backend elsewhere;
 `--dtype auto` picks bf16 where the device has fast bf16; engine settings reach the backend from
 flags, YAML and per model from placement_resources; a hub id is recognised and checked
-(its download: tests/test_hub_download.py).
+(its download: tests/backends/test_hub_download.py).
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def test_replica_sigkill_takes_its_engine_processes_with_it():
     load. ``init_ray`` starts Ray with per-worker process-group cleanup
     (``actors.cluster.RAY_WORKER_CLEANUP``); the environment here turns it off, as another Ray
     release's default or an operator's setting could, so the check fails if the engine leaves it to
-    Ray. Run in a fresh process that owns its Ray instance (``tests/orphan_check.py``)."""
+    Ray. Run in a fresh process that owns its Ray instance (``tests/support/orphan_check.py``)."""
     _need_vllm()
     from actors.cluster import RAY_WORKER_CLEANUP
 

@@ -75,7 +75,7 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
     """`debate run` with no --backend runs vLLM here, through Ray; a hub id is resolved by the
     replica from its (here: offline, prepared) Hugging Face cache, the runs row naming the commit; and with
     ``--dtype float32`` the same command run twice gives identical texts and token counts.
-    (The default dtype through Ray is checked by tests/test_real_run.py.)"""
+    (The default dtype through Ray is checked by tests/end_to_end/test_real_run.py.)"""
     _need_vllm()
     cache = fake_hub_cache(tmp_path / "hub")
     args = [

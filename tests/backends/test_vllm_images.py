@@ -2,12 +2,12 @@
 (``VLLMBackend._prompt`` / ``_render``: vLLM's chat renderer and multimodal processor) run against
 a real multimodal model, and a ``debate run`` through Ray on a data set with an image.
 
-No vision model can be downloaded here, so tests/tiny_vlm.py builds one with random weights
+No vision model can be downloaded here, so tests/support/tiny_vlm.py builds one with random weights
 (Idefics3, SmolVLM's architecture; 32x32 images, 19 prompt tokens each). Its replies are noise;
 what is checked is what vLLM does with the image: the placeholder tokens it inserts are the
 processor's, counted in ``prompt_tokens``; the pixels reach the model; text requests keep the
 token-id path; truncation keeps the image; a text-only model is told apart. Missing vLLM fails
-these tests where it is expected, as in tests/test_vllm_backend.py.
+these tests where it is expected, as in tests/backends/test_vllm_backend.py.
 """
 
 from __future__ import annotations

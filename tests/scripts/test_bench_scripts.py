@@ -177,7 +177,7 @@ def test_bench_vs_peers_script_json_on_vllm(tmp_path):
     from engine.config import vllm_installed
 
     if not vllm_installed():
-        pytest.skip("vLLM is not installed (tests/test_vllm_backend.py fails where it is expected)")
+        pytest.skip("vLLM is not installed (tests/backends/test_vllm_backend.py fails where it is expected)")
     out = tmp_path / "peers.json"
     assert (
         peers.main(

@@ -1,4 +1,4 @@
-"""Run as a subprocess by tests/test_engine_death.py, which owns the Ray instance and the vLLM
+"""Run as a subprocess by tests/backends/test_engine_death.py, which owns the Ray instance and the vLLM
 processes it starts: starts Ray the engine's way (``init_ray``) and one vLLM replica of the
 default model (``Engine``), SIGKILLs the replica actor's process (not its engine) and prints one
 JSON line: its vLLM processes (``VLLM::EngineCore`` and workers) and those still alive after the

@@ -1,5 +1,5 @@
 """A tiny vision-language model with random weights, made offline for the real-vLLM image tests
-(tests/test_vllm_images.py): no vision model can be downloaded here, so one is built from configs
+(tests/backends/test_vllm_images.py): no vision model can be downloaded here, so one is built from configs
 with transformers and saved as a model folder that vLLM loads like any other.
 
 Architecture: ``Idefics3ForConditionalGeneration``, the one SmolVLM (the small vision models

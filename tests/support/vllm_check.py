@@ -1,4 +1,4 @@
-"""Run as a subprocess by tests/test_vllm_backend.py (vLLM's engine spawns processes and holds
+"""Run as a subprocess by tests/backends/test_vllm_backend.py (vLLM's engine spawns processes and holds
 memory; a separate process releases all of it): exercises the real vLLM engine through the
 project's VLLMBackend and prints one JSON line of facts to check."""
 

@@ -1,6 +1,6 @@
-"""Run as a subprocess by tests/test_vllm_images.py (vLLM's engine spawns processes and holds
+"""Run as a subprocess by tests/backends/test_vllm_images.py (vLLM's engine spawns processes and holds
 memory; a separate process releases all of it): sends requests with and without an image to the
-real vLLM engine, through the project's VLLMBackend, on the tiny vision model of tests/tiny_vlm.py,
+real vLLM engine, through the project's VLLMBackend, on the tiny vision model of tests/support/tiny_vlm.py,
 and prints one JSON line of facts to check.
 
 Usage: vllm_images_check.py VISION_MODEL_FOLDER TEXT_MODEL_FOLDER
@@ -108,7 +108,7 @@ async def main(folder: str, text_folder: str) -> dict:
     for _ in range(3):
         long_plain += [{"role": "assistant", "content": ANSWER}, {"role": "user", "content": PEERS}]
     long_msgs = with_image(long_plain, red)
-    img = IMAGE_TOKENS  # the processor's count (tests/test_vllm_images.py checks it), not vLLM's
+    img = IMAGE_TOKENS  # the processor's count (tests/backends/test_vllm_images.py checks it), not vLLM's
     facts["long_text_tokens"] = b.count_prompt_tokens(long_msgs)
     kept_img, dropped_img = truncate_oldest_turns(long_msgs, lambda m: len(b.encode(m)) + img, MAX_LEN)
     _, dropped_text = truncate_oldest_turns(long_msgs, lambda m: len(b.encode(m)), MAX_LEN)
