@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import RunConfig
-from tests.support.vllm import _need_vllm
+from tests.support.real_vllm import _need_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

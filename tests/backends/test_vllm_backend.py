@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.results import read_table
-from tests.support.vllm import ROOT, _cli, _env, _need_vllm
+from tests.support.real_vllm import ROOT, _cli, _env, _need_vllm
 
 pytestmark = pytest.mark.slow
 HUB_ID = "local-test/SmolLM2-135M-Instruct"

@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from engine.results import read_table
+from tests.support.real_vllm import ROOT, _cli, _env, _need_vllm
 from tests.support.tiny_vlm import IMAGE_SEQ_LEN, IMAGE_TOKENS, build_tiny_text_model, build_tiny_vlm
-from tests.support.vllm import ROOT, _cli, _env, _need_vllm
 
 pytestmark = pytest.mark.slow
 QUESTION = "How many apples are in the picture?"
