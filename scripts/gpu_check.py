@@ -16,8 +16,8 @@ It starts Ray the engine's way, lists the GPUs Ray sees, and runs short debates 
                                dead replica outlives it (vLLM).
 
 Without a GPU the GPU checks are skipped (saying so) and ``one replica`` and ``replica killed`` run
-on the CPU, so the script is exercised on any machine (tests/test_gpu_check.py). It works offline
-on a tiny random-weight Llama it builds (tests/tiny_vlm.py; texts are noise, every engine path is
+on the CPU, so the script is exercised on any machine (tests/scripts/test_gpu_check.py). It works offline
+on a tiny random-weight Llama it builds (tests/support/tiny_vlm.py; texts are noise, every engine path is
 real), or on ``--model`` (a local folder or a hub id). Prints one line per check and saves JSON
 (``--out``); exits 1 if any check failed.
 
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         model = args.model
         if model is None:
-            from tests.tiny_vlm import build_tiny_text_model
+            from tests.support.tiny_vlm import build_tiny_text_model
 
             model = str(build_tiny_text_model(work / "tiny-llama"))
         init_ray()

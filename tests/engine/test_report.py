@@ -1,0 +1,465 @@
+"""``debate report``: tables and plots from hand-built result directories (no Ray, no model)."""
+
+import csv
+import json
+import math
+
+import pyarrow as pa
+import pytest
+
+from engine.cli import main
+from engine.report import (
+    COLUMNS,
+    MATCH_KEYS,
+    PLOTS,
+    ReportError,
+    build_report,
+    complete_calls,
+    consensus_curve,
+    find_run_dirs,
+    format_row,
+    load_runs,
+    pick_baseline,
+    savings,
+    summary_rows,
+    wilson_interval,
+)
+from engine.results import ParquetSink
+from tests.support.rows import complete_rows
+
+
+def config(protocol, agents, rounds, **kw):
+    cfg = {
+        "protocol": protocol,
+        "agents": agents,
+        "rounds": rounds,
+        "dataset": "arithmetic",
+        "seed": 0,
+        "backend": "simulated",
+        "density": None,
+        "groups": None,
+        "limit": 4,
+        "out": "x",
+    }
+    cfg.update(kw)
+    return cfg
+
+
+def write_run(sink, run_id, cfg, questions, stale=()):
+    """questions: (qid, correct, consensus, stopped_early, effective_rounds, skipped, [(agent, prompt, completion)]).
+    stale: (qid, attempt, [(agent, prompt, completion)]) call rows of attempts without a question row."""
+    sim = cfg["backend"] == "simulated"
+    q_rows, c_rows = [], []
+    for qid, correct, cons, stopped, eff, skipped, calls in questions:
+        q_rows.append(
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "protocol": cfg["protocol"],
+                "n_agents": cfg["agents"],
+                "rounds_run": len(cons),
+                "effective_rounds": eff,
+                "stopped_early": stopped,
+                "correct": correct,
+                "n_calls": len(calls),
+                "n_summary_calls": sum(a == -1 for a, _, _ in calls),
+                "n_skipped": skipped,
+                "prompt_tokens": sum(p for _, p, _ in calls),
+                "completion_tokens": sum(c for _, _, c in calls),
+                "consensus": cons,
+                "simulated": sim,
+                # right only after the last round (debate fixed it), as graded per round
+                "correct_by_round": [False] * (len(cons) - 1) + [correct],
+                "tie": qid == "q0",
+                "backend": cfg["backend"],
+                "attempt": "new",
+            }
+        )
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": "new",
+            }
+            for a, p, c in calls
+        ]
+    for qid, attempt, calls in stale:
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": attempt,
+            }
+            for a, p, c in calls
+        ]
+    sink.write("questions", complete_rows("questions", q_rows))
+    sink.write("calls", complete_rows("calls", c_rows))
+    sink.flush()
+    sink.write_run(
+        {
+            "run_id": run_id,
+            "protocol": cfg["protocol"],
+            "backend": cfg["backend"],
+            "simulated": sim,
+            "config": json.dumps(cfg),
+            "status": "finished",
+            "n_questions": len(questions),
+        }
+    )
+
+
+def full(agents, rounds, prompt, completion):
+    return [(i % agents, prompt, completion) for i in range(agents * rounds)]
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """tmp/sweep/a/mad32: a real-backend MAD 3x2 run (4 questions, 3 correct, 660 tokens/q);
+    tmp/sweep/b/deep/shared: MAD 4x3 (2640 tokens/q) and sparse 4x3 D=2/3 written into ONE directory,
+    the sparse run with calls of an interrupted attempt and of an unfinished question;
+    tmp/sweep/g5: a group 5x3 run with summary calls and skipped turns."""
+    root = tmp_path / "sweep"
+    write_run(
+        ParquetSink(root / "a" / "mad32"),
+        "mad-32",
+        config("mad", 3, 2, backend="transformers"),
+        [(f"q{i}", i < 3, [1 / 3, 2 / 3], False, 2, 0, full(3, 2, 100, 10)) for i in range(4)],
+    )
+    shared = ParquetSink(root / "b" / "deep" / "shared")
+    write_run(
+        shared,
+        "mad-43",
+        config("mad", 4, 3),
+        [
+            ("q0", True, [0.5, 0.75, 1.0], False, 3, 0, full(4, 3, 200, 20)),
+            ("q1", False, [0.5, 0.5, 0.5], False, 3, 0, full(4, 3, 200, 20)),
+        ],
+    )
+    write_run(
+        shared,
+        "sparse-43",
+        config("sparse", 4, 3, density=0.6666666667),
+        [
+            ("q0", True, [0.5, 1.0], True, 2, 0, full(4, 2, 150, 20)),  # stopped early after round 2
+            ("q1", True, [0.5, 0.75, 0.75], False, 3, 0, full(4, 3, 150, 20)),
+        ],
+        stale=[("q0", "old", [(0, 999, 99)] * 5), ("q7", "new", [(1, 999, 99)] * 3)],
+    )
+    write_run(
+        ParquetSink(root / "g5"),
+        "group-53",
+        config("group", 5, 3, groups="2+3"),
+        [
+            ("q0", False, [0.4, 0.6, 0.8], False, 3, 1, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
+            ("q1", True, [1.0, 1.0, 1.0], False, 1, 2, [(a, 100, 10) for a in range(5)] + [(-1, 50, 30)] * 2),
+        ],
+    )
+    return root
+
+
+def by_label(rows):
+    return {r["label"]: r for r in rows}
+
+
+# ----------------------------------------------------------------------------- statistics
+def test_wilson_interval_hand_computed():
+    # k=3, n=4, z=1.96: p=.75, z2/n=.96037; centre=(.75+.48018)/1.96037=.62753;
+    # half=(1.96/1.96037)*sqrt(.75*.25/4 + 3.84146/64)=.32689 -> (.30064, .95442)
+    lo, hi = wilson_interval(3, 4)
+    assert lo == pytest.approx(0.300642, abs=1e-5) and hi == pytest.approx(0.954413, abs=1e-5)
+    # published reference values: 0/10 -> (0, .2775), 5/10 -> (.2366, .7634)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.277533), abs=1e-5)
+    assert wilson_interval(5, 10) == pytest.approx((0.236593, 0.763407), abs=1e-5)
+    # not the Wald interval p +- z sqrt(p(1-p)/n) = (.3257, 1.1743)
+    assert wilson_interval(3, 4)[1] < 1.0
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+
+
+def test_consensus_carries_the_last_value_forward():
+    # the stopped question [1, 1] counts as 1 in round 3: (1 + .75) / 2
+    assert consensus_curve([[1.0, 1.0], [0.5, 0.5, 0.75]]) == pytest.approx([0.75, 0.75, 0.875])
+    # every question stopped at round 2 of 3: carried to the configured length
+    assert consensus_curve([[0.5, 1.0], [1.0]], length=3) == pytest.approx([0.75, 1.0, 1.0])
+    assert consensus_curve([[], None]) == []
+
+
+def test_savings_is_one_minus_ratio():
+    assert savings(1700, 2640) == pytest.approx(1 - 1700 / 2640)
+    assert savings(3000, 2000) == pytest.approx(-0.5)  # costs more -> negative
+    assert math.isnan(savings(100, 0))
+
+
+# ----------------------------------------------------------------------------- attempt filter
+def test_complete_calls_keeps_only_finished_attempts():
+    questions = pa.table({"run_id": ["r", "r", "s"], "question_id": ["q0", "q1", "q0"], "attempt": ["b", "a", None]})
+    calls = pa.table(
+        {
+            "run_id": ["r", "r", "r", "r", "s", "s", "r"],
+            "question_id": ["q0", "q0", "q1", "q2", "q0", "q0", "q1"],
+            "attempt": ["a", "b", "a", "a", None, "x", "b"],
+            "prompt_tokens": [1, 2, 3, 4, 5, 6, 7],
+        }
+    )
+    kept = complete_calls(calls, questions)
+    # q0 attempt a was interrupted; q2 never finished; null matches null; s/q0 attempt x and r/q1 attempt b: no row
+    assert kept.column("prompt_tokens").to_pylist() == [2, 3, 5]
+    # without an attempt column (either table): every call row counts
+    assert complete_calls(calls.drop_columns(["attempt"]), questions).num_rows == 7
+    assert complete_calls(calls, questions.drop_columns(["attempt"])).num_rows == 7
+    # pandas in, pandas out
+    pd = pytest.importorskip("pandas")
+    out = complete_calls(calls.to_pandas(), questions.to_pandas())
+    assert isinstance(out, pd.DataFrame) and out["prompt_tokens"].tolist() == [2, 3, 5]
+
+
+def test_directory_tokens_ignore_stale_attempts(sweep):
+    runs = {r.run_id: r for r in load_runs(sweep)}
+    sparse = runs["sparse-43"]
+    # 8 + 12 calls of (150, 20); the 5 + 3 stale calls of 999/99 tokens are not counted
+    assert sparse.calls == {"prompt_tokens": 20 * 150, "completion_tokens": 20 * 20, "calls": 20, "summary_calls": 0}
+    assert not sparse.notes  # calls agree with the question rows
+
+
+# ----------------------------------------------------------------------------- discovery and table
+def test_finds_run_dirs_at_any_depth(sweep):
+    found = [p.relative_to(sweep).as_posix() for p in find_run_dirs(sweep)]
+    assert found == ["a/mad32", "b/deep/shared", "g5"]
+    assert find_run_dirs(sweep / "g5") == [sweep / "g5"]  # a run directory itself
+    with pytest.raises(ReportError, match="nope"):
+        find_run_dirs(sweep / "nope")
+
+
+def test_summary_table_values(sweep):
+    rows = by_label(summary_rows(load_runs(sweep)))
+    assert list(rows) == [
+        "mad 3x2",
+        "mad 4x3 (SIMULATED)",
+        "sparse 4x3 D=2/3 (SIMULATED)",
+        "group 5x3 G=2+3 (SIMULATED)",
+    ]
+    mad32 = rows["mad 3x2"]
+    assert mad32["n_questions"] == 4 and mad32["accuracy"] == 0.75
+    assert (mad32["accuracy_lo"], mad32["accuracy_hi"]) == pytest.approx((0.300642, 0.954413), abs=1e-5)
+    assert mad32["total_per_q"] == 660 and mad32["calls_per_q"] == 6 and mad32["simulated"] is False
+    assert mad32["savings"] == 0.0 and mad32["baseline_exact"]  # its own baseline
+    sparse = rows["sparse 4x3 D=2/3 (SIMULATED)"]
+    # (8 + 12 calls) * 170 tokens / 2 questions = 1700 per question vs MAD 4x3's 2640 (same agents/rounds),
+    # not MAD 3x2's 660
+    assert sparse["total_per_q"] == 1700 and sparse["prompt_per_q"] == 1500 and sparse["completion_per_q"] == 200
+    assert sparse["baseline_run_id"] == "mad-43" and sparse["baseline_exact"] is True
+    assert sparse["savings"] == pytest.approx(1 - 1700 / 2640)
+    assert sparse["accuracy"] == 1.0 and sparse["effective_rounds"] == 2.5
+    # q0 stopped after round 2 at 1.0 and carries it: round 3 = (1.0 + 0.75) / 2
+    assert sparse["consensus_by_round"] == pytest.approx([0.5, 0.875, 0.875])
+    group = rows["group 5x3 G=2+3 (SIMULATED)"]
+    assert group["summary_calls"] == 4 and group["skipped_turns"] == 3 and group["calls_per_q"] == 7
+    assert group["total_per_q"] == 5 * 110 + 2 * 80
+    # no MAD 5x3: no savings at all (never against the nearest other run)
+    assert group["baseline_run_id"] is None and math.isnan(group["savings"])
+    assert format_row(group)[COLUMNS.index("savings vs {baseline}: total / input")] == "-"
+    mad43 = rows["mad 4x3 (SIMULATED)"]
+    assert sparse["input_savings"] == pytest.approx(1 - 1500 / mad43["prompt_per_q"])  # the sparse paper's cost
+    assert format_row(sparse)[COLUMNS.index("savings vs {baseline}: total / input")] == (
+        f"{100 * (1 - 1700 / 2640):+.1f}% / {100 * (1 - 1500 / mad43['prompt_per_q']):+.1f}%"
+    )
+
+
+def test_baseline_prefers_same_seed_and_labels_tell_runs_apart(tmp_path):
+    for seed, tokens in ((0, 100), (1, 300)):
+        write_run(
+            ParquetSink(tmp_path / f"mad{seed}"),
+            f"mad-s{seed}",
+            config("mad", 3, 2, seed=seed),
+            [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, tokens, 0))],
+        )
+    write_run(
+        ParquetSink(tmp_path / "sp"),
+        "sparse-s1",
+        config("sparse", 3, 2, seed=1, density=0.5),
+        [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 150, 0))],
+    )
+    rows = by_label(summary_rows(load_runs(tmp_path)))
+    assert set(rows) == {"mad 3x2 seed=0 (SIMULATED)", "mad 3x2 seed=1 (SIMULATED)", "sparse 3x2 D=0.5 (SIMULATED)"}
+    sparse = rows["sparse 3x2 D=0.5 (SIMULATED)"]
+    assert sparse["baseline_run_id"] == "mad-s1" and sparse["savings"] == pytest.approx(0.5)
+    # no baseline protocol at all -> nan ('-')
+    only = [r for r in load_runs(tmp_path) if r.run_id == "sparse-s1"]
+    assert math.isnan(summary_rows(only)[0]["savings"]) and summary_rows(only)[0]["baseline_run_id"] is None
+
+
+def test_pick_baseline_only_an_exact_match():
+    row = {
+        "run_id": "x",
+        "agents": 4,
+        "rounds": 3,
+        "dataset": "d",
+        "limit": 5,
+        "offset": 0,
+        "backend": "simulated",
+        "models": "m",
+        "seed": 0,
+    }
+    mk = lambda rid, **kw: {**row, "run_id": rid, "n_questions": 5, "total_per_q": 10.0, **kw}  # noqa: E731
+    near = [
+        mk("agents-differ", agents=6),
+        mk("seed-differs", seed=1),
+        mk("models-differ", models="big"),
+        mk("fewer-questions", limit=3),
+        mk("empty", n_questions=0),
+    ]
+    assert pick_baseline(row, near) == (None, False)
+    best, exact = pick_baseline(row, near + [mk("same")])
+    assert best["run_id"] == "same" and exact is True
+
+
+@pytest.mark.parametrize("key", MATCH_KEYS)
+def test_pick_baseline_refuses_a_run_differing_in_any_match_key(key):
+    """Each of MATCH_KEYS on its own (rounds, backend, ...): a baseline that differs only there is
+    never used, so removing any key from the tuple fails one case here."""
+    row = {"run_id": "x", "n_questions": 5, "total_per_q": 10.0, **{k: f"row-{k}" for k in MATCH_KEYS}}
+    assert pick_baseline(row, [{**row, "run_id": "other", key: "differs"}]) == (None, False)
+    assert pick_baseline(row, [{**row, "run_id": "other"}])[0]["run_id"] == "other"
+
+
+def test_match_keys_cover_what_a_token_saving_depends_on():
+    """The keys that change a MAD run's tokens per question are all matched."""
+    assert {"agents", "rounds", "backend", "models", "dataset", "seed"} <= set(MATCH_KEYS)
+
+
+def test_seed_groups_show_mean_and_sd_next_to_wilson(tmp_path):
+    """Runs differing only in seed: every row of the group shows accuracy and tokens mean ± sd over
+    the seeds; a run with another config (agents) is not part of it."""
+    for seed, correct in ((1, [True, True]), (2, [True, False]), (3, [False, False])):
+        write_run(
+            ParquetSink(tmp_path / f"m{seed}"),
+            f"mad-s{seed}",
+            config("mad", 3, 2, seed=seed),
+            [(f"q{i}", c, [1.0, 1.0], False, 1, 0, full(3, 2, 100 * seed, 0)) for i, c in enumerate(correct)],
+        )
+    write_run(
+        ParquetSink(tmp_path / "other"),
+        "mad-4",
+        config("mad", 4, 2, seed=1),
+        [("q0", True, [1.0, 1.0], False, 1, 0, full(4, 2, 100, 0))],
+    )
+    rows = {r["run_id"]: r for r in summary_rows(load_runs(tmp_path))}
+    for rid in ("mad-s1", "mad-s2", "mad-s3"):
+        r = rows[rid]
+        assert r["seeds"] == 3 and r["accuracy_seeds_mean"] == pytest.approx(0.5)
+        assert r["accuracy_seeds_sd"] == pytest.approx(0.5)  # sample sd of 1, 0.5, 0
+        assert r["total_per_q_seeds_mean"] == pytest.approx(600 * 2)  # 6 calls x 100*seed, mean seed 2
+        assert format_row(r)[3] == "0.500 ± 0.500 (3)"
+    assert rows["mad-4"]["seeds"] is None and format_row(rows["mad-4"])[3] == "-"
+    assert rows["mad-s2"]["prompt_per_call"] == 200
+
+
+# ----------------------------------------------------------------------------- files and plots
+def test_report_writes_csv_json_and_valid_pngs(sweep, tmp_path):
+    from matplotlib.image import imread
+
+    rep = build_report(sweep, tmp_path / "out")
+    for name in PLOTS:
+        path = tmp_path / "out" / name
+        data = path.read_bytes()
+        assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+        img = imread(path)
+        assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 300 and img.shape[2] in (3, 4)
+    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    sparse = next(c for c in doc["configurations"] if c["run_id"] == "sparse-43")
+    assert sparse["total_per_q"] == 1700 and sparse["consensus_by_round"] == pytest.approx([0.5, 0.875, 0.875])
+    with open(tmp_path / "out" / "summary.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert [r["label"] for r in table] == [r["label"] for r in rep.rows]
+    assert float(next(r for r in table if r["run_id"] == "mad-32")["accuracy"]) == 0.75
+    assert not rep.notes  # agents 3/4/5 and rounds 2/3: both axis plots drawn
+
+
+def test_single_axis_value_skips_the_plot_with_a_note(tmp_path):
+    write_run(
+        ParquetSink(tmp_path), "mad-1", config("mad", 3, 2), [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1))]
+    )
+    rep = build_report(tmp_path)
+    assert any("tokens_vs_agents.png skipped" in n and "agents = 3" in n for n in rep.notes)
+    assert any("tokens_vs_rounds.png skipped" in n for n in rep.notes)
+    assert (tmp_path / "report" / "accuracy_vs_tokens.png").is_file()
+    assert not (tmp_path / "report" / "tokens_vs_agents.png").exists()
+
+
+def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    titles = []
+    orig = matplotlib.figure.Figure.savefig
+
+    def spy(self, *a, **kw):
+        titles.append(self.axes[0].get_title())
+        return orig(self, *a, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    build_report(sweep, tmp_path / "o")
+    assert len(titles) == 5 and all("includes SIMULATED" in t for t in titles)  # mixed real + simulated
+    titles.clear()
+    build_report(sweep / "b", tmp_path / "o2")  # simulated only
+    assert len(titles) == 3 and all(t.endswith("SIMULATED backend") for t in titles)
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_report_prints_table(sweep, tmp_path, capsys):
+    assert main(["report", str(sweep), "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "sparse 4x3 D=2/3 (SIMULATED)" in out and "+35.6% / +37.5%" in out  # 1 - 1700/2640, 1 - 1500/2400
+    assert "73.1%" not in out  # no savings for group 5x3 against MAD 4x3 (not the same agents)
+    assert "3 of 4 rows SIMULATED" in out  # a mixed folder says which rows are simulated
+    assert "0.750 [0.301, 0.954]" in out and "base" in out
+    assert (tmp_path / "r" / "summary.csv").is_file()
+
+
+def test_cli_report_missing_dir_is_exit_2_one_line(capsys, tmp_path):
+    assert main(["report", "/nonexistent"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("debate: error:") and "/nonexistent" in err and len(err.splitlines()) == 1
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(tmp_path / "empty") in err and "no results" in err and len(err.splitlines()) == 1
+    (tmp_path / "bare" / "runs").mkdir(parents=True)  # a run folder with nothing recorded
+    assert main(["report", str(tmp_path / "bare")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(tmp_path / "bare") in err and "no runs recorded" in err and len(err.splitlines()) == 1
+
+
+def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
+    rep = build_report(sweep, tmp_path / "o")
+    rows = {r["run_id"]: r for r in rep.rows}
+    assert rows["mad-32"]["accuracy_by_round"] == [0.0, 0.75] and rows["mad-32"]["accuracy_by_round_n"] == 4
+    # the sparse run's q0 stopped after round 2: its last verdict carries to round 3
+    assert rows["sparse-43"]["accuracy_by_round"] == [0.0, 0.5, 1.0]
+    assert rows["mad-32"]["accuracy_by_round"][-1] == rows["mad-32"]["accuracy"]
+    assert rows["mad-32"]["ties"] == 1
+    cells = format_row(rows["mad-32"])
+    assert cells[COLUMNS.index("accuracy by round")] == "0.00 0.75"
+    assert (tmp_path / "o" / "accuracy_by_round.png").stat().st_size > 5000
+
+
+def test_plot_labels_never_overlap():
+    """Twelve long labels on nearly the same point: every pair of drawn label boxes is disjoint
+    (the old rule compared anchor points 60 px apart and let long labels run into each other)."""
+    from engine.report import _annotate, _figure
+
+    fig, ax = _figure()
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 1)
+    items = [(50 + i * 0.5, 0.5 + (i % 3) * 0.01, f"sparse 6x5 D=0.{i} seed={i} (SIMULATED)") for i in range(12)]
+    texts = _annotate(ax, items)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert len(boxes) == 12
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

@@ -1,0 +1,265 @@
+"""scripts/reproduce_seeds.py: the papers' tables (data in scripts/paper_tables/) run as one sweep
+per row over seeds, printed beside the published numbers; unmappable rows listed, not run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("reproduce_seeds", ROOT / "scripts" / "reproduce_seeds.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FAKE = {
+    "paper": "GroupDebate (fake excerpt for the test)",
+    "settings": {"seeds_or_repeats": "five independent experiments"},
+    "tables": [
+        {
+            "id": "Table 1",
+            "title": "main",
+            "dataset": "Arithmetic",
+            "model": "GPT-3.5",
+            "rows": [
+                {
+                    "method": "MAD(4,3)",
+                    "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
+                    "values": {"accuracy_pct": 90.0, "accuracy_pct_sd": 1.0, "tokens_k": 10.0},
+                    "source": "Table 1, MAD(4,3)",
+                },
+                {
+                    "method": "GD(4,3)",
+                    "engine": {"protocol": "group", "agents": 4, "rounds": 3, "groups": "2+2"},
+                    "values": {"accuracy_pct": 91.0, "tokens_k": 6.0},
+                    "source": "Table 1, GD(4,3)",
+                },
+                {
+                    "method": "RECONCILE",
+                    "engine": {"unmappable": "protocol not implemented: reconcile"},
+                    "values": {"accuracy_pct": 80.0},
+                    "source": "Table 1, RECONCILE",
+                },
+                {
+                    "method": "MAD(4,3)",
+                    "dataset": "GSM8K",
+                    "engine": {"protocol": "mad", "agents": 4, "rounds": 3},
+                    "values": {"accuracy_pct": 80.0},
+                    "source": "Table 1, MAD(4,3), GSM8K column",
+                },
+            ],
+        }
+    ],
+}
+
+
+@pytest.fixture
+def script(tmp_path, monkeypatch):
+    mod = _script()
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "group.json").write_text(json.dumps(FAKE))
+    monkeypatch.setattr(mod, "TABLES_DIR", tables)
+    return mod
+
+
+def test_list_maps_models_and_datasets_and_names_unmappable_rows(script, tmp_path, capsys):
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {"max_tokens": 64, "models_map": {"GPT-3.5": "my-model"}, "datasets": {"Arithmetic": "arithmetic"}}
+        )
+    )
+    assert script.main(["--paper", "group", "--config", str(cfg), "--list", "--backend", "simulated"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and "skip: protocol not implemented: reconcile" in lines[2]
+    assert "skip: no dataset for 'GSM8K'" in lines[3]
+    mad = json.loads(lines[0].split(" | ", 3)[3])
+    assert mad["model"] == "my-model" and mad["dataset"] == "arithmetic" and mad["max_tokens"] == 64
+    assert mad["protocol"] == "mad" and mad["backend"] == "simulated"
+    assert script.main(["--paper", "group", "--list"]) == 0  # no dataset mapping: every row says so
+    assert "no dataset for 'Arithmetic'" in capsys.readouterr().out
+
+
+@pytest.mark.ray
+def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert (
+        script.main(
+            [
+                "--paper",
+                "group",
+                "--backend",
+                "simulated",
+                "--dataset",
+                "arithmetic",
+                "--limit",
+                "2",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "Arithmetic: accuracy_pct=90.0±1.0," in printed and "Arithmetic: tokens_k=10.0," in printed
+    assert "not run: protocol not implemented" in printed
+    assert "[SIMULATED model]" in printed and "base" in printed
+    # --dataset runs the MAD row of both dataset columns on one set: one run, printed once with both columns
+    assert [ln.startswith("MAD(4,3)") for ln in printed.splitlines()].count(True) == 1
+    assert "GSM8K: accuracy_pct=80.0" in printed
+    report = json.loads((out / "reproduce.json").read_text())["papers"]["group"]
+    mad, gd, rec = report
+    assert mad["columns"] == ["Arithmetic", "GSM8K"]
+    assert mad["ours"]["seeds"] == gd["ours"]["seeds"] == 2 and "ours" not in rec
+    assert 0 <= gd["ours"]["accuracy_mean"] <= 1 and gd["ours"]["tokens_per_q"] < mad["ours"]["tokens_per_q"]
+    sweep = yaml.safe_load(Path(gd["ours"]["sweep"]).read_text())
+    assert sweep["grid"] == {"seed": [0, 1]} and sweep["groups"] == "2+2" and sweep["protocol"] == "group"
+    # resumable: a second run re-uses the finished cells
+    assert (
+        script.main(
+            [
+                "--paper",
+                "group",
+                "--backend",
+                "simulated",
+                "--dataset",
+                "arithmetic",
+                "--limit",
+                "2",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    again = json.loads((out / "reproduce.json").read_text())["papers"]["group"]
+    assert again[1]["ours"]["runs"] == gd["ours"]["runs"]
+
+
+def test_rows_of_one_method_per_dataset_column_have_their_own_sweep_without_dataset_override(script, tmp_path):
+    """Without --dataset each dataset column is its own run (own file); with it they merge into one row."""
+    cfg = {"datasets": {"Arithmetic": "arithmetic", "GSM8K": str(tmp_path / "gsm8k.jsonl")}}
+    args = type("A", (), {"tables": "", "dataset": None, "backend": "simulated", "limit": 2, "api_base": None})
+    plans = [p for p in script.plan_rows("group", FAKE, cfg, args) if not p["skip"]]
+    assert [p["method"] for p in plans] == ["MAD(4,3)", "GD(4,3)", "MAD(4,3)"]
+    assert plans[0]["options"]["dataset"] != plans[2]["options"]["dataset"]
+    args.dataset = "arithmetic"
+    merged = [p for p in script.plan_rows("group", FAKE, {}, args) if not p["skip"]]
+    assert [p["method"] for p in merged] == ["MAD(4,3)", "GD(4,3)"]
+    assert merged[0]["published"] == {
+        "Arithmetic: accuracy_pct": 90.0,
+        "Arithmetic: accuracy_pct_sd": 1.0,
+        "Arithmetic: tokens_k": 10.0,
+        "GSM8K: accuracy_pct": 80.0,
+    }
+    assert merged[0]["source"] == "Table 1, MAD(4,3); Table 1, MAD(4,3), GSM8K column"
+    assert merged[1]["published"] == {"accuracy_pct": 91.0, "tokens_k": 6.0}  # one column: no dataset prefix
+    two_models = {
+        **FAKE,
+        "tables": [
+            {
+                **FAKE["tables"][0],
+                "rows": [
+                    {**FAKE["tables"][0]["rows"][0], "model": "GPT-4"},
+                    {**FAKE["tables"][0]["rows"][0], "values": {"accuracy_pct": 95.0}},
+                ],
+            }
+        ],
+    }
+    (both,) = script.plan_rows("group", two_models, {}, args)  # one model block per row: both kept, named
+    assert both["published"]["Arithmetic / GPT-4: accuracy_pct"] == 90.0
+    assert both["published"]["Arithmetic / GPT-3.5: accuracy_pct"] == 95.0
+
+
+def test_the_published_column_wraps_and_never_cuts(script, capsys):
+    values = {f"col{i}_accuracy_pct": 10.0 + i for i in range(8)}
+    parts = script.published_parts(values)
+    lines = script.wrap_parts(parts, 40)
+    assert all(len(line) <= 40 for line in lines) and len(lines) > 1
+    assert ", ".join(lines).replace(",,", ",") == ", ".join(parts)  # nothing lost, order kept
+    long = script.wrap_parts(["average of 8 data sets (" + ", ".join(f"set{i}" for i in range(12)) + "): x=1"], 40)
+    assert len(long) > 1 and all(len(line) <= 40 for line in long) and long[-1].endswith("x=1")
+    assert " ".join(long) == "average of 8 data sets (" + ", ".join(f"set{i}" for i in range(12)) + "): x=1"
+    plan = {
+        "paper": "group",
+        "table": "Table 1",
+        "title": "t",
+        "method": "M",
+        "published": values,
+        "source": "s",
+        "skip": "why",
+    }
+    script.print_table([plan], simulated=False)
+    printed = capsys.readouterr().out
+    assert all(f"col{i}_accuracy_pct={10.0 + i}" in printed for i in range(8))
+
+
+def test_the_papers_tables_map_onto_valid_run_configs():
+    """scripts/paper_tables/*.json (read from the papers): every row cites where its numbers are
+    printed; every runnable row's options build a RunConfig; the ablation rows map onto the
+    engine's switches."""
+    from engine.config import config_from_mapping
+
+    mod = _script()
+    args = type("A", (), {"tables": "", "dataset": "arithmetic", "backend": "simulated", "limit": 2, "api_base": None})
+    for name in mod.PAPERS:
+        paper = mod.load_paper(name)
+        plans = mod.plan_rows(name, paper, {}, args)
+        runnable = [p for p in plans if not p["skip"]]
+        assert len(runnable) >= 4, name
+        assert all(p["source"] and p["method"] for p in plans), name
+        for p in runnable:
+            config_from_mapping(p["options"], source=f"{name} {p['table']} {p['method']}")
+    rows = {(p["table"], p["method"]): p for p in mod.plan_rows("s2mad", mod.load_paper("s2mad"), {}, args)}
+    assert rows[("Table 4", "w/o Jump")]["options"]["jump"] is False
+    assert rows[("Table 4", "w/ Sparse Commu.")]["options"]["group_density"] == 0.5
+    assert rows[("Table 4", "w/o Filter")]["options"]["filter"] is False
+    cortex = {(p["table"], p["method"]): p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args)}
+    assert (
+        cortex[("Table 2", "Sparse Graph + MDM (w/o I_d and S_d in Equation (9))")]["options"]["cortex_weights"]
+        == "mdm-individual"
+    )
+    assert cortex[("Table 2", "Sparse Graph + Peer Evaluation (PRD)")]["options"]["cortex_weights"] == "peer"
+    assert cortex[("Table 1", "PRD")]["options"]["protocol"] == "prd"
+    assert cortex[("Table 1", "ND")]["options"]["topology"] == "ring"  # Neighbor Debate: our reading
+    assert not [p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args) if p["skip"]]  # every row runs
+    chateval = cortex[("Table 1", "ChatEval")]["options"]  # appendix F: a summarizer each round
+    assert chateval["protocol"] == "chateval" and chateval["chateval_talk"] == "summarizer"
+    reconcile = cortex[("Table 1", "RECONCILE")]["options"]  # appendix F: majority voting
+    assert reconcile["protocol"] == "reconcile" and reconcile["reconcile_vote"] == "majority"
+    assert "models" not in chateval and "one model for all" in cortex[("Table 1", "ChatEval")]["note"]
+    backbones = mod.load_paper("cortex")["settings"]["models"]
+    mapped = {
+        (p["table"], p["method"]): p
+        for p in mod.plan_rows(
+            "cortex", mod.load_paper("cortex"), {"models_map": {m: f"mine-{k}" for k, m in enumerate(backbones)}}, args
+        )
+    }
+    assert mapped[("Table 1", "MLD")]["options"]["models"] == "mine-0,mine-1,mine-2,mine-3,mine-4"
+    specs = config_from_mapping(mapped[("Table 1", "MLD")]["options"]).agent_specs()
+    assert [a.model for a in specs] == [f"mine-{k}" for k in range(5)]  # agent i on the paper's i-th backbone
+    s2 = [
+        p
+        for p in mod.plan_rows("s2mad", mod.load_paper("s2mad"), {"models_map": {"GPT-4-0613": "big"}}, args)
+        if p["method"] == "S-MAD(5,4)" and p["paper_model"] == "GPT-4-0613"
+    ]
+    assert s2 and all(p["options"]["model"] == "big" and "models" not in p["options"] for p in s2)  # one backbone
+    assert all(p["options"]["topology"] == "ring" for p in s2)  # S-MAD: neighbours only (our reading)
+    group = {(p["table"], p["method"]): p for p in mod.plan_rows("group", mod.load_paper("group"), {}, args)}
+    assert group[("Figure 9", "MAD+Forget")]["options"]["memory"] == "summary-last"
+    assert group[("Figure 9", "MAD+Group")]["options"]["memory"] == "full"
+    sparse = [p for p in mod.plan_rows("sparse", mod.load_paper("sparse"), {}, args) if not p["skip"]]
+    assert all(p["options"]["first_round_seed"] == 0 for p in sparse)  # the paper's fixed first answers
