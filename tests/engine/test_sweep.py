@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from actors.cache_actor import ReplyCache, first_round_key
+from backends.base import Backend
 from engine.cli import main
 from engine.config import RunConfig
 from engine.records import GenRequest, GenResult
@@ -30,6 +31,7 @@ from engine.sweep import (
     normalise,
     parse_sweep,
     run_sweep,
+    sweep_command,
     unhashed_options,
     unused_options,
     write_manifest,
@@ -679,3 +681,55 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     assert sorted(q.question_id) == sorted(x.qid for x in questions) and q.question_id.is_unique
     calls = read_table(first.out, "calls").to_pandas()
     assert len(calls) == 4 * cfg.agents * cfg.rounds  # the done questions were not debated again
+
+
+class _FailingBackend(Backend):
+    """A backend whose every call fails (an error result, as a broken server gives)."""
+
+    mode = "batch"
+
+    def __init__(self, model: str) -> None:
+        self.settings = {"model": model}
+
+    def generate(self, requests):
+        return [GenResult("", 0, 0, 0.0, "error", "HTTP 500 from the server") for _ in requests]
+
+
+@pytest.mark.ray
+def test_a_sweep_on_the_real_engine_marks_a_cell_stopped_and_goes_on(ray_local, tmp_path):
+    """`debate sweep` end to end on the real engine: a cell whose backend fails every call stops on
+    --max-error-rate (status stopped, its rows kept, exit code 1), the next cell finishes, and
+    running the sweep again leaves the finished cell alone and tries the stopped one again."""
+    from backends.registry import BackendSpec, register, unregister
+
+    register(BackendSpec("failing", _FailingBackend, summary="every call fails"))
+    try:
+        base = {k: v for k, v in BASE.items() if k != "backend"}
+        sweep = {**base, "limit": 8, "agents": 3, "max_error_rate": 0.2, "grid": {"backend": ["failing", "simulated"]}}
+        path = tmp_path / "sweep.yaml"
+        path.write_text(yaml.safe_dump(sweep))
+        out = tmp_path / "sweep"
+        assert sweep_command(str(path), str(out)) == 1  # what `debate sweep` exits with
+        m = json.loads((out / MANIFEST).read_text())
+        assert m["counts"] == {"stopped": 1, "finished": 1}
+        stopped, finished = m["cells"]
+        assert (stopped["status"], finished["status"]) == ("stopped", "finished")
+        assert "more than --max-error-rate 0.2" in stopped["error"]
+        calls = read_table(out / stopped["dir"], "calls").to_pandas()
+        assert len(calls) >= 20 and calls.error.notna().all()  # its rows stay on disk
+        assert read_table(out / stopped["dir"], "runs").to_pylist()[-1]["status"] == "stopped: error rate"
+        from actors.driver import Engine
+
+        spec = parse_sweep(sweep)
+        with Engine() as engine:
+            seen = []
+
+            class Spy:
+                def run(self, c, *a, **kw):
+                    seen.append(c.backend)
+                    return engine.run(c, *a, **kw)
+
+            again = run_sweep(spec, out, engine=Spy(), echo=lambda s: None)
+        assert seen == ["failing"] and [c.status for c in again] == ["stopped", "finished"]
+    finally:
+        unregister("failing")
