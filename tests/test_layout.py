@@ -49,3 +49,25 @@ def test_the_check_sees_such_imports():
     )
     names = [name for _, name in _imported(source, "tests.engine.test_probe")]
     assert [n for n in names if _forbidden(n)] == ["tests.conftest", "tests.engine.test_x", "test_y", "tests.conftest"]
+
+
+def test_every_repository_path_that_the_docs_and_code_name_exists():
+    """README, docs, cluster.yaml, pyproject.toml and the code name test files and scripts by
+    path (``tests/actors/test_faults.py``, ``scripts/lint.sh``): each such path exists, so moving
+    a file without updating what points at it fails here."""
+    import re
+
+    root = TESTS.parent
+    sources = [root / "README.md", root / "cluster.yaml", root / "pyproject.toml", *(root / "docs").glob("*.md")]
+    for package in ("engine", "actors", "backends", "topologies", "scripts", "tests"):
+        sources += (root / package).rglob("*.py")
+    pattern = re.compile(
+        r"(?<![\w./-])((?:tests|scripts|docs|engine|actors|backends|topologies)/[\w/.-]+\.(?:py|sh|md))(?!\w)"
+    )
+    missing = sorted(
+        f"{src.relative_to(root)}: {m}"
+        for src in sources
+        for m in set(pattern.findall(src.read_text(errors="replace")))
+        if not (root / m).exists()
+    )
+    assert not missing, "paths named but not in the repository:\n" + "\n".join(missing)

@@ -13,7 +13,7 @@ needs something from the outside world it *yields* a request and receives the an
 When it is done it *returns* an :class:`Outcome`. The engine's one driver,
 :func:`engine.debate.debate`, runs the generator (the coordinator actor with Ray-backed hooks,
 :func:`actors.local_run.run_local` in-process); protocol tests feed it fake replies
-(``tests/protocol_driver.py``).
+(``tests/support/protocol_driver.py``).
 The protocol alone decides who reads whom (it gets that from ``topologies/``), what each agent
 is shown, and when to stop; every call and every information edge is recorded.
 """
