@@ -1,4 +1,4 @@
-"""Token accounting: run totals from question rows.
+"""Token accounting: run totals from question rows, and the grouping of runs over seeds.
 
 Every LLM call's prompt and completion tokens are those the serving model's tokenizer counted
 (chat template applied); a question's cost is the plain sum over its calls — agent turns and
@@ -8,10 +8,13 @@ its questions. Nothing is estimated here.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def mean_sd(values) -> tuple[float, float]:
@@ -20,6 +23,30 @@ def mean_sd(values) -> tuple[float, float]:
     if not xs:
         return math.nan, math.nan
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else math.nan)
+
+
+def seed_key(settings: Mapping[str, Any], ignore: Iterable[str] = ()) -> str:
+    """What the runs of one seed group share, as one string: their settings but ``seed`` and the
+    keys in ``ignore`` (the report: the options that do not change results)."""
+    skip = {"seed", *ignore}
+    return json.dumps({k: v for k, v in settings.items() if k not in skip}, sort_keys=True, default=str)
+
+
+def seed_groups(
+    items: Iterable[T], settings: Callable[[T], Mapping[str, Any]], ignore: Iterable[str] = ()
+) -> list[list[T]]:
+    """The engine's one seed grouping (sweep status and report): ``items`` (runs or sweep cells)
+    grouped by :func:`seed_key` of ``settings(item)``, groups and members in first-seen order,
+    keeping only groups of two or more different seeds (``settings(item).get("seed")``)."""
+    ignore = tuple(ignore)
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(seed_key(settings(item), ignore), []).append(item)
+    return [
+        members
+        for members in groups.values()
+        if len({json.dumps(settings(m).get("seed"), default=str) for m in members}) >= 2
+    ]
 
 
 def carried_mean(lists: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:

@@ -56,7 +56,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.accounting import carried_mean, mean_sd, summarize
+from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import UNHASHED
 from engine.errors import UserError
 from engine.formatting import fmt_num
@@ -72,20 +72,8 @@ PLOTS = (
     "tokens_vs_agents.png",
     "tokens_vs_rounds.png",
 )
-# Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
-_NOT_RESULT_KEYS = {
-    "out",
-    "progress",
-    "ray_address",
-    "max_concurrent_questions",
-    "max_batch",
-    "replica_cpus",
-    "device",
-    "embedding_device",
-    "placement_timeout",
-    "out_shared",
-    "gpus_per_replica",
-}
+# Config keys that never change results (RunConfig.run_id leaves them out): no run label names them.
+_NOT_RESULT_KEYS = frozenset(UNHASHED)
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
 _QUESTION_COLUMNS = (
     "run_id",
@@ -470,21 +458,16 @@ def _models_of(cfg: dict[str, Any]) -> str:
     return json.dumps([cfg.get("models") or cfg.get("model"), per_agent], default=str)
 
 
-def seed_key(data: RunData) -> str:
-    """What runs of one seed group share: the configuration without ``seed`` and without the
-    options that do not change results (engine knobs, ``out``)."""
-    skip = {*UNHASHED, "seed"}  # UNHASHED holds every key of _NOT_RESULT_KEYS
-    return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
-        " sim" if _simulated(data) else ""
-    )
+def _seed_settings(data: RunData) -> dict[str, Any]:
+    """A run's settings for seed grouping: its config, and whether its model was simulated."""
+    return {**data.config, "__simulated": _simulated(data)}
 
 
 def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
-    """Mean ± sd over the seeds of each seed group (2+ different seeds), on every row of it."""
-    groups: dict[str, list[int]] = {}
-    for i, data in enumerate(runs):
-        if rows[i]["n_questions"]:
-            groups.setdefault(seed_key(data), []).append(i)
+    """Mean ± sd over the seeds of each seed group (2+ different seeds,
+    :func:`engine.accounting.seed_groups`), on every row of it."""
+    with_questions = [i for i, _ in enumerate(runs) if rows[i]["n_questions"]]
+    groups = seed_groups(with_questions, lambda i: _seed_settings(runs[i]), _NOT_RESULT_KEYS)
     for row in rows:
         row.update(
             seeds=None,
@@ -493,9 +476,7 @@ def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
             total_per_q_seeds_mean=math.nan,
             total_per_q_seeds_sd=math.nan,
         )
-    for idx in groups.values():
-        if len({rows[i]["seed"] for i in idx}) < 2:
-            continue
+    for idx in groups:
         acc = mean_sd([rows[i]["accuracy"] for i in idx])
         tok = mean_sd([rows[i]["total_per_q"] for i in idx])
         for i in idx:
