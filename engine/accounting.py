@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from engine.metrics import METRICS
+
 T = TypeVar("T")
 
 
@@ -67,42 +69,24 @@ def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
     return carried_mean(r.get(key) for r in rows)
 
 
-def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:
-    """Mean consensus proportion per round over questions (see :func:`per_round_mean`)."""
-    return per_round_mean(rows, "consensus")
-
-
-def accuracy_by_round(rows: list[dict[str, Any]]) -> list[float]:
-    """Share of questions whose vote after each round is correct (see :func:`per_round_mean`);
-    the last entry equals the run's accuracy."""
-    return per_round_mean(rows, "correct_by_round")
-
-
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The engine's one run summary, from question rows: the printed table, the runs row (and so
-    the sweep status) and the report all take their totals from here. Accuracy counts
-    unparseable finals and errored questions as wrong; a column missing from older rows counts 0."""
+    the sweep status) and the report all take their totals from here. Each metric with a summary
+    key is aggregated as it declares (:data:`engine.metrics.METRICS`); ``accuracy`` counts
+    unparseable finals and errored questions as wrong, and a question counts as errored when it
+    has ``errored`` or (older rows) ``n_errors``. A column missing from older rows counts 0."""
     rows = list(rows)
     n = len(rows)
-
-    def total(key: str) -> int:
-        return sum(r.get(key) or 0 for r in rows)
-
-    correct = sum(bool(r.get("correct")) for r in rows)
-    return {
-        "n_questions": n,
-        "n_correct": correct,
-        "accuracy": correct / n if n else 0.0,
-        "prompt_tokens": total("prompt_tokens"),
-        "completion_tokens": total("completion_tokens"),
-        "n_calls": total("n_calls"),
-        "n_summary_calls": total("n_summary_calls"),
-        "n_skipped": total("n_skipped"),
-        "n_invalid": total("n_invalid"),
-        "n_errors": total("n_errors"),
-        "n_errored_questions": sum(bool(r.get("errored") or r.get("n_errors")) for r in rows),
-        "effective_rounds": total("effective_rounds") / n if n else 0.0,
-        "consensus_by_round": consensus_by_round(rows),
-        "accuracy_by_round": accuracy_by_round(rows),
-        "n_ties": sum(bool(r.get("tie")) for r in rows),
-    }
+    out: dict[str, Any] = {"n_questions": n}
+    for m in METRICS:
+        if m.agg == "sum":
+            out[m.summary] = sum(r.get(m.name) or 0 for r in rows)
+        elif m.agg == "count":
+            out[m.summary] = sum(bool(r.get(m.name)) for r in rows)
+        elif m.agg == "mean":
+            out[m.summary] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
+        elif m.agg == "by_round":
+            out[m.summary] = per_round_mean(rows, m.name)
+    out["accuracy"] = out["n_correct"] / n if n else 0.0
+    out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)
+    return out

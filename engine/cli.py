@@ -30,6 +30,7 @@ from engine.config import (
     load_config_file,
     option_readers,
 )
+from engine.metrics import METRICS, format_aggregate
 from engine.options import Option
 from engine.protocols import SPECS
 
@@ -93,6 +94,8 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
+    """The printed run summary: the run's setup, accuracy, every metric aggregate that declares
+    a label (:data:`engine.metrics.METRICS`, in their order), then time and throughput."""
     s = result.summary
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
@@ -103,18 +106,11 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
             f"{cfg.models or cfg.model}" + ("  (SIMULATED)" if result.simulated else ""),
         ),
         ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
+        ("tie break", cfg.tie_break),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
-        ("accuracy by round", " ".join(f"{a:.2f}" for a in s.get("accuracy_by_round", [])) or "-"),
-        ("tied votes (broken by --tie-break)", f"{s.get('n_ties', 0)} ({cfg.tie_break})"),
-        ("prompt tokens", str(s["prompt_tokens"])),
-        ("completion tokens", str(s["completion_tokens"])),
-        ("calls", str(s["n_calls"])),
-        ("summary calls / skipped turns", f"{s['n_summary_calls']} / {s['n_skipped']}"),
-        ("effective rounds (mean)", f"{s['effective_rounds']:.2f}"),
-        ("consensus by round", " ".join(f"{c:.2f}" for c in s["consensus_by_round"])),
-        ("invalid answers", str(s["n_invalid"])),
-        ("errors (calls / questions)", f"{s['n_errors']} / {s.get('n_errored_questions', 0)}"),
+        *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in METRICS if m.label),
+        ("errored questions", str(s.get("n_errored_questions", 0))),
         ("wall time (s)", f"{result.wall_s:.1f}"),
         ("generated tok/s", f"{rate:.1f}"),
         ("results", f"{result.out_dir}/{{calls,questions,runs}}"),

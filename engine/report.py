@@ -60,6 +60,7 @@ from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import UNHASHED
 from engine.errors import UserError
 from engine.formatting import fmt_num
+from engine.metrics import METRICS
 from engine.protocols import SPECS
 from engine.results import read_table
 
@@ -82,19 +83,7 @@ _QUESTION_COLUMNS = (
     "protocol",
     "n_agents",
     "rounds_run",
-    "effective_rounds",
-    "stopped_early",
-    "correct",
-    "errored",
-    "n_errors",
-    "n_calls",
-    "n_summary_calls",
-    "n_skipped",
-    "prompt_tokens",
-    "completion_tokens",
-    "consensus",
-    "correct_by_round",
-    "tie",
+    *(m.name for m in METRICS if m.report),  # engine/metrics.py
     "backend",
     "simulated",
 )
