@@ -27,14 +27,15 @@ Metrics per configuration (``summary_rows``):
   paper's cost). The baseline run is the baseline-protocol run with the *same* agents, rounds,
   dataset (and ``limit``/``offset``), backend, models and seed (:data:`MATCH_KEYS`); with none,
   ``-`` — never the nearest other run. Per question, so runs of different lengths compare.
-* across seeds: runs whose configurations differ only in ``seed`` form a seed group; each of its
+* across seeds: runs whose configurations differ only in ``seed`` (and in options that do not
+  change results; :func:`engine.accounting.seed_groups`, as the sweep status) form a seed group; each of its
   rows shows the group's accuracy and total tokens per question as mean ± sd over the seeds
   (sample sd), next to the row's own Wilson interval (which covers question sampling only).
 * prompt tokens per call (CortexDebate's context length).
 * mean effective debate rounds (rounds until all agents first agree, per question);
 * mean consensus proportion per round (:func:`consensus_curve`): a question that stopped early
   carries its last value forward to the longest question of the run (and to the configured
-  number of rounds), as :func:`engine.accounting.consensus_by_round` does for the runs table.
+  number of rounds), as :func:`engine.accounting.summarize` does for the runs table.
 
 Outputs (``REPORT_DIR``, default ``DIR/report``): ``summary.csv``, ``summary.json``,
 ``accuracy_vs_tokens.png``, ``consensus_per_round.png``, ``tokens_vs_agents.png`` and
