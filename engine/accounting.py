@@ -1,4 +1,4 @@
-"""Token accounting: run totals from question rows.
+"""Token accounting: run totals from question rows, and the grouping of runs over seeds.
 
 Every LLM call's prompt and completion tokens are those the serving model's tokenizer counted
 (chat template applied); a question's cost is the plain sum over its calls — agent turns and
@@ -8,10 +8,15 @@ its questions. Nothing is estimated here.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from engine.metrics import METRICS
+
+T = TypeVar("T")
 
 
 def mean_sd(values) -> tuple[float, float]:
@@ -20,6 +25,30 @@ def mean_sd(values) -> tuple[float, float]:
     if not xs:
         return math.nan, math.nan
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else math.nan)
+
+
+def seed_key(settings: Mapping[str, Any], ignore: Iterable[str] = ()) -> str:
+    """What the runs of one seed group share, as one string: their settings but ``seed`` and the
+    keys in ``ignore`` (the report: the options that do not change results)."""
+    skip = {"seed", *ignore}
+    return json.dumps({k: v for k, v in settings.items() if k not in skip}, sort_keys=True, default=str)
+
+
+def seed_groups(
+    items: Iterable[T], settings: Callable[[T], Mapping[str, Any]], ignore: Iterable[str] = ()
+) -> list[list[T]]:
+    """The engine's one seed grouping (sweep status and report): ``items`` (runs or sweep cells)
+    grouped by :func:`seed_key` of ``settings(item)``, groups and members in first-seen order,
+    keeping only groups of two or more different seeds (``settings(item).get("seed")``)."""
+    ignore = tuple(ignore)
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(seed_key(settings(item), ignore), []).append(item)
+    return [
+        members
+        for members in groups.values()
+        if len({json.dumps(settings(m).get("seed"), default=str) for m in members}) >= 2
+    ]
 
 
 def carried_mean(lists: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:
@@ -40,42 +69,24 @@ def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
     return carried_mean(r.get(key) for r in rows)
 
 
-def consensus_by_round(rows: list[dict[str, Any]]) -> list[float]:
-    """Mean consensus proportion per round over questions (see :func:`per_round_mean`)."""
-    return per_round_mean(rows, "consensus")
-
-
-def accuracy_by_round(rows: list[dict[str, Any]]) -> list[float]:
-    """Share of questions whose vote after each round is correct (see :func:`per_round_mean`);
-    the last entry equals the run's accuracy."""
-    return per_round_mean(rows, "correct_by_round")
-
-
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The engine's one run summary, from question rows: the printed table, the runs row (and so
-    the sweep status) and the report all take their totals from here. Accuracy counts
-    unparseable finals and errored questions as wrong; a column missing from older rows counts 0."""
+    the sweep status) and the report all take their totals from here. Each metric with a summary
+    key is aggregated as it declares (:data:`engine.metrics.METRICS`); ``accuracy`` counts
+    unparseable finals and errored questions as wrong, and a question counts as errored when it
+    has ``errored`` or (older rows) ``n_errors``. A column missing from older rows counts 0."""
     rows = list(rows)
     n = len(rows)
-
-    def total(key: str) -> int:
-        return sum(r.get(key) or 0 for r in rows)
-
-    correct = sum(bool(r.get("correct")) for r in rows)
-    return {
-        "n_questions": n,
-        "n_correct": correct,
-        "accuracy": correct / n if n else 0.0,
-        "prompt_tokens": total("prompt_tokens"),
-        "completion_tokens": total("completion_tokens"),
-        "n_calls": total("n_calls"),
-        "n_summary_calls": total("n_summary_calls"),
-        "n_skipped": total("n_skipped"),
-        "n_invalid": total("n_invalid"),
-        "n_errors": total("n_errors"),
-        "n_errored_questions": sum(bool(r.get("errored") or r.get("n_errors")) for r in rows),
-        "effective_rounds": total("effective_rounds") / n if n else 0.0,
-        "consensus_by_round": consensus_by_round(rows),
-        "accuracy_by_round": accuracy_by_round(rows),
-        "n_ties": sum(bool(r.get("tie")) for r in rows),
-    }
+    out: dict[str, Any] = {"n_questions": n}
+    for m in METRICS:
+        if m.agg == "sum":
+            out[m.summary] = sum(r.get(m.name) or 0 for r in rows)
+        elif m.agg == "count":
+            out[m.summary] = sum(bool(r.get(m.name)) for r in rows)
+        elif m.agg == "mean":
+            out[m.summary] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
+        elif m.agg == "by_round":
+            out[m.summary] = per_round_mean(rows, m.name)
+    out["accuracy"] = out["n_correct"] / n if n else 0.0
+    out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)
+    return out

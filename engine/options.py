@@ -1,4 +1,6 @@
-"""A run option a protocol declares (:class:`Option`), and the error a bad option value raises.
+"""A run option (:class:`Option`), and the error a bad option value raises.
+
+The engine's own options are declared in :data:`engine.config.ENGINE_OPTIONS`.
 
 A protocol's own options (S2-MAD's ``tau``, GroupDebate's ``groups``, ...) are declared next to
 its generator, in its :class:`~engine.protocols.spec.ProtocolSpec` (``settings``). From them the
@@ -58,29 +60,39 @@ class ConfigError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """One ``debate run`` option that only some protocols read.
+    """One ``debate run`` option: an engine option (:data:`engine.config.ENGINE_OPTIONS`) or one
+    that only some protocols read (their ``ProtocolSpec.settings``).
 
     name:     the RunConfig field; the flag is ``--name-with-dashes``, the YAML key either spelling.
     type:     bool (a ``--x/--no-x`` flag), int, float, str, dict or list (dict and list: YAML only).
-    default:  its value when not given; None makes the option optional (``type | None``).
+    default:  its value when not given; None makes the option optional (``type | None``); ``()``
+              for a list: an empty list.
     help:     one line for ``--help``; the protocols that read the option are put in front of it.
+              Empty: ``--help`` shows the default only.
     choices:  the allowed values (a str option), or None.
-    low/high: bounds of a number (inclusive); ``finite``: no infinity or NaN.
+    low/high: bounds of a number (inclusive; ``low_open``: ``low`` itself is out); ``finite``: no
+              infinity or NaN. ``bound_error``: the message of a value out of bounds, after the
+              flag (default ``must be within [low, high]``).
     also:     other types a YAML file or sweep grid may give (``groups: 3``, ``groups: [2, 2, 4]``);
               the protocol reads them.
     cli:      False for options given in YAML only (mappings such as ``model_info``).
+    hashed:   whether the run id hashes it (engine options: False for those that change speed,
+              memory or where output goes, not results; see ``engine.config.UNHASHED``).
     """
 
     name: str
     type: type
     default: Any
-    help: str
+    help: str = ""
     choices: tuple[Any, ...] | None = None
     low: float | None = None
     high: float | None = None
     finite: bool = False
     also: tuple[type, ...] = ()
     cli: bool = True
+    low_open: bool = False
+    bound_error: str | None = None
+    hashed: bool = True
 
     def __post_init__(self) -> None:
         if self.type not in _TYPE_NAMES:
@@ -108,6 +120,8 @@ class Option:
         """The (name, annotation, field) triple :func:`dataclasses.make_dataclass` takes."""
         if self.type is dict:
             return self.name, "dict[str, Any]", dataclasses.field(default_factory=dict)
+        if self.type is list and self.default == ():  # an empty list of its own per config
+            return self.name, "list[Any]", dataclasses.field(default_factory=list)
         return self.name, self.annotation, dataclasses.field(default=self.default)
 
     def check(self, value: Any) -> None:
@@ -122,8 +136,10 @@ class Option:
         if self.type in (int, float):
             if self.finite and not math.isfinite(value):
                 raise ConfigError(f"{self.flag} must be a finite number (got {value})")
-            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                raise ConfigError(f"{self.flag} must be within {_bounds(self.low, self.high)} (got {value})")
+            below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+            if below or (self.high is not None and value > self.high):
+                why = self.bound_error or f"must be within {_bounds(self.low, self.high, self.low_open)}"
+                raise ConfigError(f"{self.flag} {why} (got {value})")
 
 
 def _is_type(value: Any, typ: type) -> bool:
@@ -136,12 +152,9 @@ def _is_type(value: Any, typ: type) -> bool:
     return isinstance(value, typ)
 
 
-def _bounds(low: float | None, high: float | None) -> str:
-    if high is None:
-        return f"[{low:g}, inf)"
-    if low is None:
-        return f"(-inf, {high:g}]"
-    return f"[{low:g}, {high:g}]"
+def _bounds(low: float | None, high: float | None, low_open: bool = False) -> str:
+    left = "(-inf" if low is None else f"{'(' if low_open else '['}{low:g}"
+    return f"{left}, {'inf)' if high is None else f'{high:g}]'}"
 
 
 def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict[str, Option]:

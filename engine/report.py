@@ -27,14 +27,15 @@ Metrics per configuration (``summary_rows``):
   paper's cost). The baseline run is the baseline-protocol run with the *same* agents, rounds,
   dataset (and ``limit``/``offset``), backend, models and seed (:data:`MATCH_KEYS`); with none,
   ``-`` — never the nearest other run. Per question, so runs of different lengths compare.
-* across seeds: runs whose configurations differ only in ``seed`` form a seed group; each of its
+* across seeds: runs whose configurations differ only in ``seed`` (and in options that do not
+  change results; :func:`engine.accounting.seed_groups`, as the sweep status) form a seed group; each of its
   rows shows the group's accuracy and total tokens per question as mean ± sd over the seeds
   (sample sd), next to the row's own Wilson interval (which covers question sampling only).
 * prompt tokens per call (CortexDebate's context length).
 * mean effective debate rounds (rounds until all agents first agree, per question);
 * mean consensus proportion per round (:func:`consensus_curve`): a question that stopped early
   carries its last value forward to the longest question of the run (and to the configured
-  number of rounds), as :func:`engine.accounting.consensus_by_round` does for the runs table.
+  number of rounds), as :func:`engine.accounting.summarize` does for the runs table.
 
 Outputs (``REPORT_DIR``, default ``DIR/report``): ``summary.csv``, ``summary.json``,
 ``accuracy_vs_tokens.png``, ``consensus_per_round.png``, ``tokens_vs_agents.png`` and
@@ -56,10 +57,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.accounting import carried_mean, mean_sd, summarize
+from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import UNHASHED
 from engine.errors import UserError
 from engine.formatting import fmt_num
+from engine.metrics import METRICS
 from engine.protocols import SPECS
 from engine.results import read_table
 
@@ -72,20 +74,8 @@ PLOTS = (
     "tokens_vs_agents.png",
     "tokens_vs_rounds.png",
 )
-# Config keys that never change results (same list as RunConfig.run_id) or are too noisy to label with.
-_NOT_RESULT_KEYS = {
-    "out",
-    "progress",
-    "ray_address",
-    "max_concurrent_questions",
-    "max_batch",
-    "replica_cpus",
-    "device",
-    "embedding_device",
-    "placement_timeout",
-    "out_shared",
-    "gpus_per_replica",
-}
+# Config keys that never change results (RunConfig.run_id leaves them out): no run label names them.
+_NOT_RESULT_KEYS = frozenset(UNHASHED)
 _CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
 _QUESTION_COLUMNS = (
     "run_id",
@@ -94,19 +84,7 @@ _QUESTION_COLUMNS = (
     "protocol",
     "n_agents",
     "rounds_run",
-    "effective_rounds",
-    "stopped_early",
-    "correct",
-    "errored",
-    "n_errors",
-    "n_calls",
-    "n_summary_calls",
-    "n_skipped",
-    "prompt_tokens",
-    "completion_tokens",
-    "consensus",
-    "correct_by_round",
-    "tie",
+    *(m.name for m in METRICS if m.report),  # engine/metrics.py
     "backend",
     "simulated",
 )
@@ -470,21 +448,16 @@ def _models_of(cfg: dict[str, Any]) -> str:
     return json.dumps([cfg.get("models") or cfg.get("model"), per_agent], default=str)
 
 
-def seed_key(data: RunData) -> str:
-    """What runs of one seed group share: the configuration without ``seed`` and without the
-    options that do not change results (engine knobs, ``out``)."""
-    skip = {*UNHASHED, "seed"}  # UNHASHED holds every key of _NOT_RESULT_KEYS
-    return json.dumps({k: v for k, v in data.config.items() if k not in skip}, sort_keys=True, default=str) + (
-        " sim" if _simulated(data) else ""
-    )
+def _seed_settings(data: RunData) -> dict[str, Any]:
+    """A run's settings for seed grouping: its config, and whether its model was simulated."""
+    return {**data.config, "__simulated": _simulated(data)}
 
 
 def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
-    """Mean ± sd over the seeds of each seed group (2+ different seeds), on every row of it."""
-    groups: dict[str, list[int]] = {}
-    for i, data in enumerate(runs):
-        if rows[i]["n_questions"]:
-            groups.setdefault(seed_key(data), []).append(i)
+    """Mean ± sd over the seeds of each seed group (2+ different seeds,
+    :func:`engine.accounting.seed_groups`), on every row of it."""
+    with_questions = [i for i, _ in enumerate(runs) if rows[i]["n_questions"]]
+    groups = seed_groups(with_questions, lambda i: _seed_settings(runs[i]), _NOT_RESULT_KEYS)
     for row in rows:
         row.update(
             seeds=None,
@@ -493,9 +466,7 @@ def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
             total_per_q_seeds_mean=math.nan,
             total_per_q_seeds_sd=math.nan,
         )
-    for idx in groups.values():
-        if len({rows[i]["seed"] for i in idx}) < 2:
-            continue
+    for idx in groups:
         acc = mean_sd([rows[i]["accuracy"] for i in idx])
         tok = mean_sd([rows[i]["total_per_q"] for i in idx])
         for i in idx:

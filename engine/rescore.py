@@ -16,7 +16,8 @@ votes the protocol took and grades them again against the stored gold:
   as the run was configured
   (``--tie-break``; runs made before that option existed used the first-seen rule, and keep it);
 * ``correct``/``correct_by_round``, ``tie``, ``n_invalid``, ``consensus``, ``effective_rounds``
-  follow; an errored question stays errored (counted wrong).
+  follow; an errored question stays errored (counted wrong). These are the metrics declared
+  ``graded`` in :data:`engine.metrics.METRICS`.
 
 What the debate *did* is not re-run: the protocol's decisions during the run (S2-MAD's early stop,
 who spoke) were taken on the answers read at the time. Model outputs are never touched: for a run
@@ -45,23 +46,13 @@ from engine.accounting import summarize
 from engine.dataset_routing import load_questions
 from engine.debate import graded_columns, question_key
 from engine.extract import extract_answer, majority_vote
+from engine.metrics import GRADED
 from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
 from engine.report import ReportError, find_run_dirs
 from engine.results import check_rows, read_table, write_part
 
 log = logging.getLogger(__name__)
-
-_GRADE_FIELDS = (
-    "final_answer",
-    "answer_by_round",
-    "correct",
-    "correct_by_round",
-    "tie",
-    "n_invalid",
-    "consensus",
-    "effective_rounds",
-)
 
 
 @dataclass
@@ -174,7 +165,7 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     def norm(v):
         return [round(x, 12) if isinstance(x, float) else x for x in v] if isinstance(v, list) else v
 
-    return any(norm(old.get(k)) != norm(new.get(k)) for k in _GRADE_FIELDS)
+    return any(norm(old.get(k)) != norm(new.get(k)) for k in GRADED)  # engine/metrics.py: graded=True
 
 
 def rescore_run(

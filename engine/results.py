@@ -38,6 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.metrics import METRICS
+
 CALLS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -77,23 +79,9 @@ QUESTIONS_SCHEMA = pa.schema(
         ("image", pa.string()),
         ("n_agents", pa.int32()),
         ("rounds_run", pa.int32()),
-        ("effective_rounds", pa.int32()),
-        ("stopped_early", pa.bool_()),
-        ("final_answer", pa.string()),
         ("gold", pa.string()),
-        ("correct", pa.bool_()),
-        ("answer_by_round", pa.list_(pa.string())),  # the vote after each round (the last: final_answer)
-        ("correct_by_round", pa.list_(pa.bool_())),  # each graded; the last equals correct
-        ("tie", pa.bool_()),  # the final vote had a tie on top (broken by --tie-break)
-        ("errored", pa.bool_()),  # a call failed after the engine's retries: counted wrong, see engine/debate.py
-        ("n_calls", pa.int32()),
-        ("n_summary_calls", pa.int32()),
-        ("n_skipped", pa.int32()),
-        ("n_invalid", pa.int32()),
-        ("n_errors", pa.int32()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("consensus", pa.list_(pa.float64())),
+        # the question's metrics, declared in engine/metrics.py (final_answer ... consensus)
+        *(m.field for m in METRICS),
         ("protocol_info", pa.string()),  # JSON: protocol-specific per-round state (e.g. CortexDebate weights)
         ("wall_s", pa.float64()),
         ("backend", pa.string()),

@@ -67,7 +67,7 @@ from typing import Any
 
 import yaml
 
-from engine.accounting import mean_sd
+from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
 from engine.errors import UserError
 from engine.protocols import SPECS, validate_protocol
@@ -359,22 +359,17 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
 
 
 def across_seeds(cells: list[Cell]) -> list[dict[str, Any]]:
-    """The finished cells that differ only in ``seed``, aggregated: per group, its other params,
-    the seeds, and accuracy and tokens as mean and sample sd over the seeds (2+ seeds only)."""
-    groups: dict[str, list[Cell]] = {}
-    for c in cells:
-        if c.status == "finished" and c.result and "seed" in c.params:
-            rest = {k: v for k, v in c.params.items() if k != "seed"}
-            groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(c)
+    """The finished cells that differ only in ``seed`` (:func:`engine.accounting.seed_groups`),
+    aggregated: per group, its other params, the seeds, and accuracy and tokens as mean and
+    sample sd over the seeds (2+ seeds only)."""
+    done = [c for c in cells if c.status == "finished" and c.result and "seed" in c.params]
     out = []
-    for key, members in groups.items():
-        if len(members) < 2:
-            continue
+    for members in seed_groups(done, lambda c: c.params):
         acc = mean_sd([c.result["accuracy"] for c in members])
         tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in members])
         out.append(
             {
-                "params": json.loads(key),
+                "params": json.loads(seed_key(members[0].params)),
                 "seeds": [c.params["seed"] for c in members],
                 "accuracy_mean": acc[0],
                 "accuracy_sd": acc[1],

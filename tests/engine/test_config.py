@@ -93,3 +93,41 @@ def test_two_protocols_sharing_an_option_declare_it_once():
         merge_options({"p": [a], "q": [Option("memory", str, "last", "x")]}, set())
     with pytest.raises(TypeError, match="option 'seed' is already a run option"):
         merge_options({"p": [Option("seed", int, 0, "x")]}, {"seed"})
+
+
+def test_engine_options_are_declared_once():
+    """Every engine field is an Option in ENGINE_OPTIONS; the run id leaves out exactly the ones
+    declared ``hashed=False`` (UNHASHED), which include the backends' speed/memory settings."""
+    import dataclasses
+
+    from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, UNHASHED
+    from engine.options import ENGINE_KEYS, RESULT_ENGINE_KEYS
+
+    names = [f.name for f in dataclasses.fields(RunConfig)]
+    assert names == [o.name for o in ENGINE_OPTIONS] + list(PROTOCOL_OPTIONS)
+    assert set(UNHASHED) == {o.name for o in ENGINE_OPTIONS if not o.hashed}
+    assert {k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS} <= set(UNHASHED)
+    assert not set(RESULT_ENGINE_KEYS) & set(UNHASHED)
+    base = RunConfig()
+    for name in UNHASHED:
+        assert name in base.to_dict()
+    assert RunConfig(dtype="float32").run_id() != base.run_id()
+    assert RunConfig(replicas=4, max_batch=8).run_id() == base.run_id()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"replicas": 0}, "--replicas must be at least 1 (got 0)"),
+        ({"call_retries": -1}, "--call-retries must be >= 0 (got -1)"),
+        ({"top_p": 0.0}, "--top-p must be in (0, 1] (got 0.0)"),
+        ({"dtype": "fp8"}, "--dtype 'fp8' is not one of auto, bfloat16, float32"),
+        ({"temperature": "hot"}, "--temperature must be a number (got 'hot')"),
+        ({"max_error_rate": 1.5}, "--max-error-rate is a fraction of calls in [0, 1]; 1 never stops (got 1.5)"),
+        ({"gpus_per_replica": 0}, "--gpus-per-replica must be a positive number of GPUs, fractions allowed (got 0)"),
+    ],
+)
+def test_engine_options_are_checked_by_their_declaration(data, message):
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(data).validate()
+    assert str(err.value) == message

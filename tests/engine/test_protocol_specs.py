@@ -12,7 +12,7 @@ from engine.protocols.s2mad import TAU
 
 
 def test_every_protocol_has_a_spec_and_its_help():
-    from engine.cli import _HELP
+    from engine.config import ENGINE_OPTION
 
     assert list(SPECS) == [
         "cot",
@@ -29,7 +29,7 @@ def test_every_protocol_has_a_spec_and_its_help():
     ]
     for name, spec in SPECS.items():
         assert spec.name == name and spec.help and spec.label and spec.cost is not None
-        assert f"{name}: {spec.help}" in _HELP["protocol"]
+        assert f"{name}: {spec.help}" in ENGINE_OPTION["protocol"].help
 
 
 def _echo(ctx: Context) -> ProtocolGen:

@@ -463,3 +463,26 @@ def test_plot_labels_never_overlap():
     boxes = [t.get_window_extent(renderer) for t in texts]
     assert len(boxes) == 12
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def test_report_leaves_out_exactly_the_options_the_run_id_does():
+    """The keys no label names and no seed group compares are the run id's UNHASHED options."""
+    from engine import report
+    from engine.config import UNHASHED
+
+    assert report._NOT_RESULT_KEYS == frozenset(UNHASHED)
+
+
+def test_seed_groups_is_the_one_grouping_of_sweep_and_report():
+    from engine.accounting import seed_groups
+
+    items = [
+        {"protocol": "mad", "seed": 1, "out": "a"},
+        {"protocol": "mad", "seed": 2, "out": "b"},
+        {"protocol": "cot", "seed": 1},
+        {"protocol": "sc", "seed": 1, "out": "a"},
+        {"protocol": "sc", "seed": 1, "out": "b"},
+    ]
+    groups = seed_groups(items, lambda x: x, ignore=("out",))
+    assert groups == [items[:2]]  # cot: one seed; sc: two runs of one seed
+    assert seed_groups(items, lambda x: x) == []  # "out" differs, so no two share the rest

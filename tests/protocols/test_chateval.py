@@ -225,9 +225,10 @@ def test_options_are_checked(kw, message):
 
 
 def test_roles_are_yaml_only_and_part_of_the_run_id():
-    from engine.cli import _SKIP
+    from engine.cli import main
 
-    assert "chateval_roles" in _SKIP
+    with pytest.raises(SystemExit):  # YAML only: no --chateval-roles flag
+        main(["run", "--chateval-roles", "x"])
     with pytest.raises(TypeError, match="declare it with cli=False"):  # a list cannot be a flag
         Option("some_list", list, None, "a list given as a flag")
     own = [{"name": "Judge", "description": "You weigh both sides."}]
