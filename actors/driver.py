@@ -2,7 +2,7 @@
 
 It checks every input before any actor starts (so a bad flag fails in a second with a message
 naming it: dataset, topology, model files, endpoint), starts or joins Ray, then uses an
-:class:`Engine`: ``--replicas`` replica actors per distinct model (a placement group each for
+:class:`DebateRunner`: ``--replicas`` replica actors per distinct model (a placement group each for
 tensor parallelism), agent-group actors hosting the agents (``--agents-per-actor``; each agent
 bound to one of its model's replicas, a group's agents to one replica where possible), one writer
 and one coordinator — all kept for the engine's next run — and waits for the coordinator while
@@ -557,8 +557,8 @@ def _resume_state(
     return previous, todo, (old_run[0] if old_run else None)
 
 
-class Engine:
-    """Long-lived actors shared by consecutive runs (a sweep's cells).
+class DebateRunner:
+    """Runs debates on long-lived actors shared by consecutive runs (a sweep's cells).
 
     Replicas are keyed by (backend, model, backend options, max batch) and embedding actors by
     model name, so cells that use the same model reuse the loaded model instead of restarting
@@ -578,7 +578,7 @@ class Engine:
         self._writer = None
         self._coordinator = None
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> DebateRunner:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -1071,7 +1071,7 @@ class Engine:
 def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=None) -> RunResult:
     """Run one configuration on fresh actors (stopped afterwards). Every input is checked
     (:func:`prepare`) before Ray starts, so bad input fails in a second with one line. See
-    :class:`Engine` for reuse."""
+    :class:`DebateRunner` for reuse."""
     prepared = prepare(cfg, questions)
-    with Engine(cfg.ray_address) as engine:
-        return engine.run(cfg, progress_cb=progress_cb, prepared=prepared)
+    with DebateRunner(cfg.ray_address) as runner:
+        return runner.run(cfg, progress_cb=progress_cb, prepared=prepared)

@@ -54,9 +54,9 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def engine():
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
-    with Engine() as e:
+    with DebateRunner() as e:
         yield e
 
 

@@ -509,15 +509,15 @@ def test_transformers_refuses_a_data_set_with_images_in_one_line(image_data):
 
 def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(image_data, tmp_path, monkeypatch):
     """The replicas' info says whether the loaded model takes images (vLLM: the model config's
-    is_multimodal_model); Engine.run stops with one line naming the model before it writes or calls anything."""
+    is_multimodal_model); DebateRunner.run stops with one line naming the model before it writes or calls anything."""
     from actors import driver
     from backends import preflight
 
     infos = [{"model": "Qwen/Qwen2.5-0.5B-Instruct", "accepts_images": False, "simulated": False}]
     monkeypatch.setattr(preflight, "check_model", lambda model: None)  # no model files needed
-    monkeypatch.setattr(driver.Engine, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
-    monkeypatch.setattr(driver.Engine, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
-    engine = driver.Engine.__new__(driver.Engine)  # no Ray: replicas and writer are the fakes above
+    monkeypatch.setattr(driver.DebateRunner, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
+    monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
+    engine = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
     cfg = RunConfig(
         backend="vllm",
         model="Qwen/Qwen2.5-0.5B-Instruct",
