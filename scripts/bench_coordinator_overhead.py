@@ -99,7 +99,7 @@ def backend_compute_s(cfg: RunConfig, questions) -> tuple[float, int]:
     """Pure simulated-model time for these questions: the same requests (the simulated backend is
     seeded, so the replies and hence the prompts are the engine's) generated in this process,
     one at a time, timing only ``generate``."""
-    from actors.driver import replica_options
+    from actors.layout import replica_options
     from actors.local_run import run_local
     from actors.replica_actor import make_backend
 
@@ -127,7 +127,7 @@ def run_size(
 
     from actors.agent_actor import AgentGroupActor, AgentSetup
     from actors.coordinator_actor import CoordinatorActor
-    from actors.driver import prepare
+    from actors.prepare import prepare
     from actors.writer_actor import WriterActor
 
     cfg = RunConfig(

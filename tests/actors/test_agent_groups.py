@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from actors.driver import AUTO_AGENT_ACTORS, agents_per_actor, pack_agents
+from actors.layout import AUTO_AGENT_ACTORS, agents_per_actor, pack_agents
 from engine.config import ConfigError, RunConfig
 
 

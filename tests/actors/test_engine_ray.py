@@ -130,7 +130,7 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
 
 def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     """Per-model Ray options: the run's placement_resources override the backend default."""
-    from actors.driver import placement_options
+    from actors.layout import placement_options
 
     cfg = RunConfig(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
     assert placement_options(cfg, "big", {"num_cpus": 2}) == {
@@ -147,7 +147,7 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
     """Pure layout: K replicas per model (per-model override), agents round-robin and sticky,
     tensor parallel = a placement group of T GPU bundles whose first bundle also holds the replica
     actor's CPU and custom resources (the actor itself takes no GPU), so the actor fits its bundle."""
-    from actors.driver import assign_replicas, replica_layout
+    from actors.layout import assign_replicas, replica_layout
 
     cfg = RunConfig(
         backend="vllm",

@@ -181,7 +181,7 @@ def test_the_embedder_takes_a_gpu_share_only_where_one_is_free(cluster):
     import ray
 
     from actors.cluster import free_gpu_share
-    from actors.driver import embedding_placement
+    from actors.layout import embedding_placement
 
     cluster.add_node(num_cpus=1, num_gpus=1)
     cfg = RunConfig(backend="vllm", protocol="cortex", device="gpu")

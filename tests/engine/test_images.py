@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import pytest
 
 from actors.agent_actor import AgentCore
-from actors.driver import check_images, check_loaded_images, prepare
 from actors.local_run import run_local
+from actors.prepare import check_images, check_loaded_images, prepare
 from backends.base import ImagesNotSupported
 from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine.config import RunConfig
@@ -511,12 +511,13 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
     """The replicas' info says whether the loaded model takes images (vLLM: the model config's
     is_multimodal_model); DebateRunner.run stops with one line naming the model before it writes or calls anything."""
     from actors import driver
+    from actors.layout import ReplicaSet
     from backends import preflight
 
     infos = [{"model": "Qwen/Qwen2.5-0.5B-Instruct", "accepts_images": False, "simulated": False}]
     monkeypatch.setattr(preflight, "check_model", lambda model: None)  # no model files needed
     monkeypatch.setattr(driver.DebateRunner, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
-    monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
+    monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: ReplicaSet({}, infos, {}))
     engine = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
     cfg = RunConfig(
         backend="vllm",
