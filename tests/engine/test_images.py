@@ -28,7 +28,8 @@ from engine.dataset_routing import load_questions
 from engine.prompts import PromptSet, build_messages, has_images, text_only, truncate_oldest_turns, with_image
 from engine.protocols.base import SummaryCall
 from engine.records import GenRequest, Turn
-from engine.tasks import DatasetError, Question, load_dataset
+from engine.tasks import DatasetError, Question
+from engine.tasks.files import load_dataset
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="
@@ -120,7 +121,7 @@ def test_parquet_image_structs_and_bytes(tmp_path):
 def test_a_pil_image_in_a_record_is_encoded_as_png():
     from PIL import Image
 
-    from engine.tasks import questions_from_rows
+    from engine.tasks.files import questions_from_rows
 
     picture = Image.new("RGB", (3, 2), (10, 200, 30))
     [q] = questions_from_rows(

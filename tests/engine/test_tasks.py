@@ -14,15 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.dataset_routing import load_questions
-from engine.tasks import (
-    FIELD_NAMES,
-    TASKS,
-    DatasetError,
-    Question,
-    arithmetic_questions,
-    infer_task,
-    load_dataset,
-)
+from engine.tasks import TASKS, DatasetError, Question, arithmetic_questions
+from engine.tasks.files import FIELD_NAMES, infer_task, load_dataset
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 

@@ -1,16 +1,7 @@
-"""Benchmark questions: the generated arithmetic task and loaders for data files.
+"""Data files of questions: :func:`load_dataset`, its readers and the rules for each field.
 
-Everything a debate needs to know about a question is a :class:`Question`. There are
-four task kinds (:data:`TASKS`):
-
-``numeric``
-    The gold answer is a number (GSM8K, the Du et al. arithmetic task).
-``math``
-    The gold answer is free-form LaTeX (Hendrycks MATH).
-``choice``
-    Multiple choice; the gold answer is a letter (MMLU).
-``pair``
-    Pairwise preference between two dialogues; the gold answer is ``"A"`` or ``"B"``.
+A question is a :class:`~engine.tasks.Question` of one of the task kinds :data:`~engine.tasks.TASKS`;
+the rows are turned into questions by :mod:`engine.tasks.builders`.
 
 Loaders
 =======
@@ -114,129 +105,40 @@ after them are not even read, and skipped JSONL lines are not parsed).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import codecs
 import csv
-import hashlib
-import io
 import json
-import math
-import mimetypes
 import os
-import random
-import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import UserError
+from engine.tasks import DatasetError, Question, check_task, type_name
+from engine.tasks.builders import (
+    _ANSWER_KEYS,
+    _BUILDERS,
+    _CHOICE_KEYS,
+    _ID_KEYS,
+    _IMAGE_KEYS,
+    _PAIR_KEYS,
+    _QUESTION_KEYS,
+    _RANKED_KEYS,
+    _is_number,
+)
+from engine.tasks.images import _image_url
 
 __all__ = [
-    "TASKS",
     "FIELD_NAMES",
-    "Question",
-    "DatasetError",
-    "arithmetic_questions",
     "load_dataset",
     "infer_task",
     "infer_task_of_record",
     "questions_from_rows",
-    "image_mime",
-    "image_ref",
+    "check_limit",
+    "check_offset",
 ]
-
-TASKS = ("numeric", "math", "choice", "pair")
 
 #: Names accepted as keys of the ``fields`` override of :func:`load_dataset`.
 FIELD_NAMES = ("id", "question", "answer", "solution", "choices", "a", "b", "chosen", "rejected", "image")
-
-_ID_KEYS = ("id",)
-_QUESTION_KEYS = ("question", "problem", "input", "prompt")
-_ANSWER_KEYS = ("answer", "gold", "label", "target")
-_LABEL_KEYS = ("answer", "label", "winner", "preference")
-_SOLUTION_KEYS = ("solution",)
-_CHOICE_KEYS = ("choices", "options")
-_PAIR_KEYS = (
-    ("conversation_a", "conversation_b"),
-    ("dialogue_a", "dialogue_b"),
-    ("response_a", "response_b"),
-)
-_RANKED_KEYS = ("chosen", "rejected")
-_IMAGE_KEYS = ("image", "image_path", "image_url")
-
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-ARITHMETIC_TEMPLATE = (
-    "What is the result of {a}+{b}*{c}+{d}-{e}*{f}? Make sure to state your answer at the end of the response."
-)
-
-PAIR_QUESTION = "Which dialogue is better, A or B?"
-
-
-@dataclass(frozen=True)
-class Question:
-    """One benchmark question. Hashable (``meta`` and ``image`` are left out of the hash) and picklable.
-
-    ``image``: None, or the question's image as a URL a chat API takes: ``data:image/...;base64,...``
-    (a local file, read at load time) or ``http(s)://...``. It can be long (a base64 image), so it is
-    left out of the hash and the repr; outputs store :attr:`image_ref` instead.
-    """
-
-    qid: str
-    task: str
-    text: str
-    gold: str
-    choices: tuple[str, ...] = ()
-    source: str = ""
-    row: int = 0
-    meta: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    image: str | None = field(default=None, hash=False, repr=False)
-
-    @property
-    def image_ref(self) -> str | None:
-        """A short reference to the image for outputs and logs: an http(s) URL as it is (up to 300
-        characters), else ``sha256:`` and the first 16 hex digits of the image's bytes (of the URL
-        for a longer one); None without an image."""
-        return image_ref(self.image)
-
-
-class DatasetError(UserError, ValueError):
-    """A data file cannot be used. The message names the file and, for row problems,
-    the 1-based row/line: ``"data.jsonl:17: missing field 'answer' (have: id, question)"``."""
-
-
-# --------------------------------------------------------------------------- arithmetic
-
-
-def arithmetic_questions(n: int, seed: int = 0) -> list[Question]:
-    """The Du et al. arithmetic task: ``a+b*c+d-e*f`` with six integers uniform in 0..29.
-
-    The numbers come from ``random.Random(seed)``, six draws per question in the order
-    a..f, so the first N questions of a seed never depend on ``n`` (a smaller ``n`` gives
-    a prefix). ``meta`` holds the six numbers under keys ``"a"``..``"f"``.
-    """
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0 (got {n})")
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        a, b, c, d, e, f = (rng.randint(0, 29) for _ in range(6))
-        out.append(
-            Question(
-                qid=f"arith-{seed}-{i:05d}",
-                task="numeric",
-                text=ARITHMETIC_TEMPLATE.format(a=a, b=b, c=c, d=d, e=e, f=f),
-                gold=str(a + b * c + d - e * f),
-                source="arithmetic",
-                row=0,
-                meta={"a": a, "b": b, "c": c, "d": d, "e": e, "f": f},
-            )
-        )
-    return out
 
 
 def infer_task(path: str | os.PathLike) -> str | None:
@@ -371,13 +273,6 @@ def questions_from_rows(
 # --------------------------------------------------------------------------- argument checks
 
 
-def check_task(task: str | None, allow_none: bool = False) -> None:
-    if task is None and allow_none:
-        return
-    if task not in TASKS:
-        raise DatasetError(f"--task must be one of {', '.join(TASKS)} (got {task!r})")
-
-
 def check_limit(limit: int | None) -> None:
     if limit is None:
         return
@@ -454,7 +349,7 @@ def _iter_rows(path: Path, display: str) -> RowIter:
 
 def _as_object(value: Any, display: str, row: int) -> dict:
     if not isinstance(value, dict):
-        raise DatasetError(f"{display}:{row}: row is not a JSON object (got {_type_name(value)})")
+        raise DatasetError(f"{display}:{row}: row is not a JSON object (got {type_name(value)})")
     return value
 
 
@@ -492,7 +387,7 @@ def _read_json(path: Path, display: str) -> RowIter:
     except json.JSONDecodeError as e:
         raise DatasetError(f"{display}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
     if not isinstance(data, list):
-        raise DatasetError(f"{display}: expected a JSON list of objects, got {_type_name(data)}")
+        raise DatasetError(f"{display}: expected a JSON list of objects, got {type_name(data)}")
     for i, value in enumerate(data, 1):
         yield i, (lambda value=value, row=i: _as_object(value, display, row))
 
@@ -558,16 +453,6 @@ _READERS: dict[str, Callable[[Path, str], RowIter]] = {
 # --------------------------------------------------------------------------- row helpers
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "list"
-    return type(value).__name__
-
-
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -623,7 +508,7 @@ class _Row:
 
     def text(self, key: str, value: Any) -> str:
         if not isinstance(value, str):
-            raise self.error(f"field {key!r} must be a string, got {_type_name(value)}")
+            raise self.error(f"field {key!r} must be a string, got {type_name(value)}")
         s = value.strip()
         if not s:
             raise self.error(f"field {key!r} is empty")
@@ -634,7 +519,7 @@ class _Row:
         if key is None:
             return f"{self.stem}-{self.index:05d}"
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise self.error(f"field {key!r} must be a string or an integer, got {_type_name(value)}")
+            raise self.error(f"field {key!r} must be a string or an integer, got {type_name(value)}")
         s = str(value).strip()
         if not s:
             raise self.error(f"field {key!r} is empty")
@@ -674,408 +559,3 @@ class _Row:
 
 
 # --------------------------------------------------------------------------- images
-
-# Types told by their first bytes (the extension alone is not trusted for these).
-_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"BM", "image/bmp"),
-)
-_SNIFFED = frozenset(m for _, m in _SIGNATURES) | {"image/webp"}
-_DATA_URL_RE = re.compile(r"data:(image/[A-Za-z0-9.+-]+);base64,(.*)", re.S)
-_REF_URL_CHARS = 300
-
-
-def _sniff(data: bytes) -> str | None:
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return next((mime for sig, mime in _SIGNATURES if data.startswith(sig)), None)
-
-
-def image_mime(data: bytes, name: str = "") -> str | None:
-    """An image's MIME type: sniffed from its first bytes (PNG, JPEG, GIF, WebP, BMP), else from an
-    ``image/*`` extension of ``name`` that is not one of those (a ``.png`` that is not a PNG is not
-    taken on its word); None when it is neither."""
-    sniffed = _sniff(data)
-    if sniffed:
-        return sniffed
-    guessed = mimetypes.guess_type(name)[0] if name else None
-    if guessed and guessed.startswith("image/") and guessed not in _SNIFFED:
-        return guessed
-    return None
-
-
-def image_ref(image: str | None) -> str | None:
-    """:attr:`Question.image_ref` of an image URL."""
-    if not image:
-        return None
-    m = _DATA_URL_RE.fullmatch(image)
-    if m:
-        data = base64.b64decode(m.group(2))
-        return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
-    if len(image) <= _REF_URL_CHARS:
-        return image
-    return "sha256:" + hashlib.sha256(image.encode()).hexdigest()[:16]
-
-
-def _data_url(r: _Row, key: str, data: bytes, name: str, shown: str) -> str:
-    if not data:
-        raise r.error(f"image {shown} (field {key!r}) is empty")
-    mime = image_mime(data, name)
-    if mime is None:
-        raise r.error(
-            f"image {shown} (field {key!r}) is not an image type we know "
-            f"(PNG, JPEG, GIF, WebP, BMP by content, or an image/* file extension)"
-        )
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def _read_image_file(r: _Row, key: str, value: str) -> str:
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        if r.base is None:
-            raise r.error(
-                f"image path {value!r} (field {key!r}) is relative and this data set has no folder "
-                f"to read it from; give an absolute path or a URL"
-            )
-        path = r.base / path
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise r.error(
-            f"image file {value!r} (field {key!r}): cannot read {path}: {exc.strerror or type(exc).__name__}"
-        ) from None
-    return _data_url(r, key, data, path.name, f"file {value!r}")
-
-
-def _image_url(r: _Row, key: str, value: Any) -> str | None:
-    """The image of field ``key`` as an http(s) or data URL (module docstring, "Images")."""
-    if isinstance(value, str):
-        s = value.strip()
-        if not s:
-            return None
-        if s[:5].lower() == "data:":
-            m = _DATA_URL_RE.fullmatch(s)
-            if not m:
-                raise r.error(f"field {key!r} is a data URL that is not data:image/<type>;base64,...")
-            try:
-                base64.b64decode(m.group(2), validate=True)
-            except (binascii.Error, ValueError):
-                raise r.error(f"field {key!r} is a data URL whose base64 does not decode") from None
-            return s
-        if s[:8].lower().startswith(("http://", "https://")):
-            return s
-        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", s):
-            raise r.error(
-                f"field {key!r}: unsupported URL {s[:80]!r}; give an http(s) URL, a data:image URL or a file path"
-            )
-        return _read_image_file(r, key, s)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return _data_url(r, key, bytes(value), "", "bytes")
-    if isinstance(value, Mapping):  # a Parquet image struct / Hugging Face Image column: {bytes, path}
-        data, path = value.get("bytes"), value.get("path")
-        if data:
-            return _data_url(r, key, bytes(data), str(path or ""), f"bytes of {path!r}" if path else "bytes")
-        if isinstance(path, str) and path.strip():
-            return _image_url(r, key, path)
-        raise r.error(f"field {key!r} is an object without image 'bytes' or a 'path'")
-    if hasattr(value, "save") and hasattr(value, "size") and hasattr(value, "mode"):  # a PIL image
-        buf = io.BytesIO()
-        try:
-            value.save(buf, format=getattr(value, "format", None) or "PNG")
-        except Exception as exc:  # noqa: BLE001 - any encoder failure is this row's problem
-            raise r.error(f"field {key!r}: cannot encode the image: {type(exc).__name__}: {exc}") from None
-        return _data_url(r, key, buf.getvalue(), "", "PIL image")
-    raise r.error(f"field {key!r} must be a file path, an http(s) URL or a data:image URL, got {_type_name(value)}")
-
-
-def _scalar_text(r: _Row, key: str, value: Any) -> str:
-    """A gold value as a stripped string; ints and finite floats are accepted."""
-    if isinstance(value, bool):
-        raise r.error(f"field {key!r} must be a string or a number, got bool")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise r.error(f"field {key!r} is {value!r}, not a usable answer")
-        return repr(value)
-    if not isinstance(value, str):
-        raise r.error(f"field {key!r} must be a string or a number, got {_type_name(value)}")
-    s = value.strip()
-    if not s:
-        raise r.error(f"field {key!r} is empty")
-    return s
-
-
-# --------------------------------------------------------------------------- numbers & boxes
-
-_NUMBER_RE = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
-_FRACTION_RE = re.compile(r"[+-]?\d+\s*/\s*(\d+)")
-
-
-def _is_number(s: str) -> bool:
-    """Plain number: sign, digits (thousands commas allowed), decimals, or a fraction a/b."""
-    if _NUMBER_RE.fullmatch(s):
-        return True
-    m = _FRACTION_RE.fullmatch(s)
-    return bool(m) and int(m.group(1)) != 0
-
-
-def _last_boxed(s: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` in ``s`` (brace matched).
-
-    ``\\boxed 5`` (no braces) gives the token after the space. Escaped braces ``\\{``
-    ``\\}`` are not counted. Returns None if there is no box or it is unbalanced.
-    """
-    start = max(s.rfind("\\boxed"), s.rfind("\\fbox"))
-    if start < 0:
-        return None
-    i = start + (len("\\boxed") if s.startswith("\\boxed", start) else len("\\fbox"))
-    if i < len(s) and s[i] == " ":
-        m = re.match(r" +([^\s$]+)", s[i:])
-        return m.group(1) if m else None
-    if i >= len(s) or s[i] != "{":
-        return None
-    depth = 0
-    j = i
-    while j < len(s):
-        ch = s[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return s[i + 1 : j].strip()
-        j += 1
-    return None
-
-
-# --------------------------------------------------------------------------- builders
-
-
-def _build_numeric(r: _Row) -> Question:
-    text = r.question_text()
-    key, value = r.find("answer", _ANSWER_KEYS)
-    if key is not None:
-        r.used.add(key)
-        gold = _scalar_text(r, key, value)
-        if "####" in gold:
-            gold = gold.rsplit("####", 1)[1].strip()
-            if not gold:
-                raise r.error(f"field {key!r} has nothing after '####'")
-    else:
-        skey, solution = r.find("solution", _SOLUTION_KEYS)
-        if not isinstance(solution, str) or "####" not in solution:
-            raise r.missing(
-                "answer", _ANSWER_KEYS, "" if skey is None else f" and field {skey!r} has no '####' answer line"
-            )
-        key = skey
-        gold = solution.rsplit("####", 1)[1].strip()
-        if not gold:
-            raise r.error(f"field {key!r} has nothing after '####'")
-    if not _is_number(gold):
-        raise r.error(f"numeric gold answer {gold!r} (field {key!r}) is not a number")
-    return r.question("numeric", text, gold)
-
-
-def _build_math(r: _Row) -> Question:
-    text = r.question_text()
-    key, value = r.find("answer", _ANSWER_KEYS)
-    if key is not None:
-        r.used.add(key)
-        gold = _scalar_text(r, key, value)
-    else:
-        skey, solution = r.find("solution", _SOLUTION_KEYS)
-        if skey is None:
-            raise r.missing("answer", _ANSWER_KEYS)
-        if not isinstance(solution, str):
-            raise r.error(f"field {skey!r} must be a string, got {_type_name(solution)}")
-        boxed = _last_boxed(solution)
-        if not boxed:
-            raise r.missing("answer", _ANSWER_KEYS, f" and field {skey!r} has no complete \\boxed{{...}}")
-        gold = boxed
-    return r.question("math", text, gold)
-
-
-def _choice_list(r: _Row) -> tuple[str, ...]:
-    key, value = r.find("choices", _CHOICE_KEYS)
-    if key is None:
-        if "choices" in r.overrides:
-            raise r.missing("choices", _CHOICE_KEYS)
-        items = []
-        for letter in _LETTERS:
-            if r.rec.get(letter) is None:
-                break
-            items.append((letter, r.rec[letter]))
-            r.used.add(letter)
-        if not items:
-            raise r.error(f"missing field 'choices' (have: {r.have()}; also looked for options and columns A, B, ...)")
-    else:
-        r.used.add(key)
-        if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise r.error(f"field {key!r} is a string that is not a JSON list") from None
-        if isinstance(value, Mapping):
-            keys = [str(k).strip().upper() for k in value]
-            if keys != list(_LETTERS[: len(keys)]):
-                raise r.error(f"field {key!r} is a mapping whose keys are not A, B, C, ... in order")
-            items = [(k, v) for k, v in zip(keys, value.values())]
-        elif isinstance(value, (list, tuple)):
-            items = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
-        else:
-            raise r.error(f"field {key!r} must be a list of choices, got {_type_name(value)}")
-    choices = []
-    for where, v in items:
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise r.error(f"choice {where} must be a string, got {_type_name(v)}")
-        choices.append(v.strip() if isinstance(v, str) else str(v))
-    if len(choices) < 2:
-        raise r.error(f"need at least 2 choices, got {len(choices)}")
-    if len(choices) > len(_LETTERS):
-        raise r.error(f"at most {len(_LETTERS)} choices are supported, got {len(choices)}")
-    return tuple(choices)
-
-
-_LETTER_RE = re.compile(r"\(?([A-Za-z])[).:]?")
-
-
-def _choice_gold(r: _Row, key: str, value: Any, choices: tuple[str, ...]) -> str:
-    n = len(choices)
-    valid = f"{_LETTERS[0]}-{_LETTERS[n - 1]}"
-    if isinstance(value, bool):
-        raise r.error(f"answer field {key!r} must be a letter or an index, got bool")
-    if isinstance(value, int):
-        if 0 <= value < n:
-            return _LETTERS[value]
-        raise r.error(f"answer index {value} (field {key!r}) is out of range for {n} choices (0-based)")
-    if not isinstance(value, str):
-        raise r.error(f"answer field {key!r} must be a letter or an index, got {_type_name(value)}")
-    s = value.strip()
-    m = _LETTER_RE.fullmatch(s)
-    if m and m.group(1).upper() in _LETTERS[:n]:
-        return m.group(1).upper()
-    if s in choices:
-        return _LETTERS[choices.index(s)]
-    if s.isdigit():
-        if int(s) < n:
-            return _LETTERS[int(s)]
-        raise r.error(f"answer index {s} (field {key!r}) is out of range for {n} choices (0-based)")
-    if m:
-        raise r.error(f"answer {s!r} (field {key!r}) is not one of the {n} choices {valid}")
-    raise r.error(f"answer {s!r} (field {key!r}) is not a letter {valid}, a 0-based index or a choice text")
-
-
-def _build_choice(r: _Row) -> Question:
-    question = r.question_text()
-    choices = _choice_list(r)
-    key, value = r.require("answer", _ANSWER_KEYS)
-    r.used.add(key)
-    gold = _choice_gold(r, key, value, choices)
-    lines = "\n".join(f"({_LETTERS[i]}) {c}" for i, c in enumerate(choices))
-    return r.question("choice", f"{question}\n{lines}", gold, choices)
-
-
-def _dialogue(r: _Row, key: str, value: Any) -> str:
-    if isinstance(value, str):
-        return r.text(key, value)
-    if isinstance(value, (list, tuple)):
-        if not value:
-            raise r.error(f"field {key!r} is an empty dialogue")
-        lines = []
-        for i, msg in enumerate(value, 1):
-            if not isinstance(msg, Mapping):
-                raise r.error(f"field {key!r}: message {i} is not a {{role, content}} object (got {_type_name(msg)})")
-            role = msg.get("role", msg.get("from"))
-            content = msg.get("content", msg.get("value"))
-            if not isinstance(role, str) or not isinstance(content, str):
-                raise r.error(f"field {key!r}: message {i} needs string 'role' and 'content'")
-            lines.append(f"{role.strip()}: {content.strip()}")
-        return "\n".join(lines)
-    raise r.error(f"field {key!r} must be a string or a list of messages, got {_type_name(value)}")
-
-
-_PAIR_LABELS = {"a": "A", "b": "B", "model_a": "A", "model_b": "B", "0": "A", "1": "B"}
-
-
-def _pair_label(r: _Row, key: str, value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-        return "AB"[value]
-    if isinstance(value, str) and value.strip().lower() in _PAIR_LABELS:
-        return _PAIR_LABELS[value.strip().lower()]
-    raise r.error(
-        f"label {value!r} (field {key!r}) is not a preference for A or B "
-        "(expected A/B, model_a/model_b or 0/1; ties must be filtered out)"
-    )
-
-
-def _build_pair(r: _Row) -> Question:
-    prompt_key, prompt = r.find("question", _QUESTION_KEYS)
-    if prompt_key is not None:
-        r.used.add(prompt_key)
-        if not isinstance(prompt, str):
-            raise r.error(f"field {prompt_key!r} must be a string, got {_type_name(prompt)}")
-        prompt = prompt.strip()
-
-    if "a" in r.overrides or "b" in r.overrides:
-        pairs: tuple[tuple[str, str], ...] = ((r.overrides.get("a", "a"), r.overrides.get("b", "b")),)
-    elif "chosen" in r.overrides or "rejected" in r.overrides:
-        pairs = ()
-    else:
-        pairs = _PAIR_KEYS
-    ranked = (r.overrides.get("chosen", "chosen"), r.overrides.get("rejected", "rejected"))
-
-    def present(k: str) -> bool:
-        return r.rec.get(k) is not None
-
-    found = None
-    for ka, kb in pairs:
-        if present(ka) or present(kb):
-            if not (present(ka) and present(kb)):
-                have, miss = (ka, kb) if present(ka) else (kb, ka)
-                raise r.error(f"field {have!r} has no partner {miss!r} (have: {r.have()})")
-            found = (ka, kb)
-            break
-
-    if found is not None:
-        ka, kb = found
-        r.used.update(found)
-        a = _dialogue(r, ka, r.rec[ka])
-        b = _dialogue(r, kb, r.rec[kb])
-        lkey, lvalue = r.require("answer", _LABEL_KEYS)
-        r.used.add(lkey)
-        gold = _pair_label(r, lkey, lvalue)
-    else:
-        kc, kr = ranked
-        if not (present(kc) and present(kr)):
-            wanted = [f"{x}/{y}" for x, y in pairs] + [f"{kc}/{kr}"]
-            raise r.error(f"missing dialogue fields (looked for {', '.join(wanted)}; have: {r.have()})")
-        r.used.update(ranked)
-        chosen = _dialogue(r, kc, r.rec[kc])
-        rejected = _dialogue(r, kr, r.rec[kr])
-        # The file order (chosen first) would leak the label: shuffle per question, from the
-        # row's content (not its id, which may come from the file name: renaming the file must
-        # not change the gold letters).
-        digest = hashlib.sha256(json.dumps([prompt or "", chosen, rejected]).encode()).digest()
-        if digest[0] < 128:
-            a, b, gold = chosen, rejected, "A"
-        else:
-            a, b, gold = rejected, chosen, "B"
-
-    parts = [prompt] if prompt else []
-    parts += [f"Dialogue A:\n{a}", f"Dialogue B:\n{b}", PAIR_QUESTION]
-    return r.question("pair", "\n\n".join(parts), gold)
-
-
-_BUILDERS: dict[str, Callable[[_Row], Question]] = {
-    "numeric": _build_numeric,
-    "math": _build_math,
-    "choice": _build_choice,
-    "pair": _build_pair,
-}
