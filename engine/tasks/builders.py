@@ -1,6 +1,6 @@
 """One question per row and task kind: the gold-answer rules of :mod:`engine.tasks.files`.
 
-Each builder takes a row (:class:`engine.tasks.files._Row`: the record, where it came from and
+Each builder takes a row (:class:`engine.tasks.files.Row`: the record, where it came from and
 how to complain about it) and returns its :class:`~engine.tasks.Question` or raises the row's
 :class:`~engine.tasks.DatasetError`. The field names each looks for are here too.
 """
@@ -17,27 +17,27 @@ from typing import TYPE_CHECKING, Any
 from engine.tasks import LETTERS, Question, type_name
 
 if TYPE_CHECKING:
-    from engine.tasks.files import _Row
+    from engine.tasks.files import Row
 
 # The columns each of our field names is looked for in (the first present one wins).
-_ID_KEYS = ("id",)
-_QUESTION_KEYS = ("question", "problem", "input", "prompt")
-_ANSWER_KEYS = ("answer", "gold", "label", "target")
-_LABEL_KEYS = ("answer", "label", "winner", "preference")
-_SOLUTION_KEYS = ("solution",)
-_CHOICE_KEYS = ("choices", "options")
-_PAIR_KEYS = (
+ID_KEYS = ("id",)
+QUESTION_KEYS = ("question", "problem", "input", "prompt")
+ANSWER_KEYS = ("answer", "gold", "label", "target")
+LABEL_KEYS = ("answer", "label", "winner", "preference")
+SOLUTION_KEYS = ("solution",)
+CHOICE_KEYS = ("choices", "options")
+PAIR_KEYS = (
     ("conversation_a", "conversation_b"),
     ("dialogue_a", "dialogue_b"),
     ("response_a", "response_b"),
 )
-_RANKED_KEYS = ("chosen", "rejected")
-_IMAGE_KEYS = ("image", "image_path", "image_url")
+RANKED_KEYS = ("chosen", "rejected")
+IMAGE_KEYS = ("image", "image_path", "image_url")
 
 PAIR_QUESTION = "Which dialogue is better, A or B?"
 
 
-def _scalar_text(r: _Row, key: str, value: Any) -> str:
+def _scalar_text(r: Row, key: str, value: Any) -> str:
     """A gold value as a stripped string; ints and finite floats are accepted."""
     if isinstance(value, bool):
         raise r.error(f"field {key!r} must be a string or a number, got bool")
@@ -61,7 +61,7 @@ _NUMBER_RE = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
 _FRACTION_RE = re.compile(r"[+-]?\d+\s*/\s*(\d+)")
 
 
-def _is_number(s: str) -> bool:
+def is_number(s: str) -> bool:
     """Plain number: sign, digits (thousands commas allowed), decimals, or a fraction a/b."""
     if _NUMBER_RE.fullmatch(s):
         return True
@@ -104,9 +104,9 @@ def _last_boxed(s: str) -> str | None:
 # --------------------------------------------------------------------------- builders
 
 
-def _build_numeric(r: _Row) -> Question:
+def _build_numeric(r: Row) -> Question:
     text = r.question_text()
-    key, value = r.find("answer", _ANSWER_KEYS)
+    key, value = r.find("answer", ANSWER_KEYS)
     if key is not None:
         r.used.add(key)
         gold = _scalar_text(r, key, value)
@@ -115,44 +115,44 @@ def _build_numeric(r: _Row) -> Question:
             if not gold:
                 raise r.error(f"field {key!r} has nothing after '####'")
     else:
-        skey, solution = r.find("solution", _SOLUTION_KEYS)
+        skey, solution = r.find("solution", SOLUTION_KEYS)
         if not isinstance(solution, str) or "####" not in solution:
             raise r.missing(
-                "answer", _ANSWER_KEYS, "" if skey is None else f" and field {skey!r} has no '####' answer line"
+                "answer", ANSWER_KEYS, "" if skey is None else f" and field {skey!r} has no '####' answer line"
             )
         key = skey
         gold = solution.rsplit("####", 1)[1].strip()
         if not gold:
             raise r.error(f"field {key!r} has nothing after '####'")
-    if not _is_number(gold):
+    if not is_number(gold):
         raise r.error(f"numeric gold answer {gold!r} (field {key!r}) is not a number")
     return r.question("numeric", text, gold)
 
 
-def _build_math(r: _Row) -> Question:
+def _build_math(r: Row) -> Question:
     text = r.question_text()
-    key, value = r.find("answer", _ANSWER_KEYS)
+    key, value = r.find("answer", ANSWER_KEYS)
     if key is not None:
         r.used.add(key)
         gold = _scalar_text(r, key, value)
     else:
-        skey, solution = r.find("solution", _SOLUTION_KEYS)
+        skey, solution = r.find("solution", SOLUTION_KEYS)
         if skey is None:
-            raise r.missing("answer", _ANSWER_KEYS)
+            raise r.missing("answer", ANSWER_KEYS)
         if not isinstance(solution, str):
             raise r.error(f"field {skey!r} must be a string, got {type_name(solution)}")
         boxed = _last_boxed(solution)
         if not boxed:
-            raise r.missing("answer", _ANSWER_KEYS, f" and field {skey!r} has no complete \\boxed{{...}}")
+            raise r.missing("answer", ANSWER_KEYS, f" and field {skey!r} has no complete \\boxed{{...}}")
         gold = boxed
     return r.question("math", text, gold)
 
 
-def _choice_list(r: _Row) -> tuple[str, ...]:
-    key, value = r.find("choices", _CHOICE_KEYS)
+def _choice_list(r: Row) -> tuple[str, ...]:
+    key, value = r.find("choices", CHOICE_KEYS)
     if key is None:
         if "choices" in r.overrides:
-            raise r.missing("choices", _CHOICE_KEYS)
+            raise r.missing("choices", CHOICE_KEYS)
         items = []
         for letter in LETTERS:
             if r.rec.get(letter) is None:
@@ -192,7 +192,7 @@ def _choice_list(r: _Row) -> tuple[str, ...]:
 _LETTER_RE = re.compile(r"\(?([A-Za-z])[).:]?")
 
 
-def _choice_gold(r: _Row, key: str, value: Any, choices: tuple[str, ...]) -> str:
+def _choice_gold(r: Row, key: str, value: Any, choices: tuple[str, ...]) -> str:
     n = len(choices)
     valid = f"{LETTERS[0]}-{LETTERS[n - 1]}"
     if isinstance(value, bool):
@@ -218,17 +218,17 @@ def _choice_gold(r: _Row, key: str, value: Any, choices: tuple[str, ...]) -> str
     raise r.error(f"answer {s!r} (field {key!r}) is not a letter {valid}, a 0-based index or a choice text")
 
 
-def _build_choice(r: _Row) -> Question:
+def _build_choice(r: Row) -> Question:
     question = r.question_text()
     choices = _choice_list(r)
-    key, value = r.require("answer", _ANSWER_KEYS)
+    key, value = r.require("answer", ANSWER_KEYS)
     r.used.add(key)
     gold = _choice_gold(r, key, value, choices)
     lines = "\n".join(f"({LETTERS[i]}) {c}" for i, c in enumerate(choices))
     return r.question("choice", f"{question}\n{lines}", gold, choices)
 
 
-def _dialogue(r: _Row, key: str, value: Any) -> str:
+def _dialogue(r: Row, key: str, value: Any) -> str:
     if isinstance(value, str):
         return r.text(key, value)
     if isinstance(value, (list, tuple)):
@@ -250,7 +250,7 @@ def _dialogue(r: _Row, key: str, value: Any) -> str:
 _PAIR_LABELS = {"a": "A", "b": "B", "model_a": "A", "model_b": "B", "0": "A", "1": "B"}
 
 
-def _pair_label(r: _Row, key: str, value: Any) -> str:
+def _pair_label(r: Row, key: str, value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
         return "AB"[value]
     if isinstance(value, str) and value.strip().lower() in _PAIR_LABELS:
@@ -261,8 +261,8 @@ def _pair_label(r: _Row, key: str, value: Any) -> str:
     )
 
 
-def _build_pair(r: _Row) -> Question:
-    prompt_key, prompt = r.find("question", _QUESTION_KEYS)
+def _build_pair(r: Row) -> Question:
+    prompt_key, prompt = r.find("question", QUESTION_KEYS)
     if prompt_key is not None:
         r.used.add(prompt_key)
         if not isinstance(prompt, str):
@@ -274,7 +274,7 @@ def _build_pair(r: _Row) -> Question:
     elif "chosen" in r.overrides or "rejected" in r.overrides:
         pairs = ()
     else:
-        pairs = _PAIR_KEYS
+        pairs = PAIR_KEYS
     ranked = (r.overrides.get("chosen", "chosen"), r.overrides.get("rejected", "rejected"))
 
     def present(k: str) -> bool:
@@ -294,7 +294,7 @@ def _build_pair(r: _Row) -> Question:
         r.used.update(found)
         a = _dialogue(r, ka, r.rec[ka])
         b = _dialogue(r, kb, r.rec[kb])
-        lkey, lvalue = r.require("answer", _LABEL_KEYS)
+        lkey, lvalue = r.require("answer", LABEL_KEYS)
         r.used.add(lkey)
         gold = _pair_label(r, lkey, lvalue)
     else:
@@ -320,7 +320,7 @@ def _build_pair(r: _Row) -> Question:
 
 
 #: The builder of each task kind: a row in, its question out.
-_BUILDERS: dict[str, Callable[[_Row], Question]] = {
+BUILDERS: dict[str, Callable[[Row], Question]] = {
     "numeric": _build_numeric,
     "math": _build_math,
     "choice": _build_choice,

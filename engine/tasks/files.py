@@ -115,17 +115,17 @@ from typing import Any
 
 from engine.tasks import DatasetError, Question, check_task, type_name
 from engine.tasks.builders import (
-    _ANSWER_KEYS,
-    _BUILDERS,
-    _CHOICE_KEYS,
-    _ID_KEYS,
-    _IMAGE_KEYS,
-    _PAIR_KEYS,
-    _QUESTION_KEYS,
-    _RANKED_KEYS,
-    _is_number,
+    ANSWER_KEYS,
+    BUILDERS,
+    CHOICE_KEYS,
+    ID_KEYS,
+    IMAGE_KEYS,
+    PAIR_KEYS,
+    QUESTION_KEYS,
+    RANKED_KEYS,
+    is_number,
 )
-from engine.tasks.images import _image_url
+from engine.tasks.images import image_url
 
 __all__ = [
     "FIELD_NAMES",
@@ -169,12 +169,12 @@ def infer_task(path: str | os.PathLike) -> str | None:
 def infer_task_of_record(rec: Mapping[str, Any], stem: str = "") -> str | None:
     """:func:`infer_task`'s rules applied to one record; ``stem`` is the data set's name."""
     present = {k for k, v in rec.items() if v is not None}
-    if present & set(_CHOICE_KEYS) or {"A", "B"} <= present:
+    if present & set(CHOICE_KEYS) or {"A", "B"} <= present:
         return "choice"
-    for ka, kb in _PAIR_KEYS + (_RANKED_KEYS,):
+    for ka, kb in PAIR_KEYS + (RANKED_KEYS,):
         if ka in present and kb in present:
             return "pair"
-    answer = next((rec[k] for k in _ANSWER_KEYS if k in present), None)
+    answer = next((rec[k] for k in ANSWER_KEYS if k in present), None)
     solution = rec.get("solution")
     solution = solution if isinstance(solution, str) else ""
     if "math" in stem.lower():
@@ -184,7 +184,7 @@ def infer_task_of_record(rec: Mapping[str, Any], stem: str = "") -> str | None:
             return "numeric"
         if any(ch in answer for ch in "\\{^$"):
             return "math"
-        if _is_number(answer.strip()):
+        if is_number(answer.strip()):
             return "numeric"
         return "math" if answer.strip() else None
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
@@ -257,11 +257,11 @@ def questions_from_rows(
     absolute paths and URLs)."""
     check_task(task)
     overrides = _check_fields(overrides)
-    build = _BUILDERS[task]
+    build = BUILDERS[task]
     out: list[Question] = []
     seen: dict[str, int] = {}
     for index, row, get in selected:
-        r = _Row(get(), display, row, index, stem, overrides, None if base is None else Path(base))
+        r = Row(get(), display, row, index, stem, overrides, None if base is None else Path(base))
         q = build(r)
         if q.qid in seen:
             raise r.error(f"duplicate id {q.qid!r} (first at row {seen[q.qid]})")
@@ -456,7 +456,7 @@ _READERS: dict[str, Callable[[Path, str], RowIter]] = {
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class _Row:
+class Row:
     """One record plus where it came from; knows how to complain about it."""
 
     def __init__(
@@ -515,7 +515,7 @@ class _Row:
         return s
 
     def qid(self) -> str:
-        key, value = self.find("id", _ID_KEYS)
+        key, value = self.find("id", ID_KEYS)
         if key is None:
             return f"{self.stem}-{self.index:05d}"
         if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -526,7 +526,7 @@ class _Row:
         return s
 
     def question_text(self) -> str:
-        key, value = self.require("question", _QUESTION_KEYS)
+        key, value = self.require("question", QUESTION_KEYS)
         self.used.add(key)
         return self.text(key, value)
 
@@ -536,12 +536,12 @@ class _Row:
 
     def image(self) -> str | None:
         """The row's image as a URL (see "Images" in the module docstring), or None."""
-        self.used.update(k for k in _IMAGE_KEYS if k in self.rec)  # never copied into meta
-        key, value = self.find("image", _IMAGE_KEYS)
+        self.used.update(k for k in IMAGE_KEYS if k in self.rec)  # never copied into meta
+        key, value = self.find("image", IMAGE_KEYS)
         if key is None:
             return None
         self.used.add(key)
-        return _image_url(self, key, value)
+        return image_url(self, key, value)
 
     def question(self, task: str, text: str, gold: str, choices: tuple[str, ...] = ()) -> Question:
         image = self.image()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from engine.tasks import DATA_URL_RE, type_name
 
 if TYPE_CHECKING:
-    from engine.tasks.files import _Row
+    from engine.tasks.files import Row
 
 
 _SIGNATURES = (
@@ -47,7 +47,7 @@ def image_mime(data: bytes, name: str = "") -> str | None:
     return None
 
 
-def _data_url(r: _Row, key: str, data: bytes, name: str, shown: str) -> str:
+def _data_url(r: Row, key: str, data: bytes, name: str, shown: str) -> str:
     if not data:
         raise r.error(f"image {shown} (field {key!r}) is empty")
     mime = image_mime(data, name)
@@ -59,7 +59,7 @@ def _data_url(r: _Row, key: str, data: bytes, name: str, shown: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _read_image_file(r: _Row, key: str, value: str) -> str:
+def _read_image_file(r: Row, key: str, value: str) -> str:
     path = Path(value).expanduser()
     if not path.is_absolute():
         if r.base is None:
@@ -77,7 +77,7 @@ def _read_image_file(r: _Row, key: str, value: str) -> str:
     return _data_url(r, key, data, path.name, f"file {value!r}")
 
 
-def _image_url(r: _Row, key: str, value: Any) -> str | None:
+def image_url(r: Row, key: str, value: Any) -> str | None:
     """The image of field ``key`` as an http(s) or data URL (module docstring, "Images")."""
     if isinstance(value, str):
         s = value.strip()
@@ -106,7 +106,7 @@ def _image_url(r: _Row, key: str, value: Any) -> str | None:
         if data:
             return _data_url(r, key, bytes(data), str(path or ""), f"bytes of {path!r}" if path else "bytes")
         if isinstance(path, str) and path.strip():
-            return _image_url(r, key, path)
+            return image_url(r, key, path)
         raise r.error(f"field {key!r} is an object without image 'bytes' or a 'path'")
     if hasattr(value, "save") and hasattr(value, "size") and hasattr(value, "mode"):  # a PIL image
         buf = io.BytesIO()
