@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.latex import last_boxed
 from engine.tasks import LETTERS, Question, type_name
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def _scalar_text(r: Row, key: str, value: Any) -> str:
     return s
 
 
-# --------------------------------------------------------------------------- numbers & boxes
+# --------------------------------------------------------------------------- numbers
 
 _NUMBER_RE = re.compile(r"[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
 _FRACTION_RE = re.compile(r"[+-]?\d+\s*/\s*(\d+)")
@@ -67,38 +68,6 @@ def is_number(s: str) -> bool:
         return True
     m = _FRACTION_RE.fullmatch(s)
     return bool(m) and int(m.group(1)) != 0
-
-
-def _last_boxed(s: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` in ``s`` (brace matched).
-
-    ``\\boxed 5`` (no braces) gives the token after the space. Escaped braces ``\\{``
-    ``\\}`` are not counted. Returns None if there is no box or it is unbalanced.
-    """
-    start = max(s.rfind("\\boxed"), s.rfind("\\fbox"))
-    if start < 0:
-        return None
-    i = start + (len("\\boxed") if s.startswith("\\boxed", start) else len("\\fbox"))
-    if i < len(s) and s[i] == " ":
-        m = re.match(r" +([^\s$]+)", s[i:])
-        return m.group(1) if m else None
-    if i >= len(s) or s[i] != "{":
-        return None
-    depth = 0
-    j = i
-    while j < len(s):
-        ch = s[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return s[i + 1 : j].strip()
-        j += 1
-    return None
 
 
 # --------------------------------------------------------------------------- builders
@@ -141,7 +110,7 @@ def _build_math(r: Row) -> Question:
             raise r.missing("answer", ANSWER_KEYS)
         if not isinstance(solution, str):
             raise r.error(f"field {skey!r} must be a string, got {type_name(solution)}")
-        boxed = _last_boxed(solution)
+        boxed = last_boxed(solution)
         if not boxed:
             raise r.missing("answer", ANSWER_KEYS, f" and field {skey!r} has no complete \\boxed{{...}}")
         gold = boxed

@@ -38,9 +38,9 @@ column is used). Our names are listed in :data:`FIELD_NAMES`:
 ``solution``
     ``solution``. numeric: used when there is no answer field and it contains ``####``
     (the text after the last ``####`` is the gold). math: used when there is no answer
-    field; the gold is the content of the last ``\\boxed{...}`` (or ``\\fbox{...}``),
-    found by brace matching. The solution is never copied into ``meta`` (it gives the
-    answer away).
+    field; the gold is the stripped content of the last closed ``\\boxed{...}`` (or
+    ``\\fbox{...}``), read by :func:`engine.latex.last_boxed` as replies are. The solution
+    is never copied into ``meta`` (it gives the answer away).
 ``choices``
     ``choices`` or ``options`` (a list, a JSON-encoded list in a string, or a mapping
     letter -> text), else consecutive columns ``A``, ``B``, ``C``, ... starting at ``A``.
