@@ -5,7 +5,7 @@ the first round of individual responses, we first generate a set of initial agen
 then fix them in all subsequent debate processes across various communication topology
 designs" (conditional variance reduction, Ross 2002). A sweep's cells (``debate sweep``) or
 ``debate run --reuse-first-round`` do this with one :class:`CacheActor` per
-:class:`actors.driver.Engine`: an agent asks the cache before it sends a round-0 request to its
+:class:`actors.driver.DebateRunner`: an agent asks the cache before it sends a round-0 request to its
 replica; the first asker generates, everyone else with the same key gets that reply.
 
 The key (:func:`first_round_key`) is the sha256 of the JSON of everything that decides the

@@ -184,7 +184,7 @@ def engine_args(
             args["gpu_memory_utilization"] = gpu_memory_utilization
         if kv_cache_bytes:
             if gpu_memory_utilization is not None:
-                # the utilization may be the share-sized default (actors.driver.replica_layout), not a flag
+                # the utilization may be the share-sized default (actors.layout.replica_layout), not a flag
                 log.warning(
                     "--kv-cache-bytes %d: vLLM sizes the KV cache from it, not from gpu_memory_utilization %g",
                     kv_cache_bytes,

@@ -2,7 +2,7 @@
 
 ``arithmetic`` is the generated task (:func:`engine.tasks.arithmetic_questions`),
 ``hf:NAME[:CONFIG][:SPLIT]`` a Hugging Face data set (:mod:`engine.hf_datasets`), anything
-else a data file (:func:`engine.tasks.load_dataset`). It sits above both loaders so that
+else a data file (:func:`engine.tasks.files.load_dataset`). It sits above both loaders so that
 neither needs the other.
 """
 
@@ -12,17 +12,8 @@ import os
 from collections.abc import Mapping
 
 from engine import hf_datasets
-from engine.tasks import (
-    TASKS,
-    DatasetError,
-    Question,
-    arithmetic_questions,
-    check_limit,
-    check_offset,
-    check_task,
-    infer_task,
-    load_dataset,
-)
+from engine.tasks import TASKS, DatasetError, Question, arithmetic_questions, check_task
+from engine.tasks.files import check_limit, check_offset, infer_task, load_dataset
 
 __all__ = ["load_questions"]
 
@@ -42,8 +33,8 @@ def load_questions(
     must then be None or ``"numeric"``; ``offset`` skips the first questions of the seeded
     stream). ``hf:NAME[:CONFIG][:SPLIT]`` loads a Hugging Face data set
     (:mod:`engine.hf_datasets`). Anything else is a file path loaded with
-    :func:`~engine.tasks.load_dataset`; when ``task`` is None it is guessed with
-    :func:`~engine.tasks.infer_task`. ``seed`` only matters for arithmetic.
+    :func:`~engine.tasks.files.load_dataset`; when ``task`` is None it is guessed with
+    :func:`~engine.tasks.files.infer_task`. ``seed`` only matters for arithmetic.
     """
     check_task(task, allow_none=True)
     check_limit(limit)

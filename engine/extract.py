@@ -6,8 +6,8 @@ reply, maps answers to one canonical string per task, compares them, and takes
 majority votes.  Model text is only ever matched with regular expressions and
 parsed with :class:`fractions.Fraction`; it is never evaluated.
 
-Tasks (see :data:`TASKS`)
--------------------------
+Tasks (see :data:`engine.tasks.TASKS`)
+--------------------------------------
 ``"numeric"``
     GSM8K-style numbers.  Canonical form: the exact rational value (parsed with
     ``fractions.Fraction``) written as a plain integer (``"1450000"``, ``"-3"``;
@@ -132,9 +132,10 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 from engine.equivalence import math_equivalent
+from engine.latex import boxed_contents, brace_map
+from engine.tasks import LETTERS, TASKS
 
 __all__ = [
-    "TASKS",
     "extract_answer",
     "canonical_answer",
     "answers_equal",
@@ -146,9 +147,6 @@ __all__ = [
     "weighted_vote",
 ]
 
-TASKS = ("numeric", "math", "choice", "pair")
-
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MAX_NUM_CHARS = 1000  # longer digit strings are refused (int() limits, DoS)
 _MAX_EXPONENT = 400
 
@@ -320,24 +318,6 @@ def _numeric_from_segment(seg: str) -> str | None:
 # LaTeX helpers
 # --------------------------------------------------------------------------
 
-_BOX_START = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-
-
-_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.S)
-
-
-def _brace_map(s: str) -> dict[int, int]:
-    """{index of '{': index of its matching '}'} for every matched pair (O(n))."""
-    pairs: dict[int, int] = {}
-    stack: list[int] = []
-    for m in _BRACE_TOKEN.finditer(s):
-        c = m.group(0)
-        if c == "{":
-            stack.append(m.start())
-        elif c == "}" and stack:
-            pairs[stack.pop()] = m.start()
-    return pairs
-
 
 def _match_brace(s: str, i: int) -> int:
     """Index of the brace closing s[i] (an opening '{'), or -1.  '\\{' skipped."""
@@ -359,32 +339,6 @@ def _match_brace(s: str, i: int) -> int:
     return -1
 
 
-def _find_boxed(text: str) -> list[str]:
-    """Contents of every \\boxed{..}/\\fbox{..} in order of appearance.
-
-    Braces are matched with nesting; an unclosed box is ignored.  The
-    brace-less form ``\\boxed 5`` yields its single token.
-    """
-    out = []
-    pairs: dict[int, int] | None = None
-    for m in _BOX_START.finditer(text):
-        i = m.end()
-        k = i
-        while k < len(text) and text[k] in " \t":
-            k += 1
-        if k < len(text) and text[k] == "{":
-            if pairs is None:
-                pairs = _brace_map(text)
-            j = pairs.get(k)
-            if j is not None:
-                out.append(text[k + 1 : j])
-        elif k > i:
-            tok = re.match(r"[^\s${}]+", text[k:])
-            if tok:
-                out.append(tok.group(0))
-    return out
-
-
 _TEXT_CMD = re.compile(r"\\(?:text|textrm|textbf|textit|textnormal|textup|mbox|mathrm|mathbf|mathit|operatorname)\s*\{")
 
 
@@ -392,7 +346,7 @@ _UNIT_TAIL = re.compile(r"\s*+(?:\^\s*+\{?\s*+\d\s*+\}?)?\s*+\.?\s*+")  # "^2" a
 
 
 def _unwrap_text_once(s: str) -> str:
-    pairs = _brace_map(s)
+    pairs = brace_map(s)
     out = []
     i = 0
     for m in _TEXT_CMD.finditer(s):
@@ -412,7 +366,7 @@ def _unwrap_text_once(s: str) -> str:
 def _strip_text_cmds(s: str) -> str:
     # 1) a trailing \text{...} after something containing a digit is a unit
     for _ in range(3):
-        pairs = _brace_map(s)
+        pairs = brace_map(s)
         last = None
         for m in _TEXT_CMD.finditer(s):
             j = pairs.get(m.end() - 1)
@@ -526,7 +480,7 @@ _NUM_THEN_WORDS = re.compile(
 def _math_normalize(raw: str) -> str:
     """String normalisation of a MATH answer (see module docstring)."""
     s = str(raw).translate(_UNICODE_FIX).strip()
-    boxed = _find_boxed(s)
+    boxed = boxed_contents(s)
     if boxed:
         s = boxed[-1].strip()
     s = s.replace("\\$", "").replace("$", "")
@@ -562,7 +516,7 @@ def _math_normalize(raw: str) -> str:
     except RecursionError:  # pragma: no cover - absurdly nested input
         pass
     if s.startswith("{"):
-        pairs = _brace_map(s)
+        pairs = brace_map(s)
         a, b = 0, len(s) - 1
         while a < b and pairs.get(a) == b:
             a, b = a + 1, b - 1
@@ -650,7 +604,7 @@ _LETTER_CANON = re.compile(
 
 def _letter_canon(raw: str, n: int) -> str | None:
     s = str(raw).translate(_UNICODE_FIX).strip()
-    boxed = _find_boxed(s)
+    boxed = boxed_contents(s)
     if boxed:
         s = boxed[-1]
     s = _strip_text_cmds(s.replace("$", "")).strip().strip("*").strip()
@@ -658,7 +612,7 @@ def _letter_canon(raw: str, n: int) -> str | None:
     if not m:
         return None
     letter = m.group(1).upper()
-    return letter if letter in _LETTERS[:n] else None
+    return letter if letter in LETTERS[:n] else None
 
 
 # --------------------------------------------------------------------------
@@ -788,7 +742,7 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
     canon = _numeric_from_segment if task == "numeric" else _math_canon
 
     # 1. last \boxed{...} / \fbox{...}
-    for content in _find_boxed(text)[::-1][:_MAX_TRIES]:
+    for content in boxed_contents(text)[::-1][:_MAX_TRIES]:
         if content.strip():
             val = canon(content)
             if val is not None:
@@ -917,16 +871,16 @@ def _letter_from_box(content: str, n: int) -> str | None:
     if not m:
         return None
     letter = (m.group(1) or m.group(2)).upper()
-    return letter if letter in _LETTERS[:n] else None
+    return letter if letter in LETTERS[:n] else None
 
 
 def _in_range(letter: str, n: int) -> bool:
-    return len(letter) == 1 and letter in _LETTERS[:n]
+    return len(letter) == 1 and letter in LETTERS[:n]
 
 
 def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> str | None:
     # 1. \boxed{B}
-    for content in _find_boxed(text)[::-1][:_MAX_TRIES]:
+    for content in boxed_contents(text)[::-1][:_MAX_TRIES]:
         if len(content) > 40:
             continue
         val = _letter_from_box(content, n)

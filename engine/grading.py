@@ -16,8 +16,8 @@ when their canonical strings differ (:mod:`engine.equivalence`). Tasks: ``numeri
 from __future__ import annotations
 
 from engine import extract as _extract
-
-TASKS = _extract.TASKS
+from engine.latex import last_boxed
+from engine.tasks import TASKS
 
 
 def extract_answer(text: str | None, task: str, n_choices: int | None = None, truncated: bool = False) -> str | None:
@@ -36,9 +36,9 @@ def gold_answer(gold: str | None, task: str) -> str | None:
     if "####" in g:
         return g.rsplit("####", 1)[1].strip() or None
     if task in ("math", "numeric") and ("\\boxed" in g or "\\fbox" in g):
-        boxed = _extract._find_boxed(g)
-        if boxed:
-            return boxed[-1]
+        boxed = last_boxed(g)
+        if boxed is not None:
+            return boxed
     return g.strip() or None
 
 

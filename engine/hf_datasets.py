@@ -6,7 +6,7 @@ split=SPLIT)``): from the hub, from the local cache when the hub is out of reach
 as NAME (``hf:/data/gsm8k:test``). SPLIT defaults to ``test`` (the papers evaluate on test
 splits); CONFIG is needed where the set has several (``hf:cais/mmlu:all:test``).
 
-The rows then go through the engine's own question builders (:mod:`engine.tasks`: the same
+The rows then go through the engine's own question builders (:mod:`engine.tasks.builders`: the same
 field names, gold-answer rules and one-line errors naming ``hf:NAME:row``). The papers' sets
 whose columns are not those names are mapped here, by name (:data:`KNOWN_SETS`, the one
 registration point; matched on the lower-cased NAME):
@@ -33,7 +33,7 @@ mathvista          numeric   ``question`` with its image ``decoded_image``; ``pi
 =================  ========  =====================================================================
 
 Images: a column of the ``datasets`` type ``Image`` is read undecoded (the file's own bytes, no
-re-encoding) and becomes the question's image through :mod:`engine.tasks`' image fields
+re-encoding) and becomes the question's image through :mod:`engine.tasks.images`' image fields
 (``image``, ``image_path``, ``image_url``, or the column ``--fields`` names); relative image paths
 are read from NAME's folder when NAME is a local folder. A known set may keep only some rows
 (``HFSet.where``): the others are skipped before ``--offset``/``--limit``, and errors still name
@@ -58,7 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.tasks import DatasetError, Question, infer_task_of_record, questions_from_rows
+from engine.tasks import DatasetError, Question
+from engine.tasks.files import infer_task_of_record, questions_from_rows
 
 PREFIX = "hf:"  # engine.dataset_routing.load_questions routes datasets starting with it here
 DEFAULT_SPLIT = "test"

@@ -43,11 +43,11 @@ cell its params, run id, directory, status (``pending``, ``partial``, ``running`
 rewritten (atomically) when a cell starts and ends.
 
 Resume. Re-running the same command skips finished cells and resumes the others through
-:meth:`actors.driver.Engine.run`, which debates only questions that have no result row yet, so
-no finished (run, question) is ever repeated or duplicated. One ``Engine`` serves the whole
+:meth:`actors.driver.DebateRunner.run`, which debates only questions that have no result row yet, so
+no finished (run, question) is ever repeated or duplicated. One ``DebateRunner`` serves the whole
 sweep: replicas (loaded models), embedders and the first-round cache are kept across cells.
 
-Everything here but :func:`run_sweep` (which starts Ray through the Engine) is pure.
+Everything here but :func:`run_sweep` (which starts Ray through the DebateRunner) is pure.
 """
 
 from __future__ import annotations
@@ -425,7 +425,7 @@ def format_cells(cells: list[Cell]) -> list[str]:
 def run_sweep(
     spec: SweepSpec, out_dir: str | Path, engine=None, echo: Callable[[str], None] | None = None, progress: bool = True
 ) -> list[Cell]:
-    """Run every valid, unfinished cell on one :class:`actors.driver.Engine` (made here unless
+    """Run every valid, unfinished cell on one :class:`actors.driver.DebateRunner` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
     ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
     dataset) gets status ``error`` and the sweep goes on; so does one stopped by ``--max-error-rate``
@@ -461,10 +461,10 @@ def run_sweep(
         for c in valid:
             if c.status == "finished":
                 continue
-            from actors.driver import Engine, ErrorRateExceeded
+            from actors.driver import DebateRunner, ErrorRateExceeded
 
             if engine is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                engine = Engine(c.config.ray_address)
+                engine = DebateRunner(c.config.ray_address)
             say(
                 f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
                 + (" (resuming)" if c.status == "partial" else "")

@@ -16,7 +16,7 @@ Per command:
   replicas, agent actors, the debate, writing, Ray shutdown);
 * *start-up s*: ``replicas_s + agents_s`` from the runs table's ``timings`` JSON column;
   *debate s*: its ``debate_s`` (without that column: the runs row's ``wall_s``, which is
-  ``Engine.run``'s time and so also holds the replicas' and agents' start-up);
+  ``DebateRunner.run``'s time and so also holds the replicas' and agents' start-up);
   *overhead s* = whole - debate: everything outside the debate itself;
 * *calls*: rows of the calls table (else ``runs.n_calls``); *calls/s* = calls / debate s;
 * *peak memory*: every ``--interval-s`` (0.2 s; longer when a sample itself takes long, so the
@@ -350,7 +350,7 @@ def reap(seen: dict[int, tuple[float, str]], grace_s: float = 10.0) -> tuple[flo
 def run_facts(runs: list[dict[str, Any]], call_rows: int) -> dict[str, Any]:
     """The phases' seconds and the calls of a run from its runs row and its calls table's row count.
     A missing or empty ``timings`` column leaves the phases None; debate seconds then fall back to
-    the row's ``wall_s`` (``Engine.run``'s time: it includes the replicas' and agents' start-up)."""
+    the row's ``wall_s`` (``DebateRunner.run``'s time: it includes the replicas' and agents' start-up)."""
     row = runs[-1] if runs else {}
     timings = row.get("timings")
     if isinstance(timings, str):

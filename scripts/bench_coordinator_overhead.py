@@ -8,7 +8,7 @@ For each agent count (default 6, 16, 64) we run a debate of many questions on Ra
 * *coordinator wall*: the time of ``CoordinatorActor.run(questions)`` only — from handing it the
   questions to its return, which includes the final writer flush. Ray start, the replica, the
   agent/writer/coordinator actors' process start-up are all outside it: the script builds the
-  same actors ``Engine.run`` builds (a writer, one agent actor per agent bound to the Engine's
+  same actors ``DebateRunner.run`` builds (a writer, one agent actor per agent bound to the DebateRunner's
   warm replica, a coordinator), waits until the agents are up, warms every actor with a short
   untimed run on other questions, pauses ``--settle-s`` seconds, and then times ``--repeats``
   runs on disjoint question sets (the fastest is the headline; all are in the JSON).
@@ -99,7 +99,7 @@ def backend_compute_s(cfg: RunConfig, questions) -> tuple[float, int]:
     """Pure simulated-model time for these questions: the same requests (the simulated backend is
     seeded, so the replies and hence the prompts are the engine's) generated in this process,
     one at a time, timing only ``generate``."""
-    from actors.driver import replica_options
+    from actors.layout import replica_options
     from actors.local_run import run_local
     from actors.replica_actor import make_backend
 
@@ -121,13 +121,13 @@ def run_size(
     repeats: int = 1,
     settle_s: float = 0.0,
 ) -> dict[str, Any]:
-    """One agent count: build the actors Engine.run builds, warm them, time CoordinatorActor.run
+    """One agent count: build the actors DebateRunner.run builds, warm them, time CoordinatorActor.run
     on ``repeats`` disjoint sets of ``questions`` questions; the fastest repeat is reported."""
     import ray
 
     from actors.agent_actor import AgentGroupActor, AgentSetup
     from actors.coordinator_actor import CoordinatorActor
-    from actors.driver import prepare
+    from actors.prepare import prepare
     from actors.writer_actor import WriterActor
 
     cfg = RunConfig(
@@ -227,7 +227,7 @@ def measure(
     workdir: str | None = None,
     log=print,
 ) -> dict[str, Any]:
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     params = {
         "agent_counts": list(agent_counts),
@@ -256,7 +256,7 @@ def measure(
     rows = []
     try:
         t = time.perf_counter()
-        with Engine() as engine:
+        with DebateRunner() as engine:
             result["startup_s"] = round(time.perf_counter() - t, 3)
             for n in agent_counts:
                 r = run_size(

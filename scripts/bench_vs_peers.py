@@ -4,7 +4,7 @@ Workload (defaults = the issue's): fully connected MAD, 10 arithmetic questions 
 rounds = 180 calls, replies capped at 64 tokens, greedy decoding, the default backend (vLLM) and
 dtype (``auto``: bfloat16 on this CPU), the packaged SmolLM2-135M-Instruct.
 
-(a) *engine*: ``Engine.run`` (Ray: coordinator, one actor per agent, one vLLM replica), timed on
+(a) *engine*: ``DebateRunner.run`` (Ray: coordinator, one actor per agent, one vLLM replica), timed on
     an engine already warmed by a one-question run (Ray start and model load are paid once per
     session, not per run; reported separately as ``engine_start_s``).
 (b) *offline limit*: the same requests handed to one in-process vLLM engine with the same
@@ -226,7 +226,7 @@ class PeerEngine:
 
 
 def engine_run(engine, cfg: RunConfig, questions, work: Path, name: str) -> dict[str, Any]:
-    """(a): one timed ``Engine.run`` on an engine already warm; returns its figures and calls."""
+    """(a): one timed ``DebateRunner.run`` on an engine already warm; returns its figures and calls."""
     import dataclasses
 
     from engine.results import read_table
@@ -270,7 +270,7 @@ def measure(
     import dataclasses
     import statistics
 
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
     from engine.dataset_routing import load_questions
 
     if repeat < 1:
@@ -291,7 +291,7 @@ def measure(
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
     reps: list[dict[str, Any]] = []
-    with scratch_dir() as work_dir, Engine() as engine:
+    with scratch_dir() as work_dir, DebateRunner() as engine:
         work = Path(work_dir)
         t = time.perf_counter()
         engine.run(dataclasses.replace(cfg, out=str(work / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])

@@ -145,9 +145,9 @@ class Checks:
         self.say(f"{entry['status']:4}  {name}: {entry['detail']} ({entry['seconds']:.0f} s)")
 
     def _engine_run(self, cfg, progress_cb=None):
-        from actors.driver import Engine
+        from actors.driver import DebateRunner
 
-        with Engine() as engine:
+        with DebateRunner() as engine:
             return engine.run(cfg, progress_cb=progress_cb)
 
     def _out(self, name: str) -> Path:
@@ -215,11 +215,11 @@ class Checks:
         and the dead replica's engine processes gone (Ray's subreaper, within ~10 s)."""
         import ray
 
-        from actors.driver import Engine
+        from actors.driver import DebateRunner
 
         device = "gpu" if self.gpus else "cpu"
         killed: dict[str, Any] = {}
-        with Engine() as engine:
+        with DebateRunner() as engine:
             cfg = _config(
                 backend, self.model, self._out(f"{backend}-killed"), device=device, limit=8, rounds=3, max_tokens=32
             )

@@ -1,5 +1,5 @@
 """Where the CPU goes during an engine run: CPU seconds per process (psutil) over one timed
-``Engine.run`` of bench_vs_peers' workload (MAD, 10 questions x 6 agents x 3 rounds, 64 tokens,
+``DebateRunner.run`` of bench_vs_peers' workload (MAD, 10 questions x 6 agents x 3 rounds, 64 tokens,
 greedy, the default backend), on an engine warmed by a one-question run.
 
 It separates the model's compute (vLLM's worker process) from everything else the engine runs on
@@ -44,7 +44,7 @@ def cpu_by_process() -> dict[int, tuple[float, str]]:
 
 
 def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print) -> dict[str, Any]:
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
     from engine.dataset_routing import load_questions
 
     cfg = RunConfig(
@@ -58,7 +58,7 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
     ).validate()
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
-    with scratch_dir() as work, Engine() as engine:
+    with scratch_dir() as work, DebateRunner() as engine:
         engine.run(dataclasses.replace(cfg, out=str(Path(work) / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
         log("engine warm; timed run ...")
         before = cpu_by_process()

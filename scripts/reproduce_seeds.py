@@ -23,7 +23,7 @@ table whose dataset has no mapping is skipped with a note.
 Seeds. Each row runs ``--seeds`` times (default: the paper's number of repeats, at least 2, so
 a mean ± sd exists); the sparse paper's rows keep the first answers fixed across seeds
 (``first_round_seed``), its protocol for the ± columns. Every row is a sweep
-(``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one Engine
+(``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one DebateRunner
 (the model loads once; rounds 0 are shared where they can be) and resumable: re-run the command.
 
 Output per table: method | published values (never cut: long lists wrap under their column) |
@@ -184,7 +184,7 @@ def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[str, Any]:
-    """One row: its sweep file (options + grid over seeds), run on the shared Engine."""
+    """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner."""
     from engine.sweep import parse_sweep, run_sweep
 
     folder = out / plan["paper"] / slug(plan["table"])
@@ -318,9 +318,9 @@ def main(argv=None) -> int:
                 if p["skip"]:
                     continue
                 if engine is None:
-                    from actors.driver import Engine
+                    from actors.driver import DebateRunner
 
-                    engine = Engine(p["options"].get("ray_address"))
+                    engine = DebateRunner(p["options"].get("ray_address"))
                 try:
                     p["ours"] = run_plan(p, list(range(n_seeds)), out, engine)
                 except ValueError as exc:  # an invalid cell (e.g. no regular graph) or bad input: listed, not fatal

@@ -184,7 +184,7 @@ LAYER_EXEMPT: dict[tuple[str, str], str] = {
     # start the driver. They import it inside the command function, so the other subcommands
     # (report, rescore, --help) never load Ray. Moving them out of engine/ is a separate change.
     ("engine.cli", "actors"): "entry point: `debate run` starts actors.driver",
-    ("engine.sweep", "actors"): "entry point: `debate sweep` runs cells through actors.driver.Engine",
+    ("engine.sweep", "actors"): "entry point: `debate sweep` runs cells through actors.driver.DebateRunner",
 }
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from actors.driver import AUTO_AGENT_ACTORS, agents_per_actor, pack_agents
+from actors.layout import AUTO_AGENT_ACTORS, agents_per_actor, pack_agents
 from engine.config import ConfigError, RunConfig
 
 
@@ -54,9 +54,9 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def engine():
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
-    with Engine() as e:
+    with DebateRunner() as e:
         yield e
 
 

@@ -83,7 +83,7 @@ def test_readme_run_config_fits_the_node_types():
     """Each model's placement (its placement-group bundles, as the driver builds them) fits on one
     node type of cluster.yaml, and the models are the ones the node types download."""
     from actors.cluster import replica_bundles
-    from actors.driver import placement_options
+    from actors.layout import placement_options
     from engine.config import config_from_mapping
 
     run = config_from_mapping(_readme_placement_config(), "README placement.yaml").validate()
@@ -336,7 +336,7 @@ def test_placement_group_bundles_and_their_description():
 
 
 def test_transformers_replica_is_told_its_device():
-    from actors.driver import replica_layout
+    from actors.layout import replica_layout
     from engine.config import RunConfig
 
     gpu = RunConfig(backend="transformers", placement_resources={"m": {"num_gpus": 1}})
@@ -347,7 +347,7 @@ def test_transformers_replica_is_told_its_device():
 
 
 def test_embedder_device_is_the_drivers_choice():
-    from actors.driver import embedding_placement
+    from actors.layout import embedding_placement
     from engine.config import RunConfig
 
     on_gpus = RunConfig(backend="vllm", protocol="cortex", placement_resources={"m": {"num_gpus": 1}})
@@ -373,7 +373,7 @@ def test_embedder_device_is_the_drivers_choice():
 # ----------------------------------------------------------------- GPU shares (pure)
 def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
     from actors.cluster import gpu_hints
-    from actors.driver import replica_layout
+    from actors.layout import replica_layout
 
     cfg = RunConfig(backend="vllm", gpus_per_replica=0.25, replicas=4)
     assert "--gpus-per-replica 0.25" in gpu_hints(cfg)  # a GPU request, even before GPU nodes are up
@@ -411,7 +411,7 @@ def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
     ],
 )
 def test_gpu_requests_a_replica_cannot_use_are_one_line(kw, needle):
-    from actors.driver import replica_layout
+    from actors.layout import replica_layout
 
     with pytest.raises(ValueError) as err:
         replica_layout(RunConfig(backend="vllm", **kw), ["m"], gpu=True)

@@ -62,9 +62,9 @@ def _placement(out) -> list[dict]:
 
 
 def test_heterogeneous_run_places_each_model_on_its_node_type(cluster, tmp_path):
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
-    with Engine() as engine:
+    with DebateRunner() as engine:
         first = engine.run(_cfg(tmp_path, "one"))
         replicas_after_first = dict(engine._replicas)
         second = engine.run(_cfg(tmp_path, "two", seed=1))
@@ -97,7 +97,7 @@ def test_heterogeneous_run_places_each_model_on_its_node_type(cluster, tmp_path)
 
 def test_a_replica_no_node_can_hold_fails_in_one_line(cluster, tmp_path):
     from actors.cluster import PlacementTimeout
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     cfg = _cfg(
         tmp_path,
@@ -109,7 +109,7 @@ def test_a_replica_no_node_can_hold_fails_in_one_line(cluster, tmp_path):
         placement_resources={"huge": {"tensor_parallel_size": 4, "resources": {"huge_gpu": 1}}},
         placement_timeout=3.0,
     )
-    with Engine() as engine, pytest.raises(PlacementTimeout) as err:
+    with DebateRunner() as engine, pytest.raises(PlacementTimeout) as err:
         engine.run(cfg)
     msg = str(err.value)
     assert "\n" not in msg and "--model huge" in msg and "no node offers 4 GPUs + huge_gpu:1" in msg

@@ -107,12 +107,12 @@ def test_same_config_same_results(ray_local, tmp_path):
 
 
 def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path):
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
     from engine.tasks import arithmetic_questions
 
     cfg = sim(tmp_path, "resume", limit=6, agents=3, rounds=2)
     qs = arithmetic_questions(6, seed=0)
-    with Engine() as engine:
+    with DebateRunner() as engine:
         first = engine.run(cfg, questions=qs[:3])
         replica_ids = set(map(str, engine._replicas.values()))
         second = engine.run(cfg, questions=qs)  # same config, same --out: only the 3 new ones run
@@ -130,7 +130,7 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
 
 def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     """Per-model Ray options: the run's placement_resources override the backend default."""
-    from actors.driver import placement_options
+    from actors.layout import placement_options
 
     cfg = RunConfig(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
     assert placement_options(cfg, "big", {"num_cpus": 2}) == {
@@ -147,7 +147,7 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
     """Pure layout: K replicas per model (per-model override), agents round-robin and sticky,
     tensor parallel = a placement group of T GPU bundles whose first bundle also holds the replica
     actor's CPU and custom resources (the actor itself takes no GPU), so the actor fits its bundle."""
-    from actors.driver import assign_replicas, replica_layout
+    from actors.layout import assign_replicas, replica_layout
 
     cfg = RunConfig(
         backend="vllm",
@@ -189,9 +189,9 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
 
 
 def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_path):
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
-    with Engine() as engine:
+    with DebateRunner() as engine:
         one = engine.run(sim(tmp_path, "one", limit=6, agents=4, rounds=2, protocol="mad"))
         two = engine.run(sim(tmp_path, "two", limit=6, agents=4, rounds=2, protocol="mad", replicas=2))
     assert len(two.replica_stats) == 2
@@ -207,9 +207,9 @@ def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_
 def test_turns_and_requests_travel_micro_batched(ray_local, tmp_path):
     """Many questions in flight: an agent's turns share Ray calls, and so do its replica requests
     (actors/batching.py), without changing a single result."""
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
-    with Engine() as engine:
+    with DebateRunner() as engine:
         res = engine.run(sim(tmp_path, "mb", limit=20, agents=4, rounds=3, protocol="mad"))
     turns = 20 * 4 * 3
     assert res.batching["agent_turns"] == turns

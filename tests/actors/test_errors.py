@@ -114,7 +114,7 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
     """A question the engine cannot handle (27 choices: more letters than the grader reads) makes
     the agent raise: the run stops with EngineError instead of counting an 'errored' question,
     the questions finished before it are on disk, and the same run resumes from them."""
-    from actors.driver import Engine, EngineError
+    from actors.driver import DebateRunner, EngineError
     from engine.results import read_table
 
     good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(4)]
@@ -128,7 +128,7 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
         progress=False,
         out=str(tmp_path / "run"),
     )
-    with Engine() as engine:
+    with DebateRunner() as engine:
         with pytest.raises(EngineError, match=r"unexpected error in the engine \(ValueError: n_choices") as info:
             engine.run(cfg, questions=good + [bad])
         assert "\n" not in str(info.value) and "resume" in str(info.value)
@@ -187,7 +187,7 @@ def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
     """Eight debates in flight beside the one that hits a bug: the bug stops the run at once, the
     others are cancelled (none finishes: a run that waited for them would have written their
     rows), and the re-run debates them all."""
-    from actors.driver import Engine, EngineError
+    from actors.driver import DebateRunner, EngineError
     from engine.results import read_table
 
     good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(8)]
@@ -202,7 +202,7 @@ def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
         progress=False,
         out=str(tmp_path / "run"),
     )
-    with Engine() as engine:
+    with DebateRunner() as engine:
         with pytest.raises(EngineError, match="unexpected error in the engine"):
             engine.run(cfg, questions=[bad, *good])
         assert read_table(cfg.out, "questions").num_rows == 0  # an empty table when nothing was written

@@ -14,14 +14,14 @@ import pytest
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
 
-from actors.driver import Engine  # noqa: E402
+from actors.driver import DebateRunner  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from engine.results import read_table  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def engine():
-    with Engine() as e:
+    with DebateRunner() as e:
         yield e
 
 

@@ -42,7 +42,7 @@ def _pending_groups() -> int:
 def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_path):
     """Three one-GPU replicas and no GPU node yet: all three groups are pending together (the
     autoscaler's demand), and once a node with three GPUs joins, the run goes on within one deadline."""
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     cfg = RunConfig(
         backend="simulated",
@@ -60,7 +60,7 @@ def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_p
 
     def go():
         try:
-            with Engine() as engine:
+            with DebateRunner() as engine:
                 result["res"] = engine.run(cfg)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
             result["err"] = exc
@@ -88,7 +88,7 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
 
     from actors import cluster as placement
     from actors.cluster import PlacementTimeout
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     calls: list[tuple[int, float]] = []
     reserve_all = placement.reserve_all
@@ -113,7 +113,7 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
         placement_timeout=3.0,
         out=str(tmp_path / "run"),
     )
-    with Engine() as engine, pytest.raises(PlacementTimeout) as err:
+    with DebateRunner() as engine, pytest.raises(PlacementTimeout) as err:
         engine.run(cfg)
     msg = str(err.value)
     assert "\n" not in msg and "(replica 0): no node offers 1 GPU (and 1 more placement group of this run)" in msg
@@ -126,7 +126,7 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
 def test_four_replicas_share_one_gpu_each_sized_to_its_share(cluster, tmp_path):
     """``--gpus-per-replica 0.25``: four replicas on the one GPU of a fake 1-GPU node, each engine
     given 0.9 x 0.25 = 0.225 of its memory."""
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     node = cluster.add_node(num_cpus=2, num_gpus=1)
     cfg = RunConfig(
@@ -141,7 +141,7 @@ def test_four_replicas_share_one_gpu_each_sized_to_its_share(cluster, tmp_path):
         placement_timeout=60.0,
         out=str(tmp_path / "run"),
     )
-    with Engine() as engine:
+    with DebateRunner() as engine:
         res = engine.run(cfg)
     assert res.summary["n_errors"] == 0
     replicas = [e for e in res.placement if e["role"] == "replica"]
@@ -181,7 +181,7 @@ def test_the_embedder_takes_a_gpu_share_only_where_one_is_free(cluster):
     import ray
 
     from actors.cluster import free_gpu_share
-    from actors.driver import embedding_placement
+    from actors.layout import embedding_placement
 
     cluster.add_node(num_cpus=1, num_gpus=1)
     cfg = RunConfig(backend="vllm", protocol="cortex", device="gpu")

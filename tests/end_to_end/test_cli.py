@@ -162,11 +162,12 @@ def _user_errors():
 def _raising(monkeypatch, exc: BaseException) -> None:
     """``load_questions`` (inside ``debate run``, after the config checks) raises ``exc``; no Ray starts."""
     import actors.driver
+    import actors.prepare
 
     def load_questions(*args, **kwargs):
         raise exc
 
-    monkeypatch.setattr(actors.driver, "load_questions", load_questions)
+    monkeypatch.setattr(actors.prepare, "load_questions", load_questions)
     monkeypatch.setattr(actors.driver, "init_ray", lambda *a, **k: None)
 
 
@@ -199,9 +200,9 @@ def test_a_bug_exits_1_with_its_traceback(tmp_path):
     import sys
 
     script = (
-        "import sys, actors.driver as d\n"
+        "import sys, actors.driver as d, actors.prepare as p\n"
         "def boom(*a, **k):\n    raise ValueError('boom')\n"
-        "d.load_questions = boom\n"
+        "p.load_questions = boom\n"
         "d.init_ray = lambda *a, **k: None\n"
         "from engine.cli import main\n"
         f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n"

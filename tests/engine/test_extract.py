@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from engine.extract import (
-    TASKS,
     answers_equal,
     canonical_answer,
     extract_answer,
     majority_vote,
     vote_counts,
 )
+from engine.tasks import TASKS
 
 # ---------------------------------------------------------------------------
 # numeric
@@ -400,6 +400,16 @@ def test_extracted_answers_are_canonical_fixed_points():
         assert a is not None
         assert canonical_answer(a, task) == a
         assert answers_equal(a, a, task)
+
+
+def test_boxes_are_read_as_the_gold_reader_reads_them():
+    """One box parser for replies and golds (engine.latex): a tab before the brace, ``\\boxedfoo``
+    (no box) and an unclosed last box (ignored: the box before it counts)."""
+    assert extract_answer("so \\boxed\t{7}.", "numeric") == "7"
+    assert extract_answer("so \\boxed\t{7}.", "math") == "7"
+    assert extract_answer("\\boxed{1}, then \\boxedfoo{2}", "math") == "1"
+    assert extract_answer("\\boxed{3}, then \\boxed{4", "numeric") == "3"
+    assert extract_answer("\\boxed{B} or \\boxedC{D}", "choice") == "B"
 
 
 def test_unknown_task_raises():

@@ -13,7 +13,8 @@ import pytest
 
 from engine import hf_datasets
 from engine.dataset_routing import load_questions
-from engine.tasks import DatasetError, load_dataset
+from engine.tasks import DatasetError
+from engine.tasks.files import load_dataset
 from tests.support.paths import DATA_DIR as DATA
 
 

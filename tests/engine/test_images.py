@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import pytest
 
 from actors.agent_actor import AgentCore
-from actors.driver import check_images, check_loaded_images, prepare
 from actors.local_run import run_local
+from actors.prepare import check_images, check_loaded_images, prepare
 from backends.base import ImagesNotSupported
 from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine.config import RunConfig
@@ -28,7 +28,8 @@ from engine.dataset_routing import load_questions
 from engine.prompts import PromptSet, build_messages, has_images, text_only, truncate_oldest_turns, with_image
 from engine.protocols.base import SummaryCall
 from engine.records import GenRequest, Turn
-from engine.tasks import DatasetError, Question, load_dataset
+from engine.tasks import DatasetError, Question
+from engine.tasks.files import load_dataset
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADAgH/eL9GtQAAAABJRU5ErkJggg=="
@@ -120,7 +121,7 @@ def test_parquet_image_structs_and_bytes(tmp_path):
 def test_a_pil_image_in_a_record_is_encoded_as_png():
     from PIL import Image
 
-    from engine.tasks import questions_from_rows
+    from engine.tasks.files import questions_from_rows
 
     picture = Image.new("RGB", (3, 2), (10, 200, 30))
     [q] = questions_from_rows(
@@ -509,15 +510,16 @@ def test_transformers_refuses_a_data_set_with_images_in_one_line(image_data):
 
 def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(image_data, tmp_path, monkeypatch):
     """The replicas' info says whether the loaded model takes images (vLLM: the model config's
-    is_multimodal_model); Engine.run stops with one line naming the model before it writes or calls anything."""
+    is_multimodal_model); DebateRunner.run stops with one line naming the model before it writes or calls anything."""
     from actors import driver
+    from actors.layout import ReplicaSet
     from backends import preflight
 
     infos = [{"model": "Qwen/Qwen2.5-0.5B-Instruct", "accepts_images": False, "simulated": False}]
     monkeypatch.setattr(preflight, "check_model", lambda model: None)  # no model files needed
-    monkeypatch.setattr(driver.Engine, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
-    monkeypatch.setattr(driver.Engine, "replicas_for", lambda self, cfg, models: driver.ReplicaSet({}, infos, {}))
-    engine = driver.Engine.__new__(driver.Engine)  # no Ray: replicas and writer are the fakes above
+    monkeypatch.setattr(driver.DebateRunner, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
+    monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: ReplicaSet({}, infos, {}))
+    engine = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
     cfg = RunConfig(
         backend="vllm",
         model="Qwen/Qwen2.5-0.5B-Instruct",

@@ -74,8 +74,8 @@ def echo(monkeypatch):
 
 
 def test_a_new_protocol_is_one_spec(echo):
-    from actors.driver import needs_embeddings
     from actors.local_run import run_local
+    from actors.prepare import needs_embeddings
     from backends.simulated_backend import SimulatedBackend
     from engine import cost_predict
     from engine.prompts import PromptSet

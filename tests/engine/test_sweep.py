@@ -248,7 +248,7 @@ def test_unhashed_options_really_do_not_change_the_run_id():
 
 # ------------------------------------------------------------------------------------ manifest / resume
 class FakeEngine:
-    """Writes what Engine.run would (a finished run row, one question row per question)."""
+    """Writes what DebateRunner.run would (a finished run row, one question row per question)."""
 
     def __init__(self, fail_on: str | None = None, error: Exception | None = None):
         self.calls: list[str] = []
@@ -523,7 +523,7 @@ def _calls(out) -> object:
 
 @pytest.mark.ray
 def test_sweep_keeps_one_replica_across_cells(ray_local, tmp_path):
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     spec = parse_sweep(
         {
@@ -538,7 +538,7 @@ def test_sweep_keeps_one_replica_across_cells(ray_local, tmp_path):
     )
     seen = []
 
-    class Spy(Engine):
+    class Spy(DebateRunner):
         def run(self, cfg, *a, **kw):
             res = super().run(cfg, *a, **kw)
             seen.append((dict(self._replicas), self._cache))
@@ -559,11 +559,11 @@ def test_sweep_keeps_one_replica_across_cells(ray_local, tmp_path):
 
 @pytest.mark.ray
 def test_first_round_reuse_gives_identical_results_and_saves_requests(ray_local, tmp_path):
-    from actors.driver import Engine, run
+    from actors.driver import DebateRunner, run
 
     mad = _sim(tmp_path, "mad", protocol="mad", agents=4, reuse_first_round=True)
     sparse = _sim(tmp_path, "sparse", protocol="sparse", agents=4, topology="ring", reuse_first_round=True)
-    with Engine() as engine:
+    with DebateRunner() as engine:
         r1 = engine.run(mad)
         r2 = engine.run(sparse)
     plain = run(dataclasses.replace(sparse, reuse_first_round=False, out=str(tmp_path / "plain")))
@@ -650,7 +650,7 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     """A cell whose run stopped after two of its four questions (written by the real engine under
     the cell's run id) is resumed by the sweep on the real engine: the two missing questions are
     debated, the two done are not, and each question has one row."""
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
     from engine.dataset_routing import load_questions
 
     spec = parse_sweep({**BASE, "limit": 4, "grid": {"seed": [1, 2]}})
@@ -658,7 +658,7 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     first, second = expand(spec, out)
     cfg = first.config
     questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
-    with Engine() as engine:
+    with DebateRunner() as engine:
         half = engine.run(cfg, questions=questions[:2])
         assert half.run_id == first.run_id and half.summary["n_questions"] == 2
         # as a run stopped midway leaves it: its run row not "finished"

@@ -14,15 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.dataset_routing import load_questions
-from engine.tasks import (
-    FIELD_NAMES,
-    TASKS,
-    DatasetError,
-    Question,
-    arithmetic_questions,
-    infer_task,
-    load_dataset,
-)
+from engine.tasks import TASKS, DatasetError, Question, arithmetic_questions
+from engine.tasks.files import FIELD_NAMES, infer_task, load_dataset
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 
@@ -237,6 +230,24 @@ def test_math_boxed_fallback(tmp_path):
     ]
     qs = load_dataset(write(tmp_path, "jsonl", rows), "math")
     assert [q.gold for q in qs] == ["\\frac{1}{2}", "\\{1, 2\\}", "f(x)^{2}+\\sqrt{3}", "5"]
+
+
+def test_math_gold_reads_boxes_as_the_extractor_does(tmp_path):
+    """The gold reader and the answer extractor share one box parser (engine.latex): blanks may
+    come before the brace, ``\\boxedfoo`` is no box, and an unclosed last box is ignored."""
+    from engine.extract import extract_answer
+
+    rows = [
+        {"question": "a", "solution": "so \\boxed\t{7}."},
+        {"question": "b", "solution": "first \\boxed{1}, then \\boxedfoo{2}"},
+        {"question": "c", "solution": "first \\boxed{ 3 }, then \\boxed{4"},
+    ]
+    qs = load_dataset(write(tmp_path, "jsonl", rows), "math")
+    assert [q.gold for q in qs] == ["7", "1", "3"]
+    assert [extract_answer(r["solution"], "math") for r in rows] == ["7", "1", "3"]
+    path = write(tmp_path, "jsonl", [{"question": "a", "solution": "only \\boxedfoo{2}"}], name="foo")
+    with raises_at(path, 1, "\\boxed"):
+        load_dataset(path, "math")
 
 
 def test_math_errors(tmp_path):

@@ -1,6 +1,6 @@
 """Run as a subprocess by tests/backends/test_engine_death.py, which owns the Ray instance and the vLLM
 processes it starts: starts Ray the engine's way (``init_ray``) and one vLLM replica of the
-default model (``Engine``), SIGKILLs the replica actor's process (not its engine) and prints one
+default model (``DebateRunner``), SIGKILLs the replica actor's process (not its engine) and prints one
 JSON line: its vLLM processes (``VLLM::EngineCore`` and workers) and those still alive after the
 wait (which are then killed here, so that nothing outlives the check)."""
 
@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from actors.driver import Engine
+from actors.driver import DebateRunner
 from engine.config import RunConfig
 
 
@@ -35,7 +35,7 @@ def main(wait_s: float) -> dict:
 
     cfg = RunConfig(backend="vllm", progress=False, max_restarts=0)  # no restart loading meanwhile
     try:
-        with Engine() as engine:
+        with DebateRunner() as engine:
             (info,) = engine.replicas_for(cfg, [cfg.model]).infos
             replica = psutil.Process(info["pid"])
             engine_procs = [p for p in replica.children(recursive=True) if _title(p).startswith("VLLM::")]

@@ -1,0 +1,95 @@
+"""What runs before Ray starts: every input of a run checked, so bad input fails in a second.
+
+:func:`prepare` loads the questions and checks the configuration, the protocol, the prompts, the
+backend's model files or endpoint and the embedding model, each failure one line naming the flag;
+:func:`check_loaded_images` is the one check left for after the replicas loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from backends.registry import backend_spec
+from engine.config import RunConfig
+from engine.dataset_routing import load_questions
+from engine.prompts import PromptSet
+from engine.protocols import validate_protocol
+from engine.tasks import DatasetError, Question
+
+log = logging.getLogger(__name__)
+
+
+def needs_embeddings(cfg: RunConfig) -> bool:
+    """Protocols that ask for a similarity matrix (S2-MAD's embedding check, CortexDebate's intimacy)."""
+    from engine.protocols import protocol_spec
+
+    return protocol_spec(cfg.protocol).needs_embeddings(cfg)
+
+
+def check_images(cfg: RunConfig, questions: list[Question]) -> None:
+    """Before any actor starts: a data set whose questions carry images needs a backend that can
+    send them (:attr:`backends.base.Backend.accepts_images`); else one line naming the data set,
+    the backend and what to use instead."""
+    from backends.base import ImagesNotSupported
+
+    n = sum(q.image is not None for q in questions)
+    if not n:
+        return
+    if not backend_spec(cfg.backend).accepts_images:
+        raise ImagesNotSupported(
+            f"--dataset {cfg.dataset}: {n} of the {len(questions)} questions carry an image and --backend "
+            f"{cfg.backend} sends text only; use --backend openai (a server with a vision model) or --backend vllm "
+            f"with a multimodal model"
+        )
+    log.info(
+        "%d of %d questions carry an image (--backend %s sends it with each request about them)",
+        n,
+        len(questions),
+        cfg.backend,
+    )
+
+
+def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[dict[str, Any]]) -> None:
+    """After the replicas loaded, before the first call: every model that will see a question with an
+    image must take images (vLLM: a multimodal model; the replica's ``info()`` says)."""
+    from backends.base import ImagesNotSupported
+
+    if not any(q.image is not None for q in questions):
+        return
+    for info in infos:
+        if not info.get("accepts_images", False):
+            raise ImagesNotSupported(
+                f"--dataset {cfg.dataset}: its questions carry images and --model {info.get('model')} takes no "
+                f"images (--backend {cfg.backend} loaded it as a text-only model); use a multimodal (vision) model "
+                f"or --backend openai with a server that serves one"
+            )
+
+
+def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[list[Question], PromptSet]:
+    """Check every input of a run before any actor starts; return its questions and prompts.
+
+    ``questions``: already loaded (else from ``--dataset``). Raises a one-line error naming the
+    flag for a bad configuration, data set, protocol setting, model, endpoint or embedding model.
+    """
+    cfg.validate()
+    if questions is None:
+        questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+    if not questions:
+        raise DatasetError(f"--dataset {cfg.dataset}: no questions selected")
+    check_images(cfg, questions)
+    tasks = {q.task for q in questions}
+    if len(tasks) != 1:
+        raise DatasetError(f"--dataset {cfg.dataset}: questions of several tasks {sorted(tasks)} in one run")
+    # Imports the protocol's module (registering its prompt stages) and runs its own checks,
+    # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
+    validate_protocol(cfg)
+    prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
+    preflight = backend_spec(cfg.backend).preflight  # model files, an endpoint
+    if preflight is not None:
+        preflight(cfg)
+    if needs_embeddings(cfg):
+        from backends.embedding import resolve_embedding_model
+
+        resolve_embedding_model(cfg.embedding_model)  # names --embedding-model if it cannot load
+    return questions, prompts
