@@ -51,7 +51,7 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   moves to the thread.
 * the engine runs in this actor's process (vLLM starts its own EngineCore and worker processes).
   For tensor parallelism on GPU (``tensor_parallel_size > 1``) vLLM's Ray executor places the
-  workers; the driver reserves the GPUs with a placement group (see ``actors/driver.py``).
+  workers; the driver reserves the GPUs with a placement group (see ``actors/layout.py``).
 """
 
 from __future__ import annotations

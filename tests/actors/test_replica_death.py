@@ -77,10 +77,10 @@ def _calls(out) -> list[tuple]:
 
 
 def test_a_replica_whose_engine_dies_restarts_and_the_agents_resend(ray_local, dying, tmp_path):
-    from actors.driver import Engine
+    from actors.driver import DebateRunner
 
     base = dict(backend=NAME, protocol="mad", agents=3, rounds=2, limit=4, progress=False, max_batch=4)
-    with Engine() as engine:
+    with DebateRunner() as engine:
         res = engine.run(RunConfig(out=str(tmp_path / "died"), **base))
         assert dying.exists(), "the backend never died: the test did not exercise the restart"
         died_in = int(dying.read_text())

@@ -718,10 +718,10 @@ def test_a_sweep_on_the_real_engine_marks_a_cell_stopped_and_goes_on(ray_local, 
         calls = read_table(out / stopped["dir"], "calls").to_pandas()
         assert len(calls) >= 20 and calls.error.notna().all()  # its rows stay on disk
         assert read_table(out / stopped["dir"], "runs").to_pylist()[-1]["status"] == "stopped: error rate"
-        from actors.driver import Engine
+        from actors.driver import DebateRunner
 
         spec = parse_sweep(sweep)
-        with Engine() as engine:
+        with DebateRunner() as engine:
             seen = []
 
             class Spy:
