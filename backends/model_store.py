@@ -352,7 +352,8 @@ class _DownloadProgress:
     rate."""
 
     def __init__(self, name: str, blobs: Path):
-        self.name, self.blobs, self.total = name, blobs, None
+        self.name, self.blobs = name, blobs
+        self.total: int | None = None
         self._base, self._start = self._bytes(), time.perf_counter()
         self._got = 0  # the most reported so far: a file renamed while scanned is missed once
         self._stop = threading.Event()

@@ -44,7 +44,7 @@ import json
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, overload
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -142,6 +142,10 @@ class OpenAIBackend(Backend):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
+    @overload
+    def _mask(self, text: str) -> str: ...
+    @overload
+    def _mask(self, text: None) -> None: ...
     def _mask(self, text: str | None) -> str | None:
         key = self._key()
         if text and key and len(key) >= _MIN_SECRET_LEN and key in text:

@@ -76,7 +76,7 @@ class TransformersBackend(Backend):
             self.dtype = "float16"  # GPUs before Ampere
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
         self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=getattr(torch, self.dtype)).to(
-            self.device
+            self.device  # type: ignore[arg-type]  # transformers 5 types to() as if unbound; a device string is right
         )
         self.model.eval()
         eos = self.model.generation_config.eos_token_id
@@ -98,10 +98,11 @@ class TransformersBackend(Backend):
         # running batch state
         self._waiting: list[_Row] = []
         self._rows: list[_Row] = []
-        self._cache = None
-        self._mask = None  # [B, T] attention mask of the running batch
-        self._pos = None  # [B] position id of each row's last token
-        self._logits = None  # [B, V] next-token logits of each row
+        # torch is imported lazily (self.torch), so the batch state is typed Any; None while empty
+        self._cache: Any = None
+        self._mask: Any = None  # [B, T] attention mask of the running batch
+        self._pos: Any = None  # [B] position id of each row's last token
+        self._logits: Any = None  # [B, V] next-token logits of each row
         self._done: list[tuple[Any, GenResult]] = []
         self.steps = 0
 
@@ -245,7 +246,8 @@ class TransformersBackend(Backend):
                 elif len(row.tokens) >= row.req.max_tokens or row.prompt_len + len(row.tokens) >= self.max_context:
                     reason = "length"
                 if reason:
-                    text = self.tokenizer.decode(row.tokens, skip_special_tokens=True).strip()
+                    # one sequence of ids decodes to one str (the stub's return type covers batches too)
+                    text = self.tokenizer.decode(row.tokens, skip_special_tokens=True).strip()  # type: ignore[union-attr]
                     finished.append(
                         (
                             row.rid,

@@ -283,12 +283,14 @@ class VLLMBackend(Backend):
         if self.tokenizer is None:
             from transformers import AutoTokenizer
 
-            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
+            # a transformers tokenizer is what vLLM's TokenizerLike protocol describes; its stubs differ
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))  # type: ignore[assignment]
         cfg = self.engine.vllm_config
         self.max_model_len = int(cfg.model_config.max_model_len)
         self.max_num_seqs = int(cfg.scheduler_config.max_num_seqs)
         self.dtype = str(cfg.model_config.dtype).replace("torch.", "")
-        self.accepts_images = model_takes_images(cfg.model_config)
+        # known only once the engine is up: this instance's value shadows Backend's class default
+        self.accepts_images = model_takes_images(cfg.model_config)  # type: ignore[misc]
         self.settings = {
             "device": "cuda" if gpu else "cpu",
             "dtype": self.dtype,
@@ -370,7 +372,8 @@ class VLLMBackend(Backend):
         # the chat template adds the special tokens; no length limit here: _prompt checks the
         # context itself, under the run's --context-overflow policy
         tok = dataclasses.replace(renderer.default_chat_tok_params, add_special_tokens=False, max_total_tokens=None)
-        _, (engine_input,) = await renderer.render_chat_async([messages], params, tok)
+        # our messages are plain OpenAI-style dicts, which vLLM's TypedDict message params describe
+        _, (engine_input,) = await renderer.render_chat_async([messages], params, tok)  # type: ignore[list-item]
         return engine_input
 
     async def _render_or_error(self, messages: list[dict[str, Any]]) -> dict[str, Any] | EnginePrompt:
@@ -459,7 +462,9 @@ class VLLMBackend(Backend):
             try:
                 self.check_alive()
                 final = None
-                async for out in self.engine.generate(prompt.engine_input, params, f"req-{next(self._ids)}"):
+                # engine_input is set: _prompt renders it for the vLLM engine (None only on other paths)
+                engine_input = prompt.engine_input
+                async for out in self.engine.generate(engine_input, params, f"req-{next(self._ids)}"):  # type: ignore[arg-type]
                     final = out
             except BackendDead:
                 raise
@@ -471,11 +476,12 @@ class VLLMBackend(Backend):
                 )
             finally:
                 self._in_flight -= 1
+        assert final is not None, "vLLM's generate ended without an output"  # it always yields the final one
         comp = final.outputs[0]
         self.stats["cached_prompt_tokens"] += int(getattr(final, "num_cached_tokens", 0) or 0)
         return GenResult(
             text=comp.text.strip(),
-            prompt_tokens=len(final.prompt_token_ids),
+            prompt_tokens=len(final.prompt_token_ids),  # type: ignore[arg-type]  # None only for embeds prompts
             completion_tokens=len(comp.token_ids),
             latency_s=time.perf_counter() - start,
             finish_reason=comp.finish_reason or "stop",

@@ -6,3 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
+# types: the packages pyproject.toml's [tool.mypy] lists (files =)
+.venv/bin/mypy

@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import networkx as nx
 import numpy as np
@@ -158,7 +159,13 @@ def credibility(params_b: float, tokens_t: float) -> float:
 # --------------------------------------------------------------------------- eq. 5 - 8
 
 
-def reliability(prev: float | np.ndarray, d: int, h_prev: float | np.ndarray) -> float | np.ndarray:
+# eqs. 5 - 8 take one agent's numbers (floats) or every agent's at once (arrays), and return the same kind
+_Num = TypeVar("_Num", float, np.ndarray)
+# eqs. 9 - 10 take per-agent vectors as lists or arrays
+_Floats = Sequence[float] | np.ndarray
+
+
+def reliability(prev: _Num, d: int, h_prev: _Num) -> _Num:
     """Eq. 5: ``R_d = (R_{d-1} (d-1) + H^{d-1}) / d`` — the running mean of the (recalibrated)
     confidences of rounds ``0..d-1``. At ``d = 1`` ``R_1 = H^0`` whatever ``prev`` is."""
     if d < 1:
@@ -166,19 +173,19 @@ def reliability(prev: float | np.ndarray, d: int, h_prev: float | np.ndarray) ->
     return (prev * (d - 1) + h_prev) / d
 
 
-def mean_similarity(prev: float | np.ndarray, d: int, cos_prev: float | np.ndarray) -> float | np.ndarray:
+def mean_similarity(prev: _Num, d: int, cos_prev: _Num) -> _Num:
     """Eq. 6: ``Sim_d = (Sim_{d-1} (d-1) + cos(O_i^{d-1}, O_j^{d-1})) / d`` (elementwise on matrices)."""
     if d < 1:
         raise ValueError(f"debate round d must be >= 1 (got {d})")
     return (prev * (d - 1) + cos_prev) / d
 
 
-def intimacy(sim_bar: float | np.ndarray) -> float | np.ndarray:
+def intimacy(sim_bar: _Num) -> _Num:
     """Eq. 7: ``I_d = 1 - Sim_d`` (average difference of viewpoints)."""
     return 1.0 - sim_bar
 
 
-def self_orientation(d: int, n: int, p: float | np.ndarray, offset: float = 1.0) -> float | np.ndarray:
+def self_orientation(d: int, n: int, p: _Num, offset: float = 1.0) -> _Num:
     """Eq. 8: ``S_d = (d-1)(n-1) - P_d`` (+ ``offset``, our smoothing; 0 = the literal formula).
 
     ``P_d`` = peers the agent read in rounds ``1..d-1`` (see the module docstring for why).
@@ -191,7 +198,7 @@ def self_orientation(d: int, n: int, p: float | np.ndarray, offset: float = 1.0)
 # --------------------------------------------------------------------------- eq. 9 - 12
 
 
-def weight_matrix(c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float]) -> np.ndarray:
+def weight_matrix(c: _Floats, r: _Floats, i_mat: np.ndarray, s: _Floats) -> np.ndarray:
     """Eq. 9 for every edge: ``W[i, j] = C_i R_i I[i, j] / S_i`` (edge ``i -> j``; diagonal nan).
 
     Credibility, reliability and self-orientation belong to the head ``i`` (the agent being read,
@@ -273,7 +280,7 @@ GRAPHS = ("sparse", "full")
 
 
 def ablation_weights(
-    mode: str, c: Sequence[float], r: Sequence[float], i_mat: np.ndarray, s: Sequence[float], h: Sequence[float]
+    mode: str, c: _Floats, r: _Floats, i_mat: np.ndarray, s: _Floats, h: _Floats
 ) -> tuple[np.ndarray, np.ndarray]:
     """Edge weights ``W[i, j]`` and each reader's threshold for the CortexDebate ablations
     (paper's Table 2 and appendix D):

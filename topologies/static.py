@@ -63,6 +63,8 @@ class StaticTopology(Topology):
     from arrays, without 10^5-10^6 networkx edge insertions.
     """
 
+    _g: nx.Graph | None  # the networkx graph, once made (None until then)
+
     def __init__(self, graph: nx.Graph, name: str | None = None):
         if not isinstance(graph, nx.Graph):
             raise TopologyError(f"StaticTopology needs a networkx graph, got {type(graph).__name__}")
@@ -95,7 +97,7 @@ class StaticTopology(Topology):
         self._readers_of = [np.asarray(r, dtype=np.int64) for r in readers]  # ~8 bytes an edge, not a Python int
         self._n_edges = n_edges
         self._orbits = orbits
-        self._g: nx.Graph | None = None
+        self._g = None
 
     @classmethod
     def _from_readers(cls, readers: list[Any], name: str, orbits: list[list[int]] | None = None) -> StaticTopology:
