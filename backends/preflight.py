@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING
 from engine.errors import UserError
 
 if TYPE_CHECKING:
-    # a RunConfig (engine.config builds it at import time, so mypy cannot see it as a class); the
-    # backends read only the engine's own options, its base class
-    from engine.config import EngineOptions
+    from engine.config import RunConfig
 
 
 def check_model(model: str) -> None:
@@ -65,7 +63,7 @@ def check_model(model: str) -> None:
     )
 
 
-def check_vllm_device(cfg: EngineOptions, gpu: bool) -> None:
+def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     """Before any replica starts: ``--backend vllm`` with replicas on the CPU (``--device cpu``, or
     no GPU asked for or in the cluster) needs vLLM's CPU build; the GPU build would find the GPU
     through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.

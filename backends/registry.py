@@ -29,10 +29,7 @@ from engine.options import ENGINE_KEYS, VLLM_ONLY_KEYS, ConfigError
 
 if TYPE_CHECKING:
     from backends.base import Backend
-
-    # a RunConfig (engine.config builds it at import time, so mypy cannot see it as a class); the
-    # backends read only the engine's own options, its base class
-    from engine.config import EngineOptions
+    from engine.config import RunConfig
 
 AUTO = "auto"
 AUTO_HELP = "auto (default: vllm where installed, else transformers)"
@@ -56,7 +53,7 @@ class ReplicaAsk:
     backend_options: dict[str, Any]
 
 
-def no_resources(cfg: EngineOptions, where: ReplicaPlacement) -> ReplicaAsk:
+def no_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
     """A replica that computes nothing itself (a remote server, a toy model): no CPU reserved."""
     return ReplicaAsk({"num_cpus": 0}, {})
 
@@ -80,9 +77,9 @@ class BackendSpec:
     simulated: bool = False  # a fake model: takes every GPU layout setting to test one, uses none
     engine_keys: tuple[str, ...] = ()  # engine settings (engine.config.ENGINE_KEYS) it takes
     option_prefix: str | None = None  # RunConfig options only it reads (sweeps reset them for others)
-    resources: Callable[[EngineOptions, ReplicaPlacement], ReplicaAsk] = no_resources
-    preflight: Callable[[EngineOptions], None] | None = None  # before Ray starts
-    device_check: Callable[[EngineOptions, bool], None] | None = None  # once GPU use is known, before replicas
+    resources: Callable[[RunConfig, ReplicaPlacement], ReplicaAsk] = no_resources
+    preflight: Callable[[RunConfig], None] | None = None  # before Ray starts
+    device_check: Callable[[RunConfig, bool], None] | None = None  # once GPU use is known, before replicas
     auto_rank: int | None = None  # --backend auto tries these, lowest first
     available: Callable[[str], bool] = field(default=lambda device: True)  # for auto, given --device
 
@@ -165,14 +162,14 @@ def resolve_auto(device: str = "auto") -> str:
     raise ConfigError("--backend auto: no registered backend is available here")
 
 
-def engine_settings(cfg: EngineOptions | dict[str, Any], backend: str) -> dict[str, Any]:
+def engine_settings(cfg: RunConfig | dict[str, Any], backend: str) -> dict[str, Any]:
     """The engine settings a backend takes, from the run's flags or a model's
     ``placement_resources`` entry; unset (None) ones are left to the backend's defaults."""
     get = cfg.get if isinstance(cfg, dict) else (lambda k: getattr(cfg, k, None))
     return {k: get(k) for k in backend_spec(backend).engine_keys if get(k) is not None}
 
 
-def check_device(cfg: EngineOptions, gpu: bool) -> None:
+def check_device(cfg: RunConfig, gpu: bool) -> None:
     """The backend's own check once the run knows whether its replicas use GPUs (if it has one)."""
     check = backend_spec(cfg.backend).device_check
     if check is not None:
@@ -180,7 +177,7 @@ def check_device(cfg: EngineOptions, gpu: bool) -> None:
 
 
 # ------------------------------------------------------------------------------ the built-ins
-def _local_model_resources(cfg: EngineOptions, where: ReplicaPlacement) -> ReplicaAsk:
+def _local_model_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
     """A model loaded in the replica: one GPU (or ``--gpus-per-replica``) with a CPU, else the
     node's CPUs split evenly between the run's replicas (``--replica-cpus`` overrides)."""
     spec = backend_spec(cfg.backend)
@@ -194,7 +191,7 @@ def _local_model_resources(cfg: EngineOptions, where: ReplicaPlacement) -> Repli
     return ReplicaAsk({"num_cpus": cpus}, {"threads": max(1, int(cpus)), **engine})
 
 
-def _simulated_resources(cfg: EngineOptions, where: ReplicaPlacement) -> ReplicaAsk:
+def _simulated_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
     """No CPU; GPUs only where the config asks for them (a layout tried on CPUs that declare
     GPUs), never because the cluster happens to have some."""
     opts = {
@@ -208,25 +205,25 @@ def _simulated_resources(cfg: EngineOptions, where: ReplicaPlacement) -> Replica
     return ReplicaAsk({"num_cpus": 0, **gpus}, opts)
 
 
-def _openai_resources(cfg: EngineOptions, where: ReplicaPlacement) -> ReplicaAsk:
+def _openai_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
     """The model runs on the server: the replica only waits on HTTP."""
     return ReplicaAsk({"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency})
 
 
-def _check_models(cfg: EngineOptions) -> None:
+def _check_models(cfg: RunConfig) -> None:
     from backends import preflight
 
     for model in dict.fromkeys(spec.model for spec in cfg.agent_specs()):
         preflight.check_model(model)
 
 
-def _check_endpoint(cfg: EngineOptions) -> None:
+def _check_endpoint(cfg: RunConfig) -> None:
     from backends import preflight
 
     preflight.check_endpoint(cfg.api_base or "")
 
 
-def _check_vllm_device(cfg: EngineOptions, gpu: bool) -> None:
+def _check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     from backends import preflight
 
     preflight.check_vllm_device(cfg, gpu)

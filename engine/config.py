@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -350,7 +350,13 @@ class AgentSpec:
     first_key_seed: int | None = None
 
 
-class _RunConfigMethods:
+if TYPE_CHECKING:  # the fields as a type checker reads them (generated from the options)
+    from engine.run_config_fields import RunConfigFields as _Fields
+else:
+    _Fields = object
+
+
+class _RunConfigMethods(_Fields):
     """What a :data:`RunConfig` computes from its fields (the fields: :data:`ENGINE_OPTIONS` and
     :data:`PROTOCOL_OPTIONS`)."""
 
@@ -518,15 +524,21 @@ def _protocol_options() -> dict[str, Option]:
 PROTOCOL_OPTIONS: dict[str, Option] = _protocol_options()
 
 # The run configuration: the engine's options and every protocol's options, one field each.
-RunConfig = dataclasses.make_dataclass(
-    "RunConfig",
-    [opt.field() for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values())],
-    bases=(_RunConfigMethods,),
-)
-RunConfig.__module__ = __name__  # pickled by reference (Ray ships configs to actors)
-RunConfig.__doc__ = """One run's configuration: the engine's options (:data:`ENGINE_OPTIONS`) plus
-the protocols' options (:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run`` flags and
-the YAML keys."""
+if TYPE_CHECKING:  # what mypy sees: engine/run_config_fields.pyi (scripts/write_config_stub.py)
+
+    class RunConfig(_RunConfigMethods):
+        """One run's configuration (see below)."""
+
+else:
+    RunConfig = dataclasses.make_dataclass(
+        "RunConfig",
+        [opt.field() for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values())],
+        bases=(_RunConfigMethods,),
+    )
+    RunConfig.__module__ = __name__  # pickled by reference (Ray ships configs to actors)
+    RunConfig.__doc__ = """One run's configuration: the engine's options (:data:`ENGINE_OPTIONS`)
+    plus the protocols' options (:data:`PROTOCOL_OPTIONS`). Field names are the ``debate run``
+    flags and the YAML keys."""
 
 
 def option_readers(name: str) -> list[str]:
