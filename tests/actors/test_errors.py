@@ -162,8 +162,8 @@ def test_the_cli_prints_one_line_for_an_engine_error(monkeypatch, capsys):
     "flag, shown, hidden",
     [
         ("-v", ["INFO actors.driver: starting replica 0 of", "INFO actors.driver: 2 agents in"], ["DEBUG "]),
-        (None, [], ["INFO ", "DEBUG "]),
-        ("-q", [], ["INFO ", "DEBUG ", "WARNING "]),
+        pytest.param(None, [], ["INFO ", "DEBUG "], marks=pytest.mark.slow),  # a CLI run each: -v in the fast suite
+        pytest.param("-q", [], ["INFO ", "DEBUG ", "WARNING "], marks=pytest.mark.slow),
     ],
 )
 def test_verbosity_flags_show_the_engines_own_decisions(tmp_path, flag, shown, hidden):

@@ -25,7 +25,8 @@ def engine():
         yield e
 
 
-@pytest.fixture(params=[1, 2], ids=["actor-per-agent", "packed"])
+# packed (the default layout at 3 agents on 2 CPUs) in the fast suite; one actor per agent in the slow one
+@pytest.fixture(params=[pytest.param(1, id="actor-per-agent", marks=pytest.mark.slow), pytest.param(2, id="packed")])
 def per_actor(request) -> int:
     return request.param
 

@@ -36,6 +36,7 @@ def test_no_eval_or_exec_in_project_code():
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # a Ray start of its own in a subprocess (~20 s)
 def test_engine_starts_ray_without_the_dashboard_or_other_http_listener():
     """``init_ray`` (what ``debate run`` uses) starts Ray without the dashboard web UI: nothing
     answers HTTP on the dashboard port. (Ray's own gRPC ports and its per-node agent remain:

@@ -159,6 +159,7 @@ def test_the_sampler_sums_a_whole_tree_and_reaps_it():
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # the script end to end (~30 s); its pieces are tested above
 def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     """The script end to end at 3 agents, 1 question, per-agent: one real ``debate run`` on its own Ray,
     then a ``debate sweep`` over 2 and 3 agents."""
