@@ -79,14 +79,17 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     out: dict[str, Any] = {"n_questions": n}
     for m in METRICS:
+        key = m.summary
+        if key is None:  # not aggregated (a Metric has summary and agg both or neither)
+            continue
         if m.agg == "sum":
-            out[m.summary] = sum(r.get(m.name) or 0 for r in rows)
+            out[key] = sum(r.get(m.name) or 0 for r in rows)
         elif m.agg == "count":
-            out[m.summary] = sum(bool(r.get(m.name)) for r in rows)
+            out[key] = sum(bool(r.get(m.name)) for r in rows)
         elif m.agg == "mean":
-            out[m.summary] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
+            out[key] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
         elif m.agg == "by_round":
-            out[m.summary] = per_round_mean(rows, m.name)
+            out[key] = per_round_mean(rows, m.name)
     out["accuracy"] = out["n_correct"] / n if n else 0.0
     out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)
     return out

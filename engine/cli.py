@@ -20,7 +20,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from engine.config import (
     ENGINE_OPTIONS,
@@ -169,13 +169,13 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump): ``debate run: error: ... (see --help)``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)  # a parent: only its arguments are copied into the subcommands
     common.add_argument(
         "-v",
         "--verbose",

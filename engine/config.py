@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import yaml
 
@@ -463,7 +463,7 @@ class _RunConfigMethods(_Fields):
         return f"{self.protocol}-{digest}"
 
     # ------------------------------------------------------------------ checks
-    def validate(self) -> RunConfig:
+    def validate(self) -> Self:
         def bad(flag: str, msg: str) -> ConfigError:
             return ConfigError(f"--{flag.replace('_', '-')} {msg}")
 

@@ -166,6 +166,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
 
 ContentCounter = Callable[[str], int]
 
@@ -213,6 +214,9 @@ class ChatStage:
         return self.const + self.q * question + self.name * name + self.role * role + self.history * history
 
 
+_Measured = TypeVar("_Measured", Stage, ChatStage, ReconcileBlock)
+
+
 @dataclass(frozen=True)
 class Sizes:
     g: int
@@ -250,14 +254,25 @@ class Sizes:
     content_tokens: ContentCounter | None = field(default=None, compare=False, repr=False)
     feedback: int = 0  # PRD's feedback_block framing around one feedback
 
-    def need(self, *names: str) -> list[Stage]:
+    @overload
+    def need(self, *names: str) -> list[Stage]: ...
+    @overload
+    def need(self, *names: str, kind: type[_Measured]) -> list[_Measured]: ...
+    def need(self, *names: str, kind: type[Any] = Stage) -> list[Any]:
+        """The measured stages ``names``, each of class ``kind`` (:class:`Stage`, or
+        :class:`ChatStage` / :class:`ReconcileBlock` for those fields). Raises ValueError naming
+        the stages not measured (None), TypeError for a stage of another class."""
         missing = [n for n in names if getattr(self, n) is None]
         if missing:
             raise ValueError(
                 f"Sizes lacks stage(s) {', '.join(missing)}: measure() them (engine.cost_predict) from a "
                 "PromptSet, which has every registered protocol's stages"
             )
-        return [getattr(self, n) for n in names]
+        got = [getattr(self, n) for n in names]
+        wrong = [n for n, x in zip(names, got) if not isinstance(x, kind)]
+        if wrong:
+            raise TypeError(f"Sizes stage(s) {', '.join(wrong)} are not {kind.__name__}")
+        return got
 
 
 @dataclass(frozen=True)

@@ -457,7 +457,9 @@ def _matching_close(s: str, i: int) -> int:
 
 
 def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for c in s:
         if c in "([{":
             depth += 1
@@ -552,7 +554,7 @@ def _math_numeric(s: str) -> str | None:
     if f is None:
         m = re.fullmatch(r"([-+]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}", s)  # a mixed number: 2\frac{1}{2} is 5/2
         whole, part = (_to_fraction(m.group(2)), _value(m.group(3), m.group(4), False)) if m else (None, None)
-        if whole is not None and part is not None:
+        if m and whole is not None and part is not None:
             f = -(whole + part) if m.group(1) == "-" else whole + part
     if f is None:
         m = re.fullmatch(r"([-+]?)\\frac\{([^{}]+)\}\{([^{}]+)\}", s)

@@ -50,6 +50,7 @@ row like a file's.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import random
@@ -226,7 +227,11 @@ def load(
         if task is None:
             raise DatasetError(f"--dataset {spec}: cannot tell the task from the first row; pass --task")
     stem = _last_part(name) + (f"-{config}" if config else "") + f"-{split}"
-    rows = [(i, i + 1, (lambda i=i: convert(dict(ds[i])))) for i in chosen]
+
+    def record(i: int) -> dict[str, Any]:
+        return convert(dict(ds[i]))
+
+    rows = [(i, i + 1, functools.partial(record, i)) for i in chosen]
     folder = Path(name).expanduser()
     return questions_from_rows(rows, task, f"--dataset {spec}", stem, fields, base=folder if folder.is_dir() else None)
 

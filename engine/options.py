@@ -12,10 +12,11 @@ can both use it.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from engine.errors import UserError
 
@@ -81,14 +82,15 @@ class Option:
     """
 
     name: str
-    type: type
+    # builtins.type: inside the class body the field name ``type`` shadows the builtin
+    type: builtins.type
     default: Any
     help: str = ""
     choices: tuple[Any, ...] | None = None
     low: float | None = None
     high: float | None = None
     finite: bool = False
-    also: tuple[type, ...] = ()
+    also: tuple[builtins.type, ...] = ()
     cli: bool = True
     low_open: bool = False
     bound_error: str | None = None
@@ -116,12 +118,14 @@ class Option:
         base = self.type.__name__
         return f"{base} | None" if self.default is None and self.type is not dict else base
 
-    def field(self) -> tuple[str, str, dataclasses.Field]:
+    def field(self) -> tuple[str, str, dataclasses.Field[Any]]:
         """The (name, annotation, field) triple :func:`dataclasses.make_dataclass` takes."""
+        # dataclasses.field is typed to return the field's value (for use in a class body); at
+        # run time it returns the Field that make_dataclass wants
         if self.type is dict:
-            return self.name, "dict[str, Any]", dataclasses.field(default_factory=dict)
+            return self.name, "dict[str, Any]", cast("dataclasses.Field[Any]", dataclasses.field(default_factory=dict))
         if self.type is list and self.default == ():  # an empty list of its own per config
-            return self.name, "list[Any]", dataclasses.field(default_factory=list)
+            return self.name, "list[Any]", cast("dataclasses.Field[Any]", dataclasses.field(default_factory=list))
         return self.name, self.annotation, dataclasses.field(default=self.default)
 
     def check(self, value: Any) -> None:

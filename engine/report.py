@@ -663,7 +663,8 @@ def _annotate(ax, items: list[tuple[float, float, str]], dx: float = 6, dy: floa
     fig = ax.figure
     fig.tight_layout()
     renderer = fig.canvas.get_renderer()
-    placed, texts = [], []
+    placed: list[Any] = []  # the boxes (Bbox) of the labels placed so far
+    texts: list[Any] = []
     line = fontsize * 1.4  # points
     for x, y, text in sorted(items, key=lambda it: (-it[1], it[0])):
         off = dy

@@ -88,6 +88,9 @@ def _revote(config: dict[str, Any]):
 def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
     """Number of choices per question id, from the run's dataset file when it can be read."""
     dataset = config.get("dataset")
+    if dataset is None:  # a config that could not be read ({}): nothing to count the choices from
+        notes.append("the run's config names no dataset; choice questions re-read with 4 letters (A-D)")
+        return {}
     try:
         questions = load_questions(
             dataset,

@@ -85,7 +85,7 @@ class SweepError(ConfigError):
 
 
 # ---------------------------------------------------------------------------------- options
-def _fields() -> dict[str, dataclasses.Field]:
+def _fields() -> dict[str, dataclasses.Field[Any]]:
     return {f.name: f for f in dataclasses.fields(RunConfig)}
 
 
@@ -93,7 +93,9 @@ def _default(name: str) -> Any:
     f = _fields()[name]
     if f.default is not dataclasses.MISSING:
         return f.default
-    return f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise TypeError(f"RunConfig field {name} has no default")  # every Option has one
 
 
 def unhashed_options() -> frozenset[str]:

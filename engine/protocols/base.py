@@ -20,7 +20,7 @@ is shown, and when to stop; every call and every information edge is recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -94,10 +94,11 @@ Call = AgentCall | SummaryCall
 class Step:
     """LLM calls of one round, run concurrently. ``round`` is 0-based; a round may have several
     steps (e.g. PRD's reviews, then its revisions), and one step may hold several side calls of
-    one agent (each sees the agent's transcript as it was when the step began)."""
+    one agent (each sees the agent's transcript as it was when the step began). ``calls`` is
+    read only, so a protocol may pass its ``list[AgentCall]`` as is."""
 
     round: int
-    calls: list[Call]
+    calls: Sequence[Call]
 
 
 @dataclass

@@ -73,7 +73,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cost_model import Cost, Sizes, sys_tokens
+from engine.cost_model import ChatStage, Cost, Sizes, sys_tokens
 from engine.options import ConfigError, Option
 from engine.protocols.base import SUMMARIZER, AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.spec import ProtocolSpec
@@ -303,7 +303,7 @@ def chateval_cost(
 ) -> Cost:
     """ChatEval, exact (see the module docstring): ``roles`` are the agents' roles, one per agent
     (:func:`engine.protocols.chateval.agent_roles`), ``talk`` the communication strategy."""
-    first, turn, summ = s.need("chateval_first", "chateval_turn", "chateval_summary")
+    first, turn, summ = s.need("chateval_first", "chateval_turn", "chateval_summary", kind=ChatStage)
     if s.content_tokens is None:
         raise ValueError("Sizes has no content counter: measure() it to predict ChatEval's role-dependent prompts")
     if talk not in ("one-by-one", "simultaneous", "summarizer"):

@@ -382,7 +382,8 @@ def peer_scores(d: int, texts: list[str], answers: list[str | None]) -> Generato
     given = scored.given  # [scorer][scored]
     score = []
     for i in range(n):
-        got = [given[j][i] for j in range(n) if j != i and given[j][i] is not None]
+        received = [given[j][i] for j in range(n) if j != i]
+        got = [x for x in received if x is not None]
         score.append(math.fsum(got) / len(got) if got else LOWEST_SCORE)
     if scored.unread:
         log.debug("cortex peer scores, round %d: %d of %d unreadable", d, len(scored.unread), len(calls))
@@ -436,8 +437,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
 
     def confidences(round_: int, replies) -> list[float]:
         raw = [None if r.error else parse_confidence(r.text) for r in replies]
-        for i, h in enumerate(raw):
-            if h is None:
+        for i, value in enumerate(raw):
+            if value is None:
                 info["unparsed_confidence"].append([round_, i])
         info["confidence_raw"].append(raw)
         h = [recalibrate(x) for x in raw]  # eq. 2 (None -> lowest band)
@@ -461,7 +462,9 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         else:  # the ablation's weights read no intimacy (eq. 7): no embedding call
             cos = np.zeros((n, n))
         scored = (yield from peer_scores(d, texts, answers)) if cfg.cortex_weights == "peer" else None
-        rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # steps 1-2: eqs. 5-12
+        # the ignore: MDMState.step reads cos_prev with np.asarray; its annotation
+        # (topologies/cortex.py) names only Sequence[Sequence[float]], not an array
+        rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # type: ignore[arg-type]  # steps 1-2: eqs. 5-12
         info["rounds"].append(
             {
                 "round": d,

@@ -309,10 +309,12 @@ def gd_total_tokens(
         )
     total = 0.0
     for p in plan:
-        out, prev = outputs_by_round[p.round], outputs_by_round[p.round - 1] if p.round else None
+        out = outputs_by_round[p.round]
         if p.kind == "first":
             total += gd_first_round_tokens(q, out)
-        elif p.kind == "intra":
+            continue
+        prev = outputs_by_round[p.round - 1]  # only round 0 is "first": the others follow one
+        if p.kind == "intra":
             total += gd_intra_round_tokens(groups, q, out, prev)
         else:
             sums = summaries_by_stage[p.stage - 1]

@@ -81,7 +81,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cost_model import Cost, Sizes, sys_tokens
+from engine.cost_model import Cost, ReconcileBlock, Sizes, sys_tokens
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
 from engine.options import Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, Votes, tie_key, unanimous
@@ -151,10 +151,11 @@ def group_replies(answers: Sequence[str | None], shown: Sequence[int]) -> list[A
     by_answer: dict[str, list[int]] = {}
     unread: list[int] = []
     for j in sorted(shown):
-        if answers[j] is None:
+        answer = answers[j]
+        if answer is None:
             unread.append(j)
         else:
-            by_answer.setdefault(answers[j], []).append(j)
+            by_answer.setdefault(answer, []).append(j)
     ordered = sorted(by_answer.items(), key=lambda kv: -len(kv[1]))  # stable: first-seen order on ties
     groups = [AnswerGroup(a, tuple(members)) for a, members in ordered]
     if unread:
@@ -360,7 +361,7 @@ def reconcile_cost(
     round after round 0: ``rounds_run - 1`` of them); exact when the answers and confidences
     shown are one token each, as on the simulated backend (see the module docstring)."""
     first, debate = s.need("reconcile_first", "reconcile_debate")
-    (blk,) = s.need("reconcile_block")
+    (blk,) = s.need("reconcile_block", kind=ReconcileBlock)
     n, q, c = n_agents, question_tokens, reply_tokens
     head = s.g + sys_tokens(s)
     prompt = n * (head + s.f + first.tokens(q))

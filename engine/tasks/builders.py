@@ -67,7 +67,7 @@ def is_number(s: str) -> bool:
     if _NUMBER_RE.fullmatch(s):
         return True
     m = _FRACTION_RE.fullmatch(s)
-    return bool(m) and int(m.group(1)) != 0
+    return m is not None and int(m.group(1)) != 0
 
 
 # --------------------------------------------------------------------------- builders

@@ -107,9 +107,10 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +245,7 @@ def load_dataset(
 
 
 def questions_from_rows(
-    selected: list[tuple[int, int, Callable[[], dict]]],
+    selected: Sequence[tuple[int, int, Callable[[], dict]]],
     task: str,
     display: str,
     stem: str,
@@ -308,7 +309,13 @@ def _check_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
 # a dict (and raises DatasetError if it is not one). Checks that must happen eagerly
 # (file exists, extension known) are done in _iter_rows before the generator starts.
 
-RowIter = Iterator[tuple[int, Callable[[], dict]]]
+# a Generator (not just an Iterator): the callers close() it to release the file early
+RowIter = Generator[tuple[int, Callable[[], dict]], None, None]
+
+
+def _getter(rec: dict) -> Callable[[], dict]:
+    """The getter of a record already read as a dict."""
+    return lambda: rec
 
 
 def _data_suffix(path: Path) -> str:
@@ -371,7 +378,7 @@ def _read_jsonl(path: Path, display: str) -> RowIter:
                 raise DatasetError(f"{display}:{lineno}: not valid UTF-8 ({e.reason})") from None
             if not text.strip():
                 continue
-            yield lineno, (lambda text=text, row=lineno: parse(text, row))
+            yield lineno, functools.partial(parse, text, lineno)
 
 
 def _read_json(path: Path, display: str) -> RowIter:
@@ -389,7 +396,7 @@ def _read_json(path: Path, display: str) -> RowIter:
     if not isinstance(data, list):
         raise DatasetError(f"{display}: expected a JSON list of objects, got {type_name(data)}")
     for i, value in enumerate(data, 1):
-        yield i, (lambda value=value, row=i: _as_object(value, display, row))
+        yield i, functools.partial(_as_object, value, display, i)
 
 
 def _read_parquet(path: Path, display: str) -> RowIter:
@@ -403,7 +410,7 @@ def _read_parquet(path: Path, display: str) -> RowIter:
         for batch in batches:
             for rec in batch.to_pylist():
                 row += 1
-                yield row, (lambda rec=rec: rec)
+                yield row, _getter(rec)
     except (pa.ArrowException, OSError) as e:
         raise DatasetError(f"{display}: cannot read Parquet file: {e}") from None
 
@@ -438,7 +445,7 @@ def _read_csv(path: Path, display: str) -> RowIter:
                     f"{display}:{start}: row has {len(values)} values but the header has {len(header)} columns"
                 )
             rec = {h: (v if v != "" else None) for h, v in zip(header, values)}
-            yield start, (lambda rec=rec: rec)
+            yield start, _getter(rec)
 
 
 _READERS: dict[str, Callable[[Path, str], RowIter]] = {

@@ -181,6 +181,17 @@ def test_sizes_without_new_stages_is_an_error():
         cost_predict.predict("group", s, 4, 3, 10, 10)
 
 
+def test_sizes_need_checks_the_class_of_each_stage():
+    """``need`` hands back the stages of the class asked for, and refuses one of another class."""
+    chat = cost_model.ChatStage(5, q=1)
+    s = cost_model.Sizes(g=1, f=1, a1=1, a2=1, a3=1, a4=1, gd_intra=cost_model.Stage(3), chateval_first=chat)
+    assert s.need("chateval_first", kind=cost_model.ChatStage) == [chat]
+    with pytest.raises(TypeError, match="chateval_first"):
+        s.need("chateval_first")  # a ChatStage is not a Stage
+    with pytest.raises(TypeError, match="gd_intra"):
+        s.need("gd_intra", kind=cost_model.ChatStage)
+
+
 class DistinctBackend:
     """A fake model whose every reply (summaries included) has a new answer: nothing ever agrees,
     so S2-MAD never skips, deduplicates or stops early. Same token counter as the simulated one."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import RunConfig
-from engine.rescore import regrade_question, rescore
+from engine.rescore import regrade_question, rescore, rescore_run
 from engine.results import ParquetSink, read_table
 
 GRADE = (
@@ -299,3 +299,35 @@ def test_rescore_leaves_a_question_whose_debate_could_not_go_on_as_it_was():
     )
     new, read = regrade_question({**row, "attempt": "a"}, [], {"tie_break": "random"})
     assert read == [] and new["answer_by_round"] == [None] and not _changed(row, new)
+
+
+def test_rescore_of_a_choice_run_whose_config_is_unreadable_uses_four_letters(tmp_path):
+    # a runs row whose config is not JSON rescoring as config {}: no dataset to count choices
+    # from; that is a note and the 4-letter default, not a TypeError from load_questions(None)
+    row = {
+        "question_id": "q",
+        "task": "choice",
+        "n_agents": 1,
+        "rounds_run": 1,
+        "gold": "B",
+        "errored": False,
+        "attempt": None,
+        "final_answer": "B",
+        "correct": True,
+    }
+    calls = [
+        {
+            "question_id": "q",
+            "attempt": None,
+            "round": 0,
+            "agent_id": 0,
+            "text": "The answer is (B).",
+            "answer": "B",
+            "finish_reason": "stop",
+            "error": None,
+        }
+    ]
+    out = rescore_run(tmp_path, {"run_id": "r", "config": "{not json"}, [row], calls, write=False)
+    assert out.replies == 1 and out.finals_changed == 0 and out.verdicts_changed == 0
+    assert any("not JSON" in n for n in out.notes)
+    assert any("names no dataset" in n for n in out.notes)
