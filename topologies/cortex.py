@@ -385,7 +385,10 @@ class MDMState:
         return len(self.credibility)
 
     def step(
-        self, h_prev: Sequence[float], cos_prev: Sequence[Sequence[float]], peer_scores: Sequence[float] | None = None
+        self,
+        h_prev: Sequence[float],
+        cos_prev: Sequence[Sequence[float]] | np.ndarray,
+        peer_scores: Sequence[float] | None = None,
     ) -> CortexRound:
         """``peer_scores``: each head's peer score (``weights_mode="peer"`` only, where it is required)."""
         n = self.n

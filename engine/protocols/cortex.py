@@ -462,9 +462,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         else:  # the ablation's weights read no intimacy (eq. 7): no embedding call
             cos = np.zeros((n, n))
         scored = (yield from peer_scores(d, texts, answers)) if cfg.cortex_weights == "peer" else None
-        # the ignore: MDMState.step reads cos_prev with np.asarray; its annotation
-        # (topologies/cortex.py) names only Sequence[Sequence[float]], not an array
-        rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # type: ignore[arg-type]  # steps 1-2: eqs. 5-12
+        rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # steps 1-2: eqs. 5-12
         info["rounds"].append(
             {
                 "round": d,
