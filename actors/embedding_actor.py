@@ -11,8 +11,9 @@ A backend exception neither kills the loop nor hangs callers: every request of t
 gets the exception (the caller's ``await actor.similarity.remote(...)`` raises it).
 
 A similarity matrix is answered as a float64 numpy array (``[]`` for no texts): Ray sends it as
-one buffer, where the 10^6 Python floats of a 1,000-text matrix as lists take ~100x longer to
-pickle and unpickle. The protocols read either form (:class:`engine.protocols.base.Similarity`).
+one buffer, where the 10^6 Python floats of a 1,000-text matrix as lists are far slower to
+pickle and unpickle (measured: docs/scaling.md). The protocols read either form
+(:class:`engine.protocols.base.Similarity`).
 """
 
 from __future__ import annotations

@@ -200,9 +200,9 @@ def agents_per_actor(setting: int, n_agents: int, cpus: float) -> int:
     """Agents hosted by one agent actor: ``setting`` (``--agents-per-actor``) when it is >= 1;
     0 is auto: one actor per agent up to ``max(AUTO_AGENT_ACTORS, cpus)`` agents (``cpus``: the
     cluster's; Ray starts that many worker processes at once), and above that as many actors,
-    the agents spread evenly over them. An actor is a process (~80 MB, ~0.35 s of a core to
-    start); its agents only render prompts and wait on their replica, so a few hundred share
-    one process without slowing the debate."""
+    the agents spread evenly over them. An actor is a process that costs memory and start-up
+    time (measured: docs/scaling.md); its agents only render prompts and wait on their replica,
+    so a few hundred share one process without slowing the debate."""
     if setting >= 1:
         return setting
     return max(1, math.ceil(n_agents / max(AUTO_AGENT_ACTORS, int(cpus))))

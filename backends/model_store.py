@@ -10,9 +10,10 @@ file lock, with progress lines; vLLM and transformers load the local snapshot fo
 snapshot already in the cache is used without asking the hub (``HF_HUB_OFFLINE=1`` allows only
 that).
 
-A GGUF file is dequantized by transformers once (~20 s here) and saved as a plain safetensors
-folder under the cache directory (``$DEBATE_CACHE`` or ``~/.cache/debate-engine``); later loads
-read that folder (< 1 s). The folder is also what vLLM reads (it cannot read this GGUF).
+A GGUF file is dequantized by transformers once and saved as a plain safetensors folder under
+the cache directory (``$DEBATE_CACHE`` or ``~/.cache/debate-engine``); later loads read that
+folder, which is much faster (measured timings: docs/backends.md). The folder is also what vLLM
+reads (it cannot read this GGUF).
 Conversion is guarded by a file lock and written to a temporary folder that is renamed into
 place, so concurrent replicas never see a half-written model.
 """
@@ -85,8 +86,9 @@ def split_hub_id(name: str) -> tuple[str, str | None]:
 def check_hub_model(name: str) -> None:
     """Check that a hub id resolves, as the replicas will resolve it (:func:`hub_snapshot`): its
     ``config.json`` in the local Hugging Face cache, else (unless ``HF_HUB_OFFLINE``) one metadata
-    request to the hub, without ``hf_hub_download``'s five retries (23 s of back-off where the hub
-    is unreachable). Raise :class:`ModelNotFound` naming the id and the hub's own reason."""
+    request to the hub, without ``hf_hub_download``'s five retries and their back-off where the hub
+    is unreachable (measured timings: docs/backends.md). Raise :class:`ModelNotFound` naming the
+    id and the hub's own reason."""
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
 
     repo, revision = split_hub_id(name)
@@ -544,9 +546,10 @@ def cpu_flags() -> set[str]:
 
 
 def cpu_has_fast_bf16() -> bool:
-    """True where the CPU multiplies bfloat16 in hardware (Intel AMX or AVX512-BF16): there bf16
-    matmuls are several times faster than fp32 (prefill ~3,000 vs ~650 tok/s for SmolLM2-135M on
-    an AMX machine). Elsewhere bf16 is emulated and slower than fp32, so the safe choice is fp32."""
+    """True where the CPU multiplies bfloat16 in hardware (Intel AMX or AVX512-BF16).
+
+    There bf16 matmuls are several times faster than fp32 (measured timings: docs/backends.md);
+    elsewhere bf16 is emulated and slower than fp32, so the safe choice is fp32."""
     return bool(cpu_flags() & FAST_BF16_FLAGS)
 
 

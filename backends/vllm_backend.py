@@ -23,9 +23,8 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   bf16); on CPU bfloat16 where the CPU has AMX or AVX512-BF16, else float32. Batched bf16 changes
   texts with batch composition; ``--dtype float32`` on CPU gives the same texts run after run.
 * on CPU vLLM binds its model threads to the node's cores and keeps one core for its scheduler
-  process. On a small machine that is a large share of the compute: measured here (2 cores,
-  MAD 10 questions x 6 agents x 3 rounds, README "Measured here") the run took 110.1 s with
-  vLLM's reservation and 80.0 s with none. So by default no core is reserved on machines with up to 4 cores
+  process. On a small machine that is a large share of the compute (measured timings:
+  docs/backends.md), so by default no core is reserved on machines with up to 4 cores
   (``VLLM_CPU_NUM_OF_RESERVED_CPU=0``), vLLM's own choice above that; ``--cpu-reserved-cores``
   sets it, and a ``VLLM_CPU_*`` binding in the environment is left alone.
 * on CPU vLLM sizes its KV cache as a fraction of the NUMA node's RAM and refuses to start when

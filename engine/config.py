@@ -89,11 +89,31 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("task", str, None, "numeric | math | choice | pair (guessed from the file when omitted)"),
     Option("limit", int, None, "number of questions (arithmetic default 100)", low=1, bound_error="must be positive"),
-    Option("offset", int, 0, low=0, bound_error=_AT_LEAST_0),
-    Option("seed", int, 0),
+    Option(
+        "offset",
+        int,
+        0,
+        "questions skipped at the start of the data set (arithmetic: of its seeded stream) before --limit counts "
+        "(default 0)",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    Option(
+        "seed",
+        int,
+        0,
+        "run seed (default 0): agent i samples with seed*1000+i; it also seeds the arithmetic questions, "
+        "random graphs and groups, and each question's draws (e.g. tied votes)",
+    ),
     # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
     # rounds are resampled across seeds (the sparse paper's protocol for its +/- columns)
-    Option("first_round_seed", int, None),
+    Option(
+        "first_round_seed",
+        int,
+        None,
+        "seed of the round-0 replies only, in place of --seed (default: --seed): first answers stay fixed "
+        "while later rounds change with --seed",
+    ),
     # auto: vllm where installed, else transformers (resolved by validate())
     Option("backend", str, "auto"),
     Option(
@@ -102,10 +122,33 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         DEFAULT_MODEL,
         "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder or Hugging Face hub id",
     ),
-    Option("system_prompt", str, None),
-    Option("temperature", float, 0.7, low=0, bound_error=_AT_LEAST_0),
-    Option("top_p", float, 1.0, low=0, low_open=True, high=1, bound_error="must be in (0, 1]"),
-    Option("max_tokens", int, 256, low=1, bound_error="must be positive"),
+    Option("system_prompt", str, None, "system message of every agent's calls (default: none)"),
+    Option(
+        "temperature",
+        float,
+        0.7,
+        "sampling temperature of every agent (default 0.7; 0 is greedy)",
+        low=0,
+        bound_error=_AT_LEAST_0,
+    ),
+    Option(
+        "top_p",
+        float,
+        1.0,
+        "nucleus sampling: draw from the most likely tokens whose probabilities sum to top_p (default 1.0: all)",
+        low=0,
+        low_open=True,
+        high=1,
+        bound_error="must be in (0, 1]",
+    ),
+    Option(
+        "max_tokens",
+        int,
+        256,
+        "most tokens one reply may generate (default 256)",
+        low=1,
+        bound_error="must be positive",
+    ),
     # engine/prompts.py truncate_oldest_turns
     Option(
         "context_overflow",
@@ -141,12 +184,35 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     _opt("placement_resources", dict, None, "where each model's replicas run (YAML only)", cli=False),
     # engine knobs
     # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
-    _opt("reuse_first_round", bool, False),
-    # --backend openai: server URL, with or without /v1 (key from $OPENAI_API_KEY)
-    Option("api_base", str, None),
-    # --backend openai: requests in flight per replica
-    _opt("api_concurrency", int, 16, low=1, bound_error=_AT_LEAST_1),
-    _opt("max_concurrent_questions", int, 64, low=1, bound_error=_AT_LEAST_1),
+    _opt(
+        "reuse_first_round",
+        bool,
+        False,
+        "generate each identical round-0 request once and share its reply between runs (default off; "
+        "sweeps: on); results are the same",
+    ),
+    Option(
+        "api_base",
+        str,
+        None,
+        "--backend openai: the server's URL, with or without /v1 (API key from $OPENAI_API_KEY)",
+    ),
+    _opt(
+        "api_concurrency",
+        int,
+        16,
+        "--backend openai: requests in flight per replica (default 16)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
+    _opt(
+        "max_concurrent_questions",
+        int,
+        64,
+        "questions debated at once; the others wait their turn (default 64)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+    ),
     _opt(
         "agents_per_actor",
         int,
@@ -233,7 +299,12 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low=0,
         bound_error=_AT_LEAST_0,
     ),
-    _opt("replica_cpus", float, None),
+    _opt(
+        "replica_cpus",
+        float,
+        None,
+        "CPUs each replica reserves on CPU runs (default: the node's CPUs split evenly between the run's replicas)",
+    ),
     _opt(
         "gpus_per_replica",
         float,
@@ -318,14 +389,47 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         high=1,
         bound_error="is a fraction of calls in [0, 1]; 1 never stops",
     ),
-    _opt("ray_address", str, None),
-    _opt("progress", bool, True),
+    _opt(
+        "ray_address",
+        str,
+        None,
+        "Ray cluster to join (default $RAY_ADDRESS, else as ray.init() without an address: a Ray "
+        "already started on this machine, or a new local one)",
+    ),
+    _opt("progress", bool, True, "progress bar of the questions on stderr (default on)"),
     # simulated backend only (labelled "simulated" in every output row)
-    Option("sim_accuracy", float, 0.6, low=0, high=1),
-    Option("sim_follow", float, 0.5),
-    Option("sim_reply_tokens", int, 60),
-    Option("sim_invalid", float, 0.0),
-    Option("sim_latency_s", float, 0.0),
+    Option(
+        "sim_accuracy",
+        float,
+        0.6,
+        "--backend simulated: chance that a reply not following its peers is right (default 0.6)",
+        low=0,
+        high=1,
+    ),
+    Option(
+        "sim_follow",
+        float,
+        0.5,
+        "--backend simulated: chance that a debate reply adopts the majority of the answers it read (default 0.5)",
+    ),
+    Option(
+        "sim_reply_tokens",
+        int,
+        60,
+        "--backend simulated: length of every reply in whitespace tokens, at least 8 (default 60)",
+    ),
+    Option(
+        "sim_invalid",
+        float,
+        0.0,
+        "--backend simulated: chance that a reply has no readable answer (default 0.0)",
+    ),
+    Option(
+        "sim_latency_s",
+        float,
+        0.0,
+        "--backend simulated: seconds each call sleeps, standing in for a model's latency (default 0.0)",
+    ),
 )
 ENGINE_OPTION = {opt.name: opt for opt in ENGINE_OPTIONS}  # name -> its Option
 

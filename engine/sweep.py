@@ -425,7 +425,7 @@ def format_cells(cells: list[Cell]) -> list[str]:
 
 # ---------------------------------------------------------------------------------- running
 def run_sweep(
-    spec: SweepSpec, out_dir: str | Path, engine=None, echo: Callable[[str], None] | None = None, progress: bool = True
+    spec: SweepSpec, out_dir: str | Path, runner=None, echo: Callable[[str], None] | None = None, progress: bool = True
 ) -> list[Cell]:
     """Run every valid, unfinished cell on one :class:`actors.driver.DebateRunner` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
@@ -458,15 +458,15 @@ def run_sweep(
         f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}"
     )
     bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0, disable=not progress)
-    own = engine is None
+    own = runner is None
     try:
         for c in valid:
             if c.status == "finished":
                 continue
             from actors.driver import DebateRunner, ErrorRateExceeded
 
-            if engine is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                engine = DebateRunner(c.config.ray_address)
+            if runner is None:  # made at the first unfinished cell: nothing to do, no Ray started
+                runner = DebateRunner(c.config.ray_address)
             say(
                 f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
                 + (" (resuming)" if c.status == "partial" else "")
@@ -474,7 +474,7 @@ def run_sweep(
             c.status = "running"
             save()
             try:
-                res = engine.run(c.config)
+                res = runner.run(c.config)
             except UserError as exc:  # bad input found at run time (dataset, model, ...): next cell
                 log.warning("sweep cell %s (%s) failed on its input: %s", c.run_id, c.label, exc)
                 c.status, c.error = "error", str(exc)
@@ -509,8 +509,8 @@ def run_sweep(
             save()
     finally:
         bar.close()
-        if own and engine is not None:
-            engine.shutdown()
+        if own and runner is not None:
+            runner.shutdown()
         save()
     return cells
 

@@ -109,7 +109,7 @@ def backend_compute_s(cfg: RunConfig, questions) -> tuple[float, int]:
 
 
 def run_size(
-    engine,
+    runner,
     n_agents: int,
     questions: int,
     warmup_questions: int,
@@ -146,7 +146,7 @@ def run_size(
     qs, prompts = prepare(cfg)
     warm_qs = qs[:warmup_questions]
     sets = [qs[warmup_questions + k * questions : warmup_questions + (k + 1) * questions] for k in range(repeats)]
-    replica = engine.replicas_for(cfg, [cfg.model]).handles[cfg.model][0]
+    replica = runner.replicas_for(cfg, [cfg.model]).handles[cfg.model][0]
     specs = cfg.agent_specs()
     t = time.perf_counter()
     writer = WriterActor.remote(cfg.out)
@@ -256,11 +256,11 @@ def measure(
     rows = []
     try:
         t = time.perf_counter()
-        with DebateRunner() as engine:
+        with DebateRunner() as runner:
             result["startup_s"] = round(time.perf_counter() - t, 3)
             for n in agent_counts:
                 r = run_size(
-                    engine, n, questions, warmup_questions, rounds, protocol, seed, max_batch, base, repeats, settle_s
+                    runner, n, questions, warmup_questions, rounds, protocol, seed, max_batch, base, repeats, settle_s
                 )
                 rows.append(r)
                 log(

@@ -225,13 +225,13 @@ class PeerEngine:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def engine_run(engine, cfg: RunConfig, questions, work: Path, name: str) -> dict[str, Any]:
+def engine_run(runner, cfg: RunConfig, questions, work: Path, name: str) -> dict[str, Any]:
     """(a): one timed ``DebateRunner.run`` on an engine already warm; returns its figures and calls."""
     import dataclasses
 
     from engine.results import read_table
 
-    res = engine.run(dataclasses.replace(cfg, out=str(work / name)), questions)
+    res = runner.run(dataclasses.replace(cfg, out=str(work / name)), questions)
     calls = read_table(res.out_dir, "calls").to_pylist()
     return {
         "seconds": round(res.wall_s, 3),
@@ -291,16 +291,16 @@ def measure(
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
     reps: list[dict[str, Any]] = []
-    with scratch_dir() as work_dir, DebateRunner() as engine:
+    with scratch_dir() as work_dir, DebateRunner() as runner:
         work = Path(work_dir)
         t = time.perf_counter()
-        engine.run(dataclasses.replace(cfg, out=str(work / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
+        runner.run(dataclasses.replace(cfg, out=str(work / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
         engine_start_s = round(time.perf_counter() - t, 3)
         log(f"engine warm in {engine_start_s:.1f} s")
         peer = PeerEngine(cfg)
         try:
             for k in range(repeat):
-                eng = engine_run(engine, cfg, qs, work, f"run{k}")
+                eng = engine_run(runner, cfg, qs, work, f"run{k}")
                 if eng["errors"]:
                     raise SystemExit(
                         f"bench_vs_peers: engine run {k + 1} had {eng['errors']} error calls; not comparable"

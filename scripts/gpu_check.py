@@ -147,8 +147,8 @@ class Checks:
     def _engine_run(self, cfg, progress_cb=None):
         from actors.driver import DebateRunner
 
-        with DebateRunner() as engine:
-            return engine.run(cfg, progress_cb=progress_cb)
+        with DebateRunner() as runner:
+            return runner.run(cfg, progress_cb=progress_cb)
 
     def _out(self, name: str) -> Path:
         return self.work / name.replace(" ", "-").replace(":", "")
@@ -219,12 +219,12 @@ class Checks:
 
         device = "gpu" if self.gpus else "cpu"
         killed: dict[str, Any] = {}
-        with DebateRunner() as engine:
+        with DebateRunner() as runner:
             cfg = _config(
                 backend, self.model, self._out(f"{backend}-killed"), device=device, limit=8, rounds=3, max_tokens=32
             )
-            warm = engine.run(_config(backend, self.model, self._out(f"{backend}-killed-warm"), device=device, limit=1))
-            (handle,) = engine._replicas.values()
+            warm = runner.run(_config(backend, self.model, self._out(f"{backend}-killed-warm"), device=device, limit=1))
+            (handle,) = runner._replicas.values()
             info = ray.get(handle.info.remote())
             local = info.get("node_ip") == ray.util.get_node_ip_address()
             children = _engine_processes(info["pid"]) if local else set()
@@ -237,7 +237,7 @@ class Checks:
                     else:
                         ray.kill(handle, no_restart=False)
 
-            res = engine.run(cfg, progress_cb=kill)
+            res = runner.run(cfg, progress_cb=kill)
             if not killed or killed["at"] >= res.summary["n_calls"]:
                 raise AssertionError("the run ended before the replica could be killed")
             after = ray.get(handle.info.remote())

@@ -58,12 +58,12 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
     ).validate()
     qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
     load_before = loadavg()
-    with scratch_dir() as work, DebateRunner() as engine:
-        engine.run(dataclasses.replace(cfg, out=str(Path(work) / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
+    with scratch_dir() as work, DebateRunner() as runner:
+        runner.run(dataclasses.replace(cfg, out=str(Path(work) / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
         log("engine warm; timed run ...")
         before = cpu_by_process()
         t = time.perf_counter()
-        res = engine.run(dataclasses.replace(cfg, out=str(Path(work) / "run")), qs)
+        res = runner.run(dataclasses.replace(cfg, out=str(Path(work) / "run")), qs)
         wall = time.perf_counter() - t
         after = cpu_by_process()
     by_name: dict[str, float] = defaultdict(float)

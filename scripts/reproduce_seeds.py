@@ -183,7 +183,7 @@ def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[str, Any]:
+def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[str, Any]:
     """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner."""
     from engine.sweep import parse_sweep, run_sweep
 
@@ -195,7 +195,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, engine) -> dict[
     sweep_file = folder / f"{name}.yaml"
     sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
     cells = run_sweep(
-        parse_sweep(data, str(sweep_file)), folder / name, engine=engine, echo=lambda line: None, progress=False
+        parse_sweep(data, str(sweep_file)), folder / name, runner=runner, echo=lambda line: None, progress=False
     )
     done = [c for c in cells if c.status == "finished"]
     acc = mean_sd([c.result["accuracy"] for c in done])
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"reproduce_seeds: --config {args.config}: top level must be a mapping")
     out = Path(args.out)
     papers = PAPERS if args.paper == "all" else (args.paper,)
-    engine = None
+    runner = None
     report: dict[str, Any] = {}
     try:
         for name in papers:
@@ -317,12 +317,12 @@ def main(argv=None) -> int:
             for p in plans:
                 if p["skip"]:
                     continue
-                if engine is None:
+                if runner is None:
                     from actors.driver import DebateRunner
 
-                    engine = DebateRunner(p["options"].get("ray_address"))
+                    runner = DebateRunner(p["options"].get("ray_address"))
                 try:
-                    p["ours"] = run_plan(p, list(range(n_seeds)), out, engine)
+                    p["ours"] = run_plan(p, list(range(n_seeds)), out, runner)
                 except ValueError as exc:  # an invalid cell (e.g. no regular graph) or bad input: listed, not fatal
                     p["skip"] = "invalid: " + str(exc).split("; first: ", 1)[-1]
                     continue
@@ -331,8 +331,8 @@ def main(argv=None) -> int:
                 print_table([p for p in plans if p["table"] == table_id], simulated)
             report[name] = plans
     finally:
-        if engine is not None:
-            engine.shutdown()
+        if runner is not None:
+            runner.shutdown()
     if not args.list:
         out.mkdir(parents=True, exist_ok=True)
         (out / "reproduce.json").write_text(json.dumps({"args": vars(args), "papers": report}, indent=2, default=str))

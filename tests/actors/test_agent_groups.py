@@ -53,7 +53,7 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def engine():
+def runner():
     from actors.driver import DebateRunner
 
     with DebateRunner() as e:
@@ -101,10 +101,10 @@ def hosts(res) -> list[dict]:
 
 
 @pytest.mark.ray
-def test_packed_agents_make_exactly_the_calls_of_one_actor_per_agent(engine, tmp_path):
-    alone = engine.run(sim(tmp_path, "alone", agents_per_actor=1))
-    packed = engine.run(sim(tmp_path, "packed", agents_per_actor=3))
-    auto = engine.run(sim(tmp_path, "auto"))
+def test_packed_agents_make_exactly_the_calls_of_one_actor_per_agent(runner, tmp_path):
+    alone = runner.run(sim(tmp_path, "alone", agents_per_actor=1))
+    packed = runner.run(sim(tmp_path, "packed", agents_per_actor=3))
+    auto = runner.run(sim(tmp_path, "auto"))
     assert alone.summary["n_calls"] == 7 * 3 * 3 and alone.summary["n_errors"] == 0
     assert calls_of(packed.out_dir) == calls_of(alone.out_dir) == calls_of(auto.out_dir)
     assert [h["agents"] for h in hosts(alone)] == [[0], [2], [4], [6], [1], [3], [5]]
@@ -123,9 +123,9 @@ def test_packed_agents_make_exactly_the_calls_of_one_actor_per_agent(engine, tmp
 
 
 @pytest.mark.ray
-def test_agent_actors_are_reused_by_later_runs(engine, tmp_path):
-    first = engine.run(sim(tmp_path, "a", agents_per_actor=2, replicas=1))
-    second = engine.run(sim(tmp_path, "b", agents_per_actor=4, replicas=1))  # fewer actors: all reused
+def test_agent_actors_are_reused_by_later_runs(runner, tmp_path):
+    first = runner.run(sim(tmp_path, "a", agents_per_actor=2, replicas=1))
+    second = runner.run(sim(tmp_path, "b", agents_per_actor=4, replicas=1))  # fewer actors: all reused
     assert [h["agents"] for h in hosts(second)] == [[0, 1, 2, 3], [4, 5, 6]]
     assert {h["pid"] for h in hosts(second)} <= {h["pid"] for h in hosts(first)}
     assert calls_of(first.out_dir) == calls_of(second.out_dir)

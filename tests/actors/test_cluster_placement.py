@@ -64,11 +64,11 @@ def _placement(out) -> list[dict]:
 def test_heterogeneous_run_places_each_model_on_its_node_type(cluster, tmp_path):
     from actors.driver import DebateRunner
 
-    with DebateRunner() as engine:
-        first = engine.run(_cfg(tmp_path, "one"))
-        replicas_after_first = dict(engine._replicas)
-        second = engine.run(_cfg(tmp_path, "two", seed=1))
-        assert engine._replicas == replicas_after_first  # the second run reused every replica
+    with DebateRunner() as runner:
+        first = runner.run(_cfg(tmp_path, "one"))
+        replicas_after_first = dict(runner._replicas)
+        second = runner.run(_cfg(tmp_path, "two", seed=1))
+        assert runner._replicas == replicas_after_first  # the second run reused every replica
     assert first.summary["n_errors"] == 0 and second.summary["n_errors"] == 0
     for res in (first, second):
         placed = _placement(res.out_dir)
@@ -109,8 +109,8 @@ def test_a_replica_no_node_can_hold_fails_in_one_line(cluster, tmp_path):
         placement_resources={"huge": {"tensor_parallel_size": 4, "resources": {"huge_gpu": 1}}},
         placement_timeout=3.0,
     )
-    with DebateRunner() as engine, pytest.raises(PlacementTimeout) as err:
-        engine.run(cfg)
+    with DebateRunner() as runner, pytest.raises(PlacementTimeout) as err:
+        runner.run(cfg)
     msg = str(err.value)
     assert "\n" not in msg and "--model huge" in msg and "no node offers 4 GPUs + huge_gpu:1" in msg
     assert "waited 3 s" in msg

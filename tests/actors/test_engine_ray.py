@@ -112,11 +112,11 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
 
     cfg = sim(tmp_path, "resume", limit=6, agents=3, rounds=2)
     qs = arithmetic_questions(6, seed=0)
-    with DebateRunner() as engine:
-        first = engine.run(cfg, questions=qs[:3])
-        replica_ids = set(map(str, engine._replicas.values()))
-        second = engine.run(cfg, questions=qs)  # same config, same --out: only the 3 new ones run
-        assert set(map(str, engine._replicas.values())) == replica_ids  # replica reused, not restarted
+    with DebateRunner() as runner:
+        first = runner.run(cfg, questions=qs[:3])
+        replica_ids = set(map(str, runner._replicas.values()))
+        second = runner.run(cfg, questions=qs)  # same config, same --out: only the 3 new ones run
+        assert set(map(str, runner._replicas.values())) == replica_ids  # replica reused, not restarted
     assert first.run_id == second.run_id and second.resumed == 3
     qrows = read_table(second.out_dir, "questions").to_pandas()
     assert sorted(qrows.question_id) == sorted(q.qid for q in qs)  # each question exactly once
@@ -191,9 +191,9 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
 def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_path):
     from actors.driver import DebateRunner
 
-    with DebateRunner() as engine:
-        one = engine.run(sim(tmp_path, "one", limit=6, agents=4, rounds=2, protocol="mad"))
-        two = engine.run(sim(tmp_path, "two", limit=6, agents=4, rounds=2, protocol="mad", replicas=2))
+    with DebateRunner() as runner:
+        one = runner.run(sim(tmp_path, "one", limit=6, agents=4, rounds=2, protocol="mad"))
+        two = runner.run(sim(tmp_path, "two", limit=6, agents=4, rounds=2, protocol="mad", replicas=2))
     assert len(two.replica_stats) == 2
     # agents 0,2 -> replica 0 (kept from the first run, whose 48 requests it also counts); 1,3 -> replica 1
     assert [s["requests"] for s in two.replica_stats] == [48 + 24, 24]
@@ -209,8 +209,8 @@ def test_turns_and_requests_travel_micro_batched(ray_local, tmp_path):
     (actors/batching.py), without changing a single result."""
     from actors.driver import DebateRunner
 
-    with DebateRunner() as engine:
-        res = engine.run(sim(tmp_path, "mb", limit=20, agents=4, rounds=3, protocol="mad"))
+    with DebateRunner() as runner:
+        res = runner.run(sim(tmp_path, "mb", limit=20, agents=4, rounds=3, protocol="mad"))
     turns = 20 * 4 * 3
     assert res.batching["agent_turns"] == turns
     assert res.batching["agent_calls"] < turns / 2  # at least two turns per call on average

@@ -128,13 +128,13 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
         progress=False,
         out=str(tmp_path / "run"),
     )
-    with DebateRunner() as engine:
+    with DebateRunner() as runner:
         with pytest.raises(EngineError, match=r"unexpected error in the engine \(ValueError: n_choices") as info:
-            engine.run(cfg, questions=good + [bad])
+            runner.run(cfg, questions=good + [bad])
         assert "\n" not in str(info.value) and "resume" in str(info.value)
         done = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
         assert done == {q.qid for q in good}  # written before the bug, kept
-        again = engine.run(cfg, questions=good)
+        again = runner.run(cfg, questions=good)
     assert again.resumed == 4 and again.summary["n_questions"] == 4
 
 
@@ -202,9 +202,9 @@ def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
         progress=False,
         out=str(tmp_path / "run"),
     )
-    with DebateRunner() as engine:
+    with DebateRunner() as runner:
         with pytest.raises(EngineError, match="unexpected error in the engine"):
-            engine.run(cfg, questions=[bad, *good])
+            runner.run(cfg, questions=[bad, *good])
         assert read_table(cfg.out, "questions").num_rows == 0  # an empty table when nothing was written
-        again = engine.run(cfg, questions=good)
+        again = runner.run(cfg, questions=good)
     assert again.resumed == 0 and again.summary["n_questions"] == 8 and again.summary["n_errors"] == 0

@@ -20,7 +20,7 @@ from engine.results import read_table  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def engine():
+def runner():
     with DebateRunner() as e:
         yield e
 
@@ -50,9 +50,9 @@ def sim(tmp_path, name: str, per_actor: int = 1, **kw) -> RunConfig:
     return RunConfig(**base)
 
 
-def host_of(engine, agent: int):
+def host_of(runner, agent: int):
     """The agent actor that hosts ``agent`` in the current run, and all the agents it hosts."""
-    for actor in (a for pool in engine._agent_pool.values() for a in pool):
+    for actor in (a for pool in runner._agent_pool.values() for a in pool):
         hosted = ray.get(actor.where.remote())["agents"]
         if agent in hosted:
             return actor, hosted
@@ -81,16 +81,16 @@ def calls_of(out) -> list[tuple]:
     )
 
 
-def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_path, per_actor):
-    clean = engine.run(sim(tmp_path, "clean", 1))  # undisturbed, one actor per agent
+def test_killed_agents_and_replica_recover_with_identical_results(runner, tmp_path, per_actor):
+    clean = runner.run(sim(tmp_path, "clean", 1))  # undisturbed, one actor per agent
     assert clean.summary["n_errors"] == 0
 
     def victims():
-        replica = next(iter(engine._replicas.values()))
-        return [(host_of(engine, 0)[0], True), (host_of(engine, 2)[0], True), (replica, True)]
+        replica = next(iter(runner._replicas.values()))
+        return [(host_of(runner, 0)[0], True), (host_of(runner, 2)[0], True), (replica, True)]
 
     cb, state = killer(20, victims)
-    hurt = engine.run(sim(tmp_path, "hurt", per_actor), progress_cb=cb)
+    hurt = runner.run(sim(tmp_path, "hurt", per_actor), progress_cb=cb)
     assert len(state["killed"]) == 3, "the run ended before the kill point"
     assert sum(p["role"] == "agents" for p in hurt.placement) == (3 if per_actor == 1 else 2)
     assert hurt.summary["n_questions"] == 8 and hurt.summary["n_errors"] == 0
@@ -102,14 +102,14 @@ def test_killed_agents_and_replica_recover_with_identical_results(engine, tmp_pa
     ]
 
 
-def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tmp_path, per_actor):
+def test_replica_dead_for_good_gives_error_rows_and_errored_questions(runner, tmp_path, per_actor):
     cfg = sim(tmp_path, "dead", per_actor, max_restarts=0, call_retries=0, limit=6)
 
     def victims():
-        return [(h, False) for k, h in engine._replicas.items() if '"max_restarts": 0' in k[5]]
+        return [(h, False) for k, h in runner._replicas.items() if '"max_restarts": 0' in k[5]]
 
     cb, state = killer(6, victims)
-    res = engine.run(cfg, progress_cb=cb)
+    res = runner.run(cfg, progress_cb=cb)
     assert state["killed"], "the run ended before the kill point"
     qrows = read_table(res.out_dir, "questions").to_pylist()
     assert sorted(r["question_id"] for r in qrows) == sorted(r["question_id"] for r in res.questions)
@@ -129,11 +129,11 @@ def test_replica_dead_for_good_gives_error_rows_and_errored_questions(engine, tm
     assert [r["errored_questions"] for r in rep.rows] == [len(errored)]
     assert any("errored, counted wrong" in n for n in rep.notes)
     # The engine notices the dead replica and starts a fresh one for the next run.
-    again = engine.run(sim(tmp_path, "after", per_actor, max_restarts=0, call_retries=0, limit=2))
+    again = runner.run(sim(tmp_path, "after", per_actor, max_restarts=0, call_retries=0, limit=2))
     assert again.summary["n_errors"] == 0 and again.summary["n_questions"] == 2
 
 
-def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(engine, tmp_path):
+def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(runner, tmp_path):
     """Every call fails once the only replica is gone: with --max-error-rate 0.2 the run stops
     early (fewer calls than the full run), says so, and leaves resumable output; with the default
     the same run finishes with error rows, as before."""
@@ -141,7 +141,7 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(e
     from actors.driver import ErrorRateExceeded
 
     def victims():
-        return [(h, False) for k, h in engine._replicas.items() if '"max_restarts": 0' in k[5]]
+        return [(h, False) for k, h in runner._replicas.items() if '"max_restarts": 0' in k[5]]
 
     full = 16 * 3 * 3  # questions x agents x rounds
     cfg = sim(tmp_path, "rate", max_restarts=0, call_retries=0, limit=16, max_error_rate=0.2)
@@ -151,7 +151,7 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(e
         match=r"calls errored \(\d+%\), more than --max-error-rate 0.2.*"
         r"run the same command again to resume",
     ):
-        engine.run(cfg, progress_cb=cb)
+        runner.run(cfg, progress_cb=cb)
     assert state["killed"], "the run ended before the kill point"
     calls = read_table(cfg.out, "calls").to_pylist()
     errors = sum(r["error"] is not None for r in calls)
@@ -161,7 +161,7 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(e
     stopped_questions = read_table(cfg.out, "questions").to_pylist()
     assert len(stopped_questions) < 16
     # The engine starts a fresh replica; the same command resumes and finishes each question once.
-    again = engine.run(cfg)
+    again = runner.run(cfg)
     qs = read_table(cfg.out, "questions").to_pandas()
     assert len(qs) == 16 and qs.question_id.nunique() == 16 and again.summary["n_questions"] == 16
     assert again.resumed == len(stopped_questions)
@@ -169,21 +169,21 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(e
     # The default (1.0) never stops: the same fault ends "finished" with error rows.
     cfg = sim(tmp_path, "default", max_restarts=0, call_retries=0, limit=16)
     cb, state = killer(6, victims)
-    res = engine.run(cfg, progress_cb=cb)
+    res = runner.run(cfg, progress_cb=cb)
     assert state["killed"] and res.summary["n_questions"] == 16 and res.summary["n_errors"] > 0
     assert read_table(cfg.out, "runs").to_pylist()[-1]["status"] == "finished"
 
 
-def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_path, per_actor):
+def test_agent_dead_for_good_gives_error_rows_not_lost_questions(runner, tmp_path, per_actor):
     cfg = sim(tmp_path, "agentdead", per_actor, call_retries=1, limit=6)
     lost = {}
 
     def victims():
-        actor, lost["agents"] = host_of(engine, 1)
+        actor, lost["agents"] = host_of(runner, 1)
         return [(actor, False)]
 
     cb, state = killer(6, victims)
-    res = engine.run(cfg, progress_cb=cb)
+    res = runner.run(cfg, progress_cb=cb)
     assert state["killed"]
     assert lost["agents"] == ([1] if per_actor == 1 else [0, 1])
     qrows = read_table(res.out_dir, "questions").to_pylist()
@@ -198,23 +198,23 @@ def test_agent_dead_for_good_gives_error_rows_not_lost_questions(engine, tmp_pat
         if r["errored"]:
             assert not r["correct"]
     # the pool replaces the dead agent for the next run
-    again = engine.run(sim(tmp_path, "agentafter", per_actor, limit=2))
+    again = runner.run(sim(tmp_path, "agentafter", per_actor, limit=2))
     assert again.summary["n_errors"] == 0
 
 
-def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path, per_actor):
+def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(runner, tmp_path, per_actor):
     """The writer has no restarts (its buffer is gone with it): the run stops with one clear
     error, what was flushed stays readable, a new writer is started and the re-run finishes
     each question exactly once."""
     from actors.driver import RunInterrupted
 
     cfg = sim(tmp_path, "writer", per_actor, limit=10)
-    cb, state = killer(12, lambda: [(engine._writer, False)])
+    cb, state = killer(12, lambda: [(runner._writer, False)])
     with pytest.raises(RunInterrupted, match="writer actor died.*run the same command again to resume"):
-        engine.run(cfg, progress_cb=cb)
+        runner.run(cfg, progress_cb=cb)
     assert state["killed"]
     read_table(cfg.out, "calls")  # whole parts only
-    again = engine.run(cfg)
+    again = runner.run(cfg)
     qs = read_table(cfg.out, "questions").to_pandas()
     assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
     calls = read_table(cfg.out, "calls").to_pandas()
@@ -222,19 +222,19 @@ def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(e
     assert len(keep) == 10 * 3 * 3 and not keep.duplicated(["question_id", "round", "agent_id"]).any()
 
 
-def test_coordinator_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(engine, tmp_path):
+def test_coordinator_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(runner, tmp_path):
     """The coordinator has no restarts: killed mid-run, the run stops with one line naming it, the
     rows written so far stay whole, a new coordinator is started and the re-run finishes each
     question exactly once."""
     from actors.driver import RunInterrupted
 
     cfg = sim(tmp_path, "coordinator", 2, limit=10)
-    cb, state = killer(12, lambda: [(engine._coordinator, False)])
+    cb, state = killer(12, lambda: [(runner._coordinator, False)])
     with pytest.raises(RunInterrupted, match="coordinator actor died.*run the same command again to resume") as info:
-        engine.run(cfg, progress_cb=cb)
+        runner.run(cfg, progress_cb=cb)
     assert state["killed"] and "\n" not in str(info.value)
     read_table(cfg.out, "calls")  # whole parts only
-    again = engine.run(cfg)
+    again = runner.run(cfg)
     qs = read_table(cfg.out, "questions").to_pandas()
     assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
     assert again.summary["n_errors"] == 0

@@ -60,8 +60,8 @@ def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_p
 
     def go():
         try:
-            with DebateRunner() as engine:
-                result["res"] = engine.run(cfg)
+            with DebateRunner() as runner:
+                result["res"] = runner.run(cfg)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
             result["err"] = exc
 
@@ -113,8 +113,8 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
         placement_timeout=3.0,
         out=str(tmp_path / "run"),
     )
-    with DebateRunner() as engine, pytest.raises(PlacementTimeout) as err:
-        engine.run(cfg)
+    with DebateRunner() as runner, pytest.raises(PlacementTimeout) as err:
+        runner.run(cfg)
     msg = str(err.value)
     assert "\n" not in msg and "(replica 0): no node offers 1 GPU (and 1 more placement group of this run)" in msg
     assert "waited 3 s" in msg
@@ -141,8 +141,8 @@ def test_four_replicas_share_one_gpu_each_sized_to_its_share(cluster, tmp_path):
         placement_timeout=60.0,
         out=str(tmp_path / "run"),
     )
-    with DebateRunner() as engine:
-        res = engine.run(cfg)
+    with DebateRunner() as runner:
+        res = runner.run(cfg)
     assert res.summary["n_errors"] == 0
     replicas = [e for e in res.placement if e["role"] == "replica"]
     assert len(replicas) == 4

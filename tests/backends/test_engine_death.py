@@ -66,9 +66,9 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
         call_retries=3,
     )
     killed: dict = {}
-    with DebateRunner() as engine:
-        engine.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
-        info = _fresh_info(engine)
+    with DebateRunner() as runner:
+        runner.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
+        info = _fresh_info(runner)
         old_replica = info["pid"]
         old_engine = {p.pid for p in _engine_procs(old_replica)}
         core = [p for p in _engine_procs(old_replica) if "EngineCore" in " ".join(p.cmdline())]
@@ -79,14 +79,14 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
                 os.kill(core[0].pid, signal.SIGKILL)
                 killed.update(at_calls=state["calls"], pid=core[0].pid)
 
-        res = engine.run(RunConfig(limit=6, out=str(tmp_path / "run"), **base), progress_cb=kill_when_busy)
+        res = runner.run(RunConfig(limit=6, out=str(tmp_path / "run"), **base), progress_cb=kill_when_busy)
         assert killed, "the run finished before the engine core could be killed"
         # every question ended with all its calls answered by a model (a tiny model's reply may still
         # hold no readable answer: that is a wrong answer, not a lost call)
         assert len(res.questions) == 6 and not any(q["errored"] for q in res.questions)
         assert res.summary["n_errors"] == 0, "a dead engine's calls became error rows instead of being resent"
         assert killed["at_calls"] < res.summary["n_calls"] == 6 * 3 * 3  # calls were still to come
-        new_info = _fresh_info(engine)  # the restarted replica, with a fresh engine
+        new_info = _fresh_info(runner)  # the restarted replica, with a fresh engine
         assert new_info["pid"] != old_replica and not psutil.pid_exists(old_replica)
         # the dead engine's processes died with its replica (no model memory left behind)
         deadline = time.time() + 30
@@ -96,14 +96,14 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
             f"engine processes of the dead replica still alive: {old_engine & _vllm_procs()}"
         )
         # and the next run on the same engine works
-        again = engine.run(RunConfig(limit=2, seed=5, out=str(tmp_path / "again"), **base))
+        again = runner.run(RunConfig(limit=2, seed=5, out=str(tmp_path / "again"), **base))
         assert again.summary["n_errors"] == 0 and len(again.questions) == 2
 
 
-def _fresh_info(engine) -> dict:
+def _fresh_info(runner) -> dict:
     import ray
 
-    (handle,) = engine._replicas.values()
+    (handle,) = runner._replicas.values()
     return ray.get(handle.info.remote())
 
 

@@ -519,7 +519,7 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
     monkeypatch.setattr(preflight, "check_model", lambda model: None)  # no model files needed
     monkeypatch.setattr(driver.DebateRunner, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
     monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: ReplicaSet({}, infos, {}))
-    engine = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
+    runner = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
     cfg = RunConfig(
         backend="vllm",
         model="Qwen/Qwen2.5-0.5B-Instruct",
@@ -528,7 +528,7 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
         progress=False,
     )
     with pytest.raises(ImagesNotSupported) as err:
-        engine.run(cfg)
+        runner.run(cfg)
     assert str(err.value) == (
         f"--dataset {image_data}: its questions carry images and --model Qwen/Qwen2.5-0.5B-Instruct "
         f"takes no images (--backend vllm loaded it as a text-only model); use a multimodal (vision) "

@@ -166,7 +166,7 @@ def test_invalid_cells_are_reported_and_skipped_not_fatal(tmp_path):
 def test_all_invalid_is_an_error(tmp_path):
     spec = parse_sweep({**BASE, "protocol": "sparse", "grid": {"density": [0.5, 0.7]}}, "bad.yaml")
     with pytest.raises(SweepError, match=r"bad.yaml: no valid cell.*--density 0.5"):
-        run_sweep(spec, tmp_path, engine=object(), echo=lambda s: None)
+        run_sweep(spec, tmp_path, runner=object(), echo=lambda s: None)
 
 
 # ------------------------------------------------------------------------------------ file errors
@@ -305,7 +305,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     out = tmp_path / "sweep"
     lines: list[str] = []
     eng = FakeEngine()
-    cells = run_sweep(spec, out, engine=eng, echo=lines.append)
+    cells = run_sweep(spec, out, runner=eng, echo=lines.append)
     assert [c.status for c in cells] == ["finished", "finished", "invalid"]
     assert eng.calls == [cells[0].run_id, cells[1].run_id]  # one engine for every cell, invalid skipped
     m = json.loads((out / MANIFEST).read_text())
@@ -328,7 +328,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     assert len(done) == 2 and "accuracy 0.500" in done[0] and "tokens 60" in done[0] and done[1].startswith("[2/2]")
     # same command again: everything finished, nothing is run
     again = FakeEngine()
-    cells2 = run_sweep(spec, out, engine=again, echo=lines.append)
+    cells2 = run_sweep(spec, out, runner=again, echo=lines.append)
     assert again.calls == [] and [c.status for c in cells2] == ["finished", "finished", "invalid"]
     # a cell left half done (run row "running", 1 of 4 questions) is resumed, the other skipped
     cell = cells[1]
@@ -341,7 +341,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     sink.write_run({"run_id": cell.run_id, "status": "running", "n_questions": 4})
     assert disk_status(cell) == ("partial", {"questions_done": 1})
     third = FakeEngine()
-    cells3 = run_sweep(spec, out, engine=third, echo=lines.append)
+    cells3 = run_sweep(spec, out, runner=third, echo=lines.append)
     assert third.calls == [cell.run_id] and cells3[1].status == "finished"
     q = read_table(cell.out, "questions").to_pandas()
     assert sorted(q.question_id) == ["q0", "q1", "q2", "q3"]  # each question once
@@ -351,7 +351,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
 def test_a_failing_cell_does_not_stop_the_sweep(tmp_path):
     spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "probmad"], "density": [0.5]}})
     eng = FakeEngine(fail_on="mad")
-    cells = run_sweep(spec, tmp_path, engine=eng, echo=lambda s: None)
+    cells = run_sweep(spec, tmp_path, runner=eng, echo=lambda s: None)
     assert [c.status for c in cells] == ["error", "finished"]
     assert "no such file" in cells[0].error
     m = json.loads((tmp_path / MANIFEST).read_text())
@@ -363,7 +363,7 @@ def test_a_cell_stopped_on_the_error_rate_is_marked_and_the_sweep_goes_on(tmp_pa
 
     spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "probmad"], "density": [0.5]}})
     stop = ErrorRateExceeded("run x stopped: ...", "9 of 20 calls errored (45%), more than --max-error-rate 0.2")
-    cells = run_sweep(spec, tmp_path, engine=FakeEngine(fail_on="mad", error=stop), echo=lambda s: None)
+    cells = run_sweep(spec, tmp_path, runner=FakeEngine(fail_on="mad", error=stop), echo=lambda s: None)
     assert [c.status for c in cells] == ["stopped", "finished"] and "--max-error-rate 0.2" in cells[0].error
     assert json.loads((tmp_path / MANIFEST).read_text())["counts"] == {"stopped": 1, "finished": 1}
     assert disk_status(cells[0]) == ("pending", {})  # read from disk again: a re-run resumes it
@@ -373,7 +373,7 @@ def test_a_value_error_from_a_bug_stops_the_sweep(tmp_path):
     spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "probmad"], "density": [0.5]}})
     eng = FakeEngine(fail_on="mad", error=ValueError("boom"))
     with pytest.raises(ValueError, match="boom"):
-        run_sweep(spec, tmp_path, engine=eng, echo=lambda s: None)
+        run_sweep(spec, tmp_path, runner=eng, echo=lambda s: None)
     assert eng.calls == [eng.calls[0]]  # the next cell never ran
 
 
@@ -544,8 +544,8 @@ def test_sweep_keeps_one_replica_across_cells(ray_local, tmp_path):
             seen.append((dict(self._replicas), self._cache))
             return res
 
-    with Spy() as engine:
-        cells = run_sweep(spec, tmp_path / "s", engine=engine, echo=lambda s: None)
+    with Spy() as runner:
+        cells = run_sweep(spec, tmp_path / "s", runner=runner, echo=lambda s: None)
     assert [c.status for c in cells] == ["finished"] * 3 and len(seen) == 3
     handles = [list(r.values()) for r, _ in seen]
     assert all(len(h) == 1 for h in handles)
@@ -563,9 +563,9 @@ def test_first_round_reuse_gives_identical_results_and_saves_requests(ray_local,
 
     mad = _sim(tmp_path, "mad", protocol="mad", agents=4, reuse_first_round=True)
     sparse = _sim(tmp_path, "sparse", protocol="sparse", agents=4, topology="ring", reuse_first_round=True)
-    with DebateRunner() as engine:
-        r1 = engine.run(mad)
-        r2 = engine.run(sparse)
+    with DebateRunner() as runner:
+        r1 = runner.run(mad)
+        r2 = runner.run(sparse)
     plain = run(dataclasses.replace(sparse, reuse_first_round=False, out=str(tmp_path / "plain")))
     assert r2.run_id == plain.run_id  # reuse is not part of the run id
     a, b = _calls(r2.out_dir), _calls(plain.out_dir)
@@ -658,8 +658,8 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     first, second = expand(spec, out)
     cfg = first.config
     questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
-    with DebateRunner() as engine:
-        half = engine.run(cfg, questions=questions[:2])
+    with DebateRunner() as runner:
+        half = runner.run(cfg, questions=questions[:2])
         assert half.run_id == first.run_id and half.summary["n_questions"] == 2
         # as a run stopped midway leaves it: its run row not "finished"
         for f in (first.out / "runs").glob("*.parquet"):
@@ -670,11 +670,11 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
 
         class Spy:  # the real engine, its results recorded
             def run(self, c, *a, **kw):
-                res = engine.run(c, *a, **kw)
+                res = runner.run(c, *a, **kw)
                 seen.append((res.run_id, res.resumed))
                 return res
 
-        cells = run_sweep(spec, out, engine=Spy(), echo=lambda s: None)
+        cells = run_sweep(spec, out, runner=Spy(), echo=lambda s: None)
     assert [c.status for c in cells] == ["finished", "finished"]
     assert seen == [(first.run_id, 2), (second.run_id, 0)]
     q = read_table(first.out, "questions").to_pandas()
@@ -721,15 +721,15 @@ def test_a_sweep_on_the_real_engine_marks_a_cell_stopped_and_goes_on(ray_local, 
         from actors.driver import DebateRunner
 
         spec = parse_sweep(sweep)
-        with DebateRunner() as engine:
+        with DebateRunner() as runner:
             seen = []
 
             class Spy:
                 def run(self, c, *a, **kw):
                     seen.append(c.backend)
-                    return engine.run(c, *a, **kw)
+                    return runner.run(c, *a, **kw)
 
-            again = run_sweep(spec, out, engine=Spy(), echo=lambda s: None)
+            again = run_sweep(spec, out, runner=Spy(), echo=lambda s: None)
         assert seen == ["failing"] and [c.status for c in again] == ["stopped", "finished"]
     finally:
         unregister("failing")

@@ -35,8 +35,8 @@ def main(wait_s: float) -> dict:
 
     cfg = RunConfig(backend="vllm", progress=False, max_restarts=0)  # no restart loading meanwhile
     try:
-        with DebateRunner() as engine:
-            (info,) = engine.replicas_for(cfg, [cfg.model]).infos
+        with DebateRunner() as runner:
+            (info,) = runner.replicas_for(cfg, [cfg.model]).infos
             replica = psutil.Process(info["pid"])
             engine_procs = [p for p in replica.children(recursive=True) if _title(p).startswith("VLLM::")]
             titles = {p.pid: _title(p).split()[0] for p in engine_procs}
