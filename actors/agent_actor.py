@@ -23,12 +23,14 @@ restarted group needs only its agents' configurations (:class:`AgentSetup`).
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import ray
 
 from actors.batching import MicroBatcher, serve_stream
+from actors.remote import actor
 from engine.config import AgentSpec
 from engine.debate import call_seed, question_key
 from engine.extract import extract_answer
@@ -93,6 +95,8 @@ class AgentCore:
             call = turn.call
             return call_seed(spec.seed, turn.key, turn.round, f"side:{call.stage}:{','.join(map(str, call.peers))}")
         if turn.round == 0 and spec.first_seed is not None:
+            if spec.first_key_seed is None:  # RunConfig.agent_specs sets both from --first-round-seed
+                raise ValueError(f"agent {self.agent_id}: AgentSpec.first_seed is set without first_key_seed")
             return call_seed(spec.first_seed, question_key(spec.first_key_seed, turn.question.qid), 0)
         return call_seed(spec.seed, turn.key, turn.round)
 
@@ -180,7 +184,7 @@ class AgentNotConfigured(RuntimeError):
     else was lost, since agents keep no memory."""
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+@actor(num_cpus=0, max_concurrency=10_000)
 class AgentGroupActor:
     """A group of agents in one process. Created by the engine, reused across runs (and across
     group sizes) through :meth:`configure`."""
@@ -207,7 +211,9 @@ class AgentGroupActor:
 
         return {**here(), "pid": os.getpid(), "agents": sorted(self.cores)}
 
-    async def _open_replica_stream(self, replica, requests: list[GenRequest]):
+    async def _open_replica_stream(
+        self, replica: Any, requests: list[GenRequest]
+    ) -> AsyncIterator[list[tuple[int, Any]]]:
         async for ref in replica.generate_stream.remote(requests):
             yield await ref
 

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+Dest = TypeVar("Dest", bound=Hashable)  # what names a destination (an actor handle, a group index)
+Item = TypeVar("Item")  # what is submitted to it
 
 # open_stream(destination, items) -> async iterator of chunks: lists of (index into items, result or exception)
-StreamOpener = Callable[[Hashable, list[Any]], AsyncIterator[list[tuple[int, Any]]]]
+StreamOpener = Callable[[Dest, list[Item]], AsyncIterator[list[tuple[int, Any]]]]
 
 
-class MicroBatcher:
+class MicroBatcher(Generic[Dest, Item]):
     """Coalesce submissions per destination within one event-loop turn into one streamed call.
 
     ``submit(dest, item)`` returns the item's result, or raises its exception. If the stream
@@ -34,15 +37,15 @@ class MicroBatcher:
     count the shipped calls and items (``items / calls`` is the mean batch).
     """
 
-    def __init__(self, open_stream: StreamOpener, max_items: int = 256):
+    def __init__(self, open_stream: StreamOpener[Dest, Item], max_items: int = 256):
         self.open_stream = open_stream
         self.max_items = max_items
-        self._outbox: dict[Hashable, list[tuple[Any, asyncio.Future]]] = {}
+        self._outbox: dict[Dest, list[tuple[Item, asyncio.Future]]] = {}
         self._scheduled = False
         self.calls = 0
         self.items = 0
 
-    async def submit(self, dest: Hashable, item: Any) -> Any:
+    async def submit(self, dest: Dest, item: Item) -> Any:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._outbox.setdefault(dest, []).append((item, fut))
@@ -58,7 +61,7 @@ class MicroBatcher:
             for start in range(0, len(entries), self.max_items):
                 asyncio.ensure_future(self._ship(dest, entries[start : start + self.max_items]))
 
-    async def _ship(self, dest: Hashable, entries: list[tuple[Any, asyncio.Future]]) -> None:
+    async def _ship(self, dest: Dest, entries: list[tuple[Item, asyncio.Future]]) -> None:
         self.calls += 1
         self.items += len(entries)
         try:

@@ -36,8 +36,7 @@ import hashlib
 import json
 from typing import Any
 
-import ray
-
+from actors.remote import actor
 from engine.records import GenRequest, GenResult
 
 
@@ -110,7 +109,7 @@ class ReplyCache:
                     return None
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+@actor(num_cpus=0, max_concurrency=10_000)
 class CacheActor:
     """Ray wrapper of :class:`ReplyCache` (async actor: one event loop, no CPU reserved)."""
 

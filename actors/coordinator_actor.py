@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import ray
 
 from actors.agent_actor import AgentSetup
 from actors.batching import MicroBatcher
+from actors.remote import actor
 from engine.config import RunConfig
 from engine.debate import debate
 from engine.records import CallRecord, ServiceLost, Turn, TurnResult
@@ -87,7 +89,7 @@ def _agent_lost(exc: BaseException) -> bool:
     return isinstance(exc, (ray.exceptions.RayActorError, AgentNotConfigured))
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+@actor(num_cpus=0, max_concurrency=10_000)
 class CoordinatorActor:
     """Created once per engine; :meth:`setup` prepares it and the agents for one run."""
 
@@ -141,7 +143,7 @@ class CoordinatorActor:
         self.to_agents = MicroBatcher(self._open_agent_stream)
         return list(await asyncio.gather(*(a.configure.remote(s) for a, s in zip(groups, group_setups))))
 
-    async def _open_agent_stream(self, g: int, turns: list[Turn]):
+    async def _open_agent_stream(self, g: int, turns: list[Turn]) -> AsyncIterator[list[tuple[int, Any]]]:
         async for ref in self.groups[g].turns.remote(turns):
             yield await ref
 
@@ -176,13 +178,13 @@ class CoordinatorActor:
 
         tasks = self.tasks = [asyncio.ensure_future(one(q)) for q in questions]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t for t in done if not t.cancelled() and t.exception() is not None]
+        failed = [exc for t in done if not t.cancelled() and (exc := t.exception()) is not None]
         if failed:  # a bug: the other debates stop too (nothing of this run may write on), then it surfaces
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             await self.writer.flush.remote()  # what finished before the bug is on disk and resumable
-            raise failed[0].exception()
+            raise failed[0]
         await self.writer.flush.remote()
         return [t.result() for t in tasks if not t.cancelled()]  # cancelled: stopped on the error rate
 

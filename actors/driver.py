@@ -27,6 +27,7 @@ from typing import Any
 from actors.cluster import driver_node_strategy
 from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_placement, pack_agents, replica_layout
 from actors.prepare import check_loaded_images, needs_embeddings, prepare
+from actors.remote import actor_class
 from backends.registry import backend_spec, check_device
 from engine.accounting import summarize
 from engine.config import RunConfig
@@ -236,11 +237,12 @@ class DebateRunner:
         self._replicas: dict[tuple, Any] = {}
         self._groups: dict[tuple, Any] = {}  # replica key -> its placement group (tensor parallel)
         self._embedders: dict[str, Any] = {}
-        self._cache = None  # first-round reply cache (actors/cache_actor.py), made on first use
+        # actor handles (typed Any: actors/remote.py), None until first used
+        self._cache: Any | None = None  # first-round reply cache (actors/cache_actor.py)
         # agent-group actors per node (None: anywhere), reused by the next run (configured per run)
         self._agent_pool: dict[str | None, list] = {}
-        self._writer = None
-        self._coordinator = None
+        self._writer: Any | None = None
+        self._coordinator: Any | None = None
 
     def __enter__(self) -> DebateRunner:
         return self
@@ -335,8 +337,10 @@ class DebateRunner:
                 {k: v for k, v in spec.actor_options.items() if k in ("num_cpus", "num_gpus", "resources")},
                 ", placement group" if spec.bundles else "",
             )
-            self._replicas[key] = ReplicaActor.options(**opts).remote(
-                shipped_backend(cfg.backend), spec.model, spec.backend_options, max_batch=cfg.max_batch
+            self._replicas[key] = (
+                actor_class(ReplicaActor)
+                .options(**opts)
+                .remote(shipped_backend(cfg.backend), spec.model, spec.backend_options, max_batch=cfg.max_batch)
             )
         # All new replicas were created before waiting on any, so their models load in parallel.
         loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}
@@ -359,8 +363,10 @@ class DebateRunner:
             restarts = cfg.max_restarts if cfg else 3
             retries = cfg.call_retries if cfg else 2
             opts, device = embedding_placement(cfg)
-            actor = EmbeddingActor.options(max_restarts=restarts, max_task_retries=retries, **opts).remote(
-                name, threads=1, device=device
+            actor = (
+                actor_class(EmbeddingActor)
+                .options(max_restarts=restarts, max_task_retries=retries, **opts)
+                .remote(name, threads=1, device=device)
             )
             from actors.cluster import default_placement_timeout
 
@@ -386,7 +392,7 @@ class DebateRunner:
         from actors.cache_actor import CacheActor
 
         if self._cache is None:
-            self._cache = CacheActor.options(scheduling_strategy=driver_node_strategy()).remote()
+            self._cache = actor_class(CacheActor).options(scheduling_strategy=driver_node_strategy()).remote()
         namespaces = {
             m: json.dumps([cfg.backend, m, specs[0].backend_options], sort_keys=True) for m, specs in layout.items()
         }
@@ -406,7 +412,7 @@ class DebateRunner:
             opts: dict[str, Any] = {"max_restarts": cfg.max_restarts, "max_task_retries": 0}
             if node is not None:
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
-            return AgentGroupActor.options(**opts).remote()
+            return actor_class(AgentGroupActor).options(**opts).remote()
 
         slots: list[tuple[str | None, int]] = []
         taken: dict[str | None, int] = {}  # actors of each node's pool given out so far
@@ -463,7 +469,9 @@ class DebateRunner:
             "n_questions": len(questions),
         }
         ray.get(writer.write_run.remote(run_row))
-        rows, progress, actors = [], {}, None
+        rows: list[dict[str, Any]] = []
+        progress: dict[str, Any] = {}
+        actors: RunActors | None = None
         if todo:
             t_agents = time.perf_counter()
             actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
@@ -537,7 +545,7 @@ class DebateRunner:
         if self._writer is None or not _alive(self._writer, method="where"):
             # on the driver's node, where --out is, unless the user says --out is shared storage
             pin = {} if cfg.out_shared else {"scheduling_strategy": driver_node_strategy()}
-            self._writer = WriterActor.options(**pin).remote()
+            self._writer = actor_class(WriterActor).options(**pin).remote()
         ray.get(self._writer.open.remote(str(out)))
         return self._writer
 
@@ -575,7 +583,9 @@ class DebateRunner:
         log.info("%d agents in %d agent actors (%d per actor at most)", len(specs), len(groups), per_actor)
         embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
         if self._coordinator is None or not _alive(self._coordinator, method="progress"):
-            self._coordinator = CoordinatorActor.options(scheduling_strategy=driver_node_strategy()).remote()
+            self._coordinator = (
+                actor_class(CoordinatorActor).options(scheduling_strategy=driver_node_strategy()).remote()
+            )
         # Configures every group and waits for it, so the first round's requests reach the
         # replicas together and are batched together, instead of trickling in.
         ray.get(

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from actors.remote import actor
 from backends.embedding import DEFAULT_CACHE_SIZE, DEFAULT_EMBEDDING_MODEL, EmbeddingBackend, cosine_matrix
 
 MAX_TEXTS = 512  # texts per model call (requests are taken whole until this is reached)
@@ -56,12 +57,13 @@ class EmbeddingCore:
         if not texts:
             return []
         loop = asyncio.get_running_loop()
-        if self._task is None:
-            self._wake = asyncio.Event()
+        wake = self._wake
+        if wake is None:  # the first request starts the loop
+            wake = self._wake = asyncio.Event()
             self._task = loop.create_task(self._loop())
         fut = loop.create_future()
         self._pending.append((kind, texts, fut))
-        self._wake.set()
+        wake.set()
         return await fut
 
     def _take(self) -> list[tuple[str, list[str], asyncio.Future]]:
@@ -110,7 +112,7 @@ class EmbeddingCore:
                     fut.set_result(res)
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+@actor(num_cpus=0, max_concurrency=10_000)
 class EmbeddingActor:
     """Ray wrapper of :class:`EmbeddingBackend` + :class:`EmbeddingCore`.
 

@@ -25,12 +25,14 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 import ray
 
 from actors.batching import serve_stream
 from actors.cluster import gpu_start_lock, here
+from actors.remote import actor
+from backends.base import Backend
 from backends.registry import BackendSpec, backend_spec
 from engine.records import BackendDead, GenRequest, GenResult
 
@@ -39,15 +41,25 @@ log = logging.getLogger(__name__)
 STEPS_PER_HOP = 4  # decode steps per thread hop: new requests wait at most this many steps to join
 
 
-def backend_class(backend: str | BackendSpec) -> type:
+class BackendClass(Protocol):
+    """What a replica needs of a :class:`~backends.base.Backend` subclass: ``prepare(model)`` (a
+    classmethod) and the constructor, which takes the model and the backend's options by keyword
+    (the base class declares no constructor, so ``type[Backend]`` cannot say so)."""
+
+    def __call__(self, *, model: str, **options: Any) -> Backend: ...
+
+    def prepare(self, model: str) -> None: ...
+
+
+def backend_class(backend: str | BackendSpec) -> BackendClass:
     """The :class:`~backends.base.Backend` class of ``--backend`` (a name in
     :mod:`backends.registry`, or an entry shipped by :func:`shipped_backend`). Importing a
     backend's module loads no model: vLLM, torch and transformers are imported when one is made."""
     spec = backend if isinstance(backend, BackendSpec) else backend_spec(backend)
-    return spec.load()  # type: ignore[return-value]
+    return spec.load()  # type: ignore[return-value]  # the registry types it Callable[..., Backend]
 
 
-def make_backend(backend: str | BackendSpec, model: str, options: dict[str, Any]):
+def make_backend(backend: str | BackendSpec, model: str, options: dict[str, Any]) -> Backend:
     return backend_class(backend)(model=model, **options)
 
 
@@ -123,14 +135,15 @@ class ReplicaCore:
         if self.asynchronous:
             return await self._agenerate(request)
         loop = asyncio.get_running_loop()
-        if self._task is None:
-            self._wake = asyncio.Event()
+        wake = self._wake
+        if wake is None:  # the first request starts the loop
+            wake = self._wake = asyncio.Event()
             self._task = loop.create_task(self._loop())
         rid = next(self._ids)
         fut = loop.create_future()
         self._futures[rid] = fut
         self._pending.append((rid, request))
-        self._wake.set()
+        wake.set()
         return await fut
 
     def _hop(self, new: list[tuple[int, GenRequest]]) -> list[tuple[int, GenResult]]:
@@ -177,7 +190,7 @@ class ReplicaCore:
                     fut.set_result(res)
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+@actor(num_cpus=0, max_concurrency=10_000)
 class ReplicaActor:
     def __init__(
         self,
@@ -194,6 +207,7 @@ class ReplicaActor:
         self.load_error: str | None = None
         self.stream_calls = 0  # Ray calls that carried requests (each with one or more of them)
         self.loaded: dict[str, float] = {}
+        self.core: ReplicaCore | None = None  # None: the model did not load (load_error says why)
         try:
             backend_class(backend).prepare(model)  # fetched first: a download never holds a GPU's turn
             with gpu_start_lock():  # replicas sharing a GPU load one after another
@@ -201,7 +215,6 @@ class ReplicaActor:
                 self.core = ReplicaCore(make_backend(backend, model, options), max_batch=max_batch)
                 self.loaded["end"] = time.time()
         except Exception as exc:  # reported by info() as one line; the driver stops the run with it
-            self.core = None
             name = (
                 type(exc).__name__
                 if type(exc).__module__ == "builtins"
@@ -244,7 +257,7 @@ class ReplicaActor:
         except BackendDead as exc:
             self._exit(str(exc))
 
-    def _exit(self, reason: str) -> None:
+    def _exit(self, reason: str) -> NoReturn:
         """The engine died for good: kill its processes and end this one (a process exit, not
         ``ray.actor.exit_actor()``, which would tell Ray not to restart it). Ray restarts the
         replica with a fresh engine; the agents resend every call it did not answer."""

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import ray
-
+from actors.remote import actor
 from engine.results import ParquetSink
 
 
-@ray.remote(num_cpus=0)
+@actor(num_cpus=0)
 class WriterActor:
     """Kept by the engine across runs; :meth:`open` points it at the next run's directory."""
 
@@ -36,22 +35,26 @@ class WriterActor:
         self.sink = ParquetSink(out_dir, flush_rows=self.flush_rows, flush_seconds=self.flush_seconds)
         return out_dir
 
-    def _check(self) -> None:
+    def _check(self) -> ParquetSink:
+        """The sink to write to; raises the kept failure, or a ``RuntimeError`` before :meth:`open`."""
         if self.failure is not None:
             raise self.failure
+        if self.sink is None:
+            raise RuntimeError("WriterActor: rows written before open() named the run's directory")
+        return self.sink
 
     def write(self, table: str, rows: list[dict[str, Any]]) -> None:
-        self._check()
+        sink = self._check()
         try:
-            self.sink.write(table, rows)
+            sink.write(table, rows)
         except Exception as exc:
             self.failure = exc
             raise
 
     def write_run(self, row: dict[str, Any]) -> None:
-        self._check()
-        self.sink.flush()
-        self.sink.write_run(row)
+        sink = self._check()
+        sink.flush()
+        sink.write_run(row)
 
     def where(self) -> dict[str, Any]:
         """Node id, node IP and GPU ids of this actor (the run's placement record)."""
@@ -62,6 +65,6 @@ class WriterActor:
     def flush(self) -> dict[str, int]:
         if self.sink is None:  # not pointed at a directory yet
             return {}
-        self._check()
-        self.sink.flush()
-        return dict(self.sink.rows_written)
+        sink = self._check()
+        sink.flush()
+        return dict(sink.rows_written)

@@ -1,0 +1,58 @@
+"""Ray actor classes, typed for mypy: the decorator that makes them and the handle that starts them.
+
+Ray's own typing (ray 2.x) misses two things every actor here needs:
+
+* ``ray.remote(**options)`` is typed with the options of remote *functions* only, so an actor
+  option such as ``max_concurrency`` matches none of its overloads;
+* mypy does not let a class decorator change what the decorated name is (python/mypy#3135), so a
+  ``@ray.remote`` class still reads as the plain class, whose ``.options(...)`` and ``.remote()``
+  it does not know.
+
+Define an actor with ``@actor(**options)`` (the same call as ``@ray.remote(**options)``) and start
+it through ``actor_class(Cls).options(...).remote(...)``. The handle that returns is typed
+``Any``: an actor handle's methods are made at runtime, so mypy cannot check
+``handle.method.remote(...)`` either way. Importing this module does not import Ray (the driver
+imports it before Ray is needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ray.actor import ActorClass
+
+T = TypeVar("T")
+
+
+class ActorStarter(Protocol):
+    """What ``ActorClass.options(...)`` returns: ``remote(*args, **kwargs)`` starts one actor."""
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class ActorFactory(ActorStarter, Protocol):
+    """A Ray actor class: ``remote(...)`` starts an actor with its default options,
+    ``options(**overrides).remote(...)`` with some of them replaced."""
+
+    def options(self, **options: Any) -> ActorStarter: ...
+
+
+def actor(**options: Any) -> Callable[[type[T]], ActorClass[T]]:
+    """``ray.remote(**options)`` as a class decorator, typed for actor options (``max_concurrency``
+    and the rest) that Ray's overloads leave out."""
+    import ray
+
+    decorate: Callable[[type[T]], ActorClass[T]] = ray.remote(**options)
+    return decorate
+
+
+def actor_class(cls: object) -> ActorFactory:
+    """The Ray actor class that ``@actor(...)`` made of ``cls`` (mypy still sees the plain class
+    under its name). Raises ``TypeError`` for a class that is not a Ray actor."""
+    from ray.actor import ActorClass
+
+    if not isinstance(cls, ActorClass):
+        raise TypeError(f"{cls!r} is not a Ray actor class (decorate it with @actor(...))")
+    return cls
