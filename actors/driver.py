@@ -32,6 +32,7 @@ from backends.registry import backend_spec, check_device
 from engine.accounting import summarize
 from engine.config import RunConfig
 from engine.errors import UserError
+from engine.metrics import runs_columns
 from engine.prompts import PromptSet
 from engine.tasks import Question
 
@@ -500,18 +501,7 @@ class DebateRunner:
             finished=_now(),
             wall_s=wall + ((old_run or {}).get("wall_s") or 0.0),
             timings=json.dumps(timings),
-            **{
-                k: summary[k]
-                for k in (
-                    "accuracy",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "n_calls",
-                    "effective_rounds",
-                    "consensus_by_round",
-                    "accuracy_by_round",
-                )
-            },
+            **runs_columns(summary),  # the aggregates engine/metrics.py says the runs table stores
         )
         ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
         if stopped:

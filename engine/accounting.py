@@ -72,9 +72,10 @@ def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The engine's one run summary, from question rows: the printed table, the runs row (and so
     the sweep status) and the report all take their totals from here. Each metric with a summary
-    key is aggregated as it declares (:data:`engine.metrics.METRICS`); ``accuracy`` counts
-    unparseable finals and errored questions as wrong, and a question counts as errored when it
-    has ``errored`` or (older rows) ``n_errors``. A column missing from older rows counts 0."""
+    key is aggregated as it declares (:data:`engine.metrics.METRICS`), a count's ``rate`` (the
+    share ``accuracy``, which counts unparseable finals and errored questions as wrong) after
+    them. A question counts as errored when it has ``errored`` or (older rows) ``n_errors``. A
+    column missing from older rows counts 0."""
     rows = list(rows)
     n = len(rows)
     out: dict[str, Any] = {"n_questions": n}
@@ -90,6 +91,8 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
             out[key] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
         elif m.agg == "by_round":
             out[key] = per_round_mean(rows, m.name)
-    out["accuracy"] = out["n_correct"] / n if n else 0.0
+    for m in METRICS:
+        if m.rate is not None and m.summary is not None:  # after every aggregate, as always listed
+            out[m.rate] = out[m.summary] / n if n else 0.0
     out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)
     return out

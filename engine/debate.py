@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.extract import answers_equal, majority_vote, tied_answers
+from engine.metrics import metric_columns
 from engine.protocols import get_protocol
 from engine.protocols.base import (
     SUMMARIZER,
@@ -176,37 +177,46 @@ class DebateLog:
         ``n_invalid`` counts agent turns without a readable answer; summary calls and side calls
         (reviews, scores: they state no answer of the agent) never count. ``n_calls`` and the
         tokens count every call.
+
+        The metric columns are exactly those :data:`engine.metrics.METRICS` declares (checked by
+        :func:`engine.metrics.metric_columns`): a new metric is declared there and computed here.
         """
         q, recs = self.question, self.records
         errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
+        # one value per metric declared in engine/metrics.py: metric_columns fails on one missing or extra
+        metrics = metric_columns(
+            {
+                "stopped_early": outcome.stopped_early,
+                **graded_columns(
+                    outcome.answers_by_round,
+                    outcome.final_answer,
+                    q.gold,
+                    q.task,
+                    tie_key,
+                    errored,
+                    outcome.votes_by_round,
+                    outcome.tie,
+                ),
+                "errored": errored,
+                "n_calls": len(recs),
+                "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
+                "n_skipped": outcome.skipped_turns,
+                "n_invalid": sum(
+                    r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side for r in recs
+                ),
+                "n_errors": sum(r.error is not None for r in recs),
+                "prompt_tokens": sum(r.prompt_tokens for r in recs),
+                "completion_tokens": sum(r.completion_tokens for r in recs),
+            }
+        )
         return {
             "question_id": q.qid,
             "task": q.task,
             "image": q.image_ref,  # a short reference (URL or sha256 prefix), never the image itself
             "n_agents": n_agents,
             "rounds_run": outcome.rounds_run,
-            "stopped_early": outcome.stopped_early,
             "gold": q.gold,
-            **graded_columns(
-                outcome.answers_by_round,
-                outcome.final_answer,
-                q.gold,
-                q.task,
-                tie_key,
-                errored,
-                outcome.votes_by_round,
-                outcome.tie,
-            ),
-            "errored": errored,
-            "n_calls": len(recs),
-            "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
-            "n_skipped": outcome.skipped_turns,
-            "n_invalid": sum(
-                r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side for r in recs
-            ),
-            "n_errors": sum(r.error is not None for r in recs),
-            "prompt_tokens": sum(r.prompt_tokens for r in recs),
-            "completion_tokens": sum(r.completion_tokens for r in recs),
+            **metrics,
             "protocol_info": json.dumps(outcome.info, default=str, sort_keys=True) if outcome.info else None,
         }
 

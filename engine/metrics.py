@@ -3,19 +3,54 @@
 A metric is a column of the ``questions`` table that a question's debate produces
 (:meth:`engine.debate.DebateLog.question_row`, :func:`engine.debate.graded_columns`). Its
 declaration says its Arrow type (:data:`engine.results.QUESTIONS_SCHEMA` takes the column from
-here), how the run summary aggregates it (:func:`engine.accounting.summarize`), whether
-``debate rescore`` recomputes it from the stored replies (:mod:`engine.rescore`) and whether
-``debate report`` reads it (:mod:`engine.report`). This module imports only pyarrow, so the
-results, accounting, rescore and report modules can all use it.
+here), how the run summary aggregates it (:func:`engine.accounting.summarize`), which of those
+aggregates the runs table stores (:data:`RUNS_COLUMNS`, :data:`engine.results.RUNS_SCHEMA`),
+whether ``debate rescore`` recomputes it from the stored replies (:mod:`engine.rescore`), whether
+``debate report`` reads it (:mod:`engine.report`) and which column of the report's summary
+table shows its aggregate. This module imports only pyarrow, so the results, accounting, rescore
+and report modules can all use it.
+
+Adding a metric: declare it here, and compute its value where a question row is made
+(:meth:`engine.debate.DebateLog.question_row`; :func:`metric_columns` fails on a metric declared
+but not produced, or produced but not declared).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
 AGGREGATES = ("sum", "count", "mean", "by_round")
+
+
+@dataclass(frozen=True)
+class RunsColumn:
+    """A run aggregate of a metric that the runs table stores as a column.
+
+    key:   the run summary key stored (the metric's ``summary`` or ``rate``); also the column name.
+    type:  the column's Arrow type.
+    order: its place among the runs table's aggregate columns, 0 first. Runs files written
+           earlier fix the order: a new column takes the next number.
+    """
+
+    key: str
+    type: pa.DataType
+    order: int
+
+
+@dataclass(frozen=True)
+class ReportColumn:
+    """The column of ``debate report``'s summary table (summary.csv / summary.json) that shows a
+    metric's run aggregate as the run summary has it (a mean over no questions shows nan).
+
+    name:  the column.
+    after: the column it follows (the table's column order is fixed by the files written so far).
+    """
+
+    name: str
+    after: str
 
 
 @dataclass(frozen=True)
@@ -32,6 +67,10 @@ class Metric:
     graded:  recomputed by ``debate rescore`` from the stored replies (a change is a re-grade).
     report:  read by ``debate report`` from the question rows.
     label:   the row of its aggregate in the summary ``debate run`` prints, or None (not shown).
+    rate:    for a ``count``: the run summary key of the share of questions where it is true.
+    runs:    the aggregate the runs table stores as a column (:class:`RunsColumn`), or None.
+    column:  the report's summary-table column showing its aggregate (:class:`ReportColumn`), or
+             None (the report computes its own, or shows none).
     """
 
     name: str
@@ -42,6 +81,9 @@ class Metric:
     graded: bool = False
     report: bool = True
     label: str | None = None
+    rate: str | None = None
+    runs: RunsColumn | None = None
+    column: ReportColumn | None = None
 
     def __post_init__(self) -> None:
         if (self.summary is None) != (self.agg is None):
@@ -50,6 +92,12 @@ class Metric:
             raise TypeError(f"metric {self.name}: a label shows a summary aggregate; give summary and agg")
         if self.agg is not None and self.agg not in AGGREGATES:
             raise TypeError(f"metric {self.name}: agg must be one of {', '.join(AGGREGATES)}")
+        if self.rate is not None and self.agg != "count":
+            raise TypeError(f"metric {self.name}: a rate is the share of a count; give agg='count'")
+        if self.runs is not None and self.runs.key not in (self.summary, self.rate):
+            raise TypeError(f"metric {self.name}: the runs table stores its summary or rate key")
+        if self.column is not None and self.summary is None:
+            raise TypeError(f"metric {self.name}: a report column shows a summary aggregate; give summary and agg")
 
     @property
     def field(self) -> tuple[str, pa.DataType]:
@@ -67,10 +115,21 @@ METRICS: tuple[Metric, ...] = (
         agg="mean",
         graded=True,
         label="effective rounds (mean)",
+        runs=RunsColumn("effective_rounds", pa.float64(), 4),
+        column=ReportColumn("effective_rounds", after="errored_questions"),
     ),
     Metric("stopped_early", pa.bool_(), "the protocol ended the question before its last round"),
     Metric("final_answer", pa.string(), "the final vote", graded=True, report=False),
-    Metric("correct", pa.bool_(), "the final answer is graded correct", summary="n_correct", agg="count", graded=True),
+    Metric(
+        "correct",
+        pa.bool_(),
+        "the final answer is graded correct",
+        summary="n_correct",
+        agg="count",
+        graded=True,
+        rate="accuracy",  # unparseable finals and errored questions count as wrong
+        runs=RunsColumn("accuracy", pa.float64(), 0),
+    ),
     Metric(
         "answer_by_round",
         pa.list_(pa.string()),
@@ -86,6 +145,7 @@ METRICS: tuple[Metric, ...] = (
         agg="by_round",
         graded=True,
         label="accuracy by round",
+        runs=RunsColumn("accuracy_by_round", pa.list_(pa.float64()), 6),  # stopped questions carry
     ),
     Metric(
         "tie",
@@ -95,10 +155,19 @@ METRICS: tuple[Metric, ...] = (
         agg="count",
         graded=True,
         label="tied votes (broken by --tie-break)",
+        column=ReportColumn("ties", after="accuracy_by_round_n"),
     ),
     # n_errored_questions also counts rows of older runs that have n_errors but no errored column
     Metric("errored", pa.bool_(), "a call failed after the engine's retries: counted wrong, see engine/debate.py"),
-    Metric("n_calls", pa.int32(), "LLM calls", summary="n_calls", agg="sum", label="calls"),
+    Metric(
+        "n_calls",
+        pa.int32(),
+        "LLM calls",
+        summary="n_calls",
+        agg="sum",
+        label="calls",
+        runs=RunsColumn("n_calls", pa.int64(), 3),
+    ),
     Metric(
         "n_summary_calls", pa.int32(), "summariser calls", summary="n_summary_calls", agg="sum", label="summary calls"
     ),
@@ -109,6 +178,7 @@ METRICS: tuple[Metric, ...] = (
         summary="n_skipped",
         agg="sum",
         label="skipped turns",
+        column=ReportColumn("skipped_turns", after="summary_calls"),
     ),
     Metric(
         "n_invalid",
@@ -121,7 +191,13 @@ METRICS: tuple[Metric, ...] = (
         label="invalid answers",
     ),
     Metric(
-        "n_errors", pa.int32(), "calls that failed (error rows)", summary="n_errors", agg="sum", label="error calls"
+        "n_errors",
+        pa.int32(),
+        "calls that failed (error rows)",
+        summary="n_errors",
+        agg="sum",
+        label="error calls",
+        column=ReportColumn("error_calls", after="skipped_turns"),
     ),
     Metric(
         "prompt_tokens",
@@ -130,6 +206,7 @@ METRICS: tuple[Metric, ...] = (
         summary="prompt_tokens",
         agg="sum",
         label="prompt tokens",
+        runs=RunsColumn("prompt_tokens", pa.int64(), 1),
     ),
     Metric(
         "completion_tokens",
@@ -138,6 +215,7 @@ METRICS: tuple[Metric, ...] = (
         summary="completion_tokens",
         agg="sum",
         label="completion tokens",
+        runs=RunsColumn("completion_tokens", pa.int64(), 2),
     ),
     Metric(
         "consensus",
@@ -147,12 +225,39 @@ METRICS: tuple[Metric, ...] = (
         agg="by_round",
         graded=True,
         label="consensus by round",
+        runs=RunsColumn("consensus_by_round", pa.list_(pa.float64()), 5),
     ),
 )
 METRIC = {m.name: m for m in METRICS}  # name -> its Metric
 
 # the columns `debate rescore` recomputes
 GRADED = tuple(m.name for m in METRICS if m.graded)
+
+# the run aggregates the runs table stores, in its column order (engine.results.RUNS_SCHEMA)
+RUNS_COLUMNS: tuple[RunsColumn, ...] = tuple(sorted((m.runs for m in METRICS if m.runs), key=lambda c: c.order))
+if [c.order for c in RUNS_COLUMNS] != list(range(len(RUNS_COLUMNS))):
+    raise TypeError(f"RunsColumn orders must be 0, 1, ... once each: {[c.order for c in RUNS_COLUMNS]}")
+
+
+def metric_columns(values: dict[str, Any], names: tuple[str, ...] = tuple(METRIC)) -> dict[str, Any]:
+    """``values``, checked to be exactly the metrics ``names`` (default: every declared metric; a
+    question row's metric columns). Raises ValueError naming a metric declared but not produced,
+    or a value produced that no metric declares: a bug, found by the tests."""
+    missing, unknown = set(names) - set(values), set(values) - set(names)
+    if missing or unknown:
+        raise ValueError(
+            f"metric columns do not match engine/metrics.py: declared but not produced {sorted(missing)}, "
+            f"produced but not declared {sorted(unknown)}"
+        )
+    return values
+
+
+def runs_columns(summary: dict[str, Any], graded: bool = False) -> dict[str, Any]:
+    """The runs table's aggregate columns (:data:`RUNS_COLUMNS`) from a run summary
+    (:func:`engine.accounting.summarize`); with ``graded``, only those of metrics ``debate
+    rescore`` recomputes (the rest do not change with the grades)."""
+    stored = [m.runs for m in METRICS if m.runs and (m.graded or not graded)]
+    return {c.key: summary[c.key] for c in RUNS_COLUMNS if c in stored}
 
 
 def format_aggregate(metric: Metric, value) -> str:
@@ -165,4 +270,16 @@ def format_aggregate(metric: Metric, value) -> str:
     return str(value)
 
 
-__all__ = ["AGGREGATES", "GRADED", "METRIC", "METRICS", "Metric", "format_aggregate"]
+__all__ = [
+    "AGGREGATES",
+    "GRADED",
+    "METRIC",
+    "METRICS",
+    "RUNS_COLUMNS",
+    "Metric",
+    "ReportColumn",
+    "RunsColumn",
+    "format_aggregate",
+    "metric_columns",
+    "runs_columns",
+]

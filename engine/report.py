@@ -352,7 +352,7 @@ def summarize_run(data: RunData) -> dict[str, Any]:
     per_q = (lambda x: x / n) if n else (lambda x: math.nan)
     length = rounds if (rounds and any(q.get("stopped_early") for q in qs)) else None
     cfg = data.config
-    return {
+    row: dict[str, Any] = {
         "run_id": data.run_id,
         "run_dir": str(data.run_dir),
         "protocol": protocol,
@@ -383,19 +383,38 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "calls_per_q": per_q(calls),
         "prompt_per_call": prompt / calls if calls else math.nan,
         "summary_calls": summary_calls,
-        "skipped_turns": run["n_skipped"],
-        "error_calls": run["n_errors"],
         "errored_questions": run["n_errored_questions"],
-        "effective_rounds": run["effective_rounds"] if n else math.nan,
         "consensus_by_round": consensus_curve((q["consensus"] for q in qs), length),
         # the vote after each round, graded (older runs without the column: empty)
         "accuracy_by_round": consensus_curve(
             ([float(c) for c in q["correct_by_round"]] for q in qs if q.get("correct_by_round")), length
         ),
         "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
-        "ties": run["n_ties"],
         "placement": placement_text(data.run.get("placement")),
     }
+    return with_metric_columns(row, run)
+
+
+def with_metric_columns(row: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the run aggregate of each metric that declares a report column
+    (:attr:`engine.metrics.Metric.column`, e.g. ``ties``), each placed after the column it names;
+    ``run`` is the run summary (:func:`engine.accounting.summarize`). A mean over no questions
+    is nan. Raises ValueError for a column placed after one the row does not have."""
+    n = run["n_questions"]
+    pending = [
+        (m.column.name, m.column.after, math.nan if m.agg == "mean" and not n else run[m.summary])
+        for m in METRICS
+        if m.column is not None and m.summary is not None
+    ]
+    items = list(row.items())
+    while pending:
+        ready = [p for p in pending if p[1] in dict(items)]
+        if not ready:
+            raise ValueError(f"report columns placed after a column the summary lacks: {[p[:2] for p in pending]}")
+        for p in ready:
+            items.insert([k for k, _ in items].index(p[1]) + 1, (p[0], p[2]))
+            pending.remove(p)
+    return dict(items)
 
 
 def placement_text(placement_json: str | None) -> str:

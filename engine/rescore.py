@@ -46,7 +46,7 @@ from engine.accounting import summarize
 from engine.dataset_routing import load_questions
 from engine.debate import graded_columns, question_key
 from engine.extract import extract_answer, majority_vote
-from engine.metrics import GRADED
+from engine.metrics import GRADED, metric_columns, runs_columns
 from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
 from engine.report import ReportError, find_run_dirs
@@ -147,21 +147,19 @@ def regrade_question(
         final = votes.by_round[-1]
     else:  # every other protocol's final rule
         final = majority_vote(answers_by_round[-1], key) if answers_by_round else None
-    new = dict(row)
-    new.update(
-        graded_columns(
-            answers_by_round,
-            final,
-            row["gold"],
-            task,
-            key,
-            bool(row.get("errored")),
-            votes.by_round if votes else None,
-            votes.tie if votes else None,
-        ),
-        n_invalid=sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls)),
+    graded = graded_columns(
+        answers_by_round,
+        final,
+        row["gold"],
+        task,
+        key,
+        bool(row.get("errored")),
+        votes.by_round if votes else None,
+        votes.tie if votes else None,
     )
-    return new, read
+    graded["n_invalid"] = sum(x["answer"] is None and c["error"] is None for x, c in zip(read, agent_calls))
+    # every metric declared graded=True (engine/metrics.py) is recomputed, and nothing else
+    return {**row, **metric_columns(graded, GRADED)}, read
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -221,13 +219,7 @@ def rescore_run(
         write_part(run_dir / table / part, table, rows)
     if run_row.get("status") is not None:  # a run with a runs row: its totals follow the new grades
         s = summarize(new_rows)
-        run = dict(
-            run_row,
-            accuracy=s["accuracy"],
-            accuracy_by_round=s["accuracy_by_round"],
-            consensus_by_round=s["consensus_by_round"],
-            effective_rounds=s["effective_rounds"],
-        )
+        run = {**run_row, **runs_columns(s, graded=True)}
         check_rows("runs", [run])
         write_part(run_dir / "runs" / f"{run_id}.parquet", "runs", [run])
     out.written = True

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from engine.metrics import METRICS
+from engine.metrics import METRICS, RUNS_COLUMNS
 
 CALLS_SCHEMA = pa.schema(
     [
@@ -107,13 +107,8 @@ RUNS_SCHEMA = pa.schema(
         ("started", pa.timestamp("ms", tz="UTC")),
         ("finished", pa.timestamp("ms", tz="UTC")),
         ("n_questions", pa.int64()),
-        ("accuracy", pa.float64()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("n_calls", pa.int64()),
-        ("effective_rounds", pa.float64()),
-        ("consensus_by_round", pa.list_(pa.float64())),
-        ("accuracy_by_round", pa.list_(pa.float64())),  # share correct after each round (stopped questions carry)
+        # the run aggregates of the metrics, declared in engine/metrics.py (accuracy ... accuracy_by_round)
+        *((c.key, c.type) for c in RUNS_COLUMNS),
         ("wall_s", pa.float64()),
         # JSON: seconds spent starting the replicas (replicas_s) and the agent actors (agents_s),
         # and debating (debate_s)

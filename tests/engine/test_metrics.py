@@ -8,9 +8,51 @@ import pytest
 from engine.accounting import summarize
 from engine.cli import summary_rows
 from engine.config import RunConfig
-from engine.debate import graded_columns
-from engine.metrics import GRADED, METRIC, METRICS, Metric
-from engine.results import QUESTIONS_SCHEMA
+from engine.debate import DebateLog, graded_columns
+from engine.metrics import (
+    GRADED,
+    METRIC,
+    METRICS,
+    RUNS_COLUMNS,
+    Metric,
+    ReportColumn,
+    RunsColumn,
+    metric_columns,
+    runs_columns,
+)
+from engine.protocols.base import Outcome
+from engine.records import CallRecord
+from engine.report import with_metric_columns
+from engine.results import QUESTIONS_SCHEMA, RUNS_SCHEMA
+from engine.tasks import Question
+
+# The runs table as run directories already hold it: new rows are written beside (and read
+# together with) old files, so its columns, their order and types never change.
+PINNED_RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("protocol", pa.string()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("dtype", pa.string()),
+        ("engine", pa.string()),
+        ("placement", pa.string()),
+        ("config", pa.string()),
+        ("status", pa.string()),
+        ("started", pa.timestamp("ms", tz="UTC")),
+        ("finished", pa.timestamp("ms", tz="UTC")),
+        ("n_questions", pa.int64()),
+        ("accuracy", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("n_calls", pa.int64()),
+        ("effective_rounds", pa.float64()),
+        ("consensus_by_round", pa.list_(pa.float64())),
+        ("accuracy_by_round", pa.list_(pa.float64())),
+        ("wall_s", pa.float64()),
+        ("timings", pa.string()),
+    ]
+)
 
 
 def test_every_metric_is_a_questions_column_of_its_type():
@@ -53,3 +95,77 @@ def test_a_metric_declares_summary_and_aggregate_together():
         Metric("x", pa.int32(), "x", summary="n_x")
     with pytest.raises(TypeError, match="agg must be one of"):
         Metric("x", pa.int32(), "x", summary="n_x", agg="median")
+
+
+def test_the_runs_schema_derived_from_the_metrics_is_the_pinned_one():
+    assert RUNS_SCHEMA.serialize().to_pybytes() == PINNED_RUNS_SCHEMA.serialize().to_pybytes()
+    stored = [(c.key, c.type) for c in RUNS_COLUMNS]
+    assert stored == [(f.name, f.type) for f in PINNED_RUNS_SCHEMA][12:19]
+
+
+def test_the_runs_row_takes_every_stored_aggregate_from_the_summary():
+    s = summarize([{"correct": True, "n_calls": 2, "prompt_tokens": 5, "consensus": [1.0], "correct_by_round": [1]}])
+    row = runs_columns(s)
+    assert list(row) == [c.key for c in RUNS_COLUMNS] and row["accuracy"] == 1.0 and row["n_calls"] == 2
+    # rescore rewrites the aggregates of the metrics it re-grades, and only those
+    assert set(runs_columns(s, graded=True)) == {
+        "accuracy",
+        "accuracy_by_round",
+        "consensus_by_round",
+        "effective_rounds",
+    }
+
+
+def _record(agent: int, answer: str | None) -> CallRecord:
+    kind = "summary" if agent < 0 else "agent"
+    return CallRecord("q", 0, agent, kind, "m", [], "", answer, 3, 2, 0.0, "stop", None, 0, 0.0)
+
+
+def test_a_question_row_has_exactly_the_declared_metric_columns():
+    log = DebateLog(Question("q", "numeric", "1+1?", "2"))
+    log.records += [_record(0, "2"), _record(1, None), _record(-1, None)]
+    row = log.question_row(Outcome("2", [["2", None]], skipped_turns=1), 2)
+    not_metrics = {"question_id", "task", "image", "n_agents", "rounds_run", "gold", "protocol_info"}
+    assert set(row) - not_metrics == set(METRIC)
+    assert (row["n_calls"], row["n_summary_calls"], row["n_invalid"], row["n_skipped"]) == (3, 1, 1, 1)
+
+
+def test_a_metric_declared_but_not_produced_or_produced_but_not_declared_fails():
+    values = {m.name: None for m in METRICS}
+    assert metric_columns(values) is values
+    with pytest.raises(ValueError, match=r"declared but not produced \['tie'\]"):
+        metric_columns({k: v for k, v in values.items() if k != "tie"})
+    with pytest.raises(ValueError, match=r"produced but not declared \['n_new'\]"):
+        metric_columns({**values, "n_new": 1})
+    with pytest.raises(ValueError, match="declared but not produced"):
+        metric_columns({"correct": True}, GRADED)
+
+
+def test_the_report_places_each_metric_column_where_its_table_has_it():
+    row = {"summary_calls": 1, "errored_questions": 0, "accuracy_by_round_n": 2, "placement": ""}
+    run = summarize([{"tie": True, "n_skipped": 2, "n_errors": 1, "effective_rounds": 3}])
+    out = with_metric_columns(row, run)
+    assert list(out) == [
+        "summary_calls",
+        "skipped_turns",
+        "error_calls",
+        "errored_questions",
+        "effective_rounds",
+        "accuracy_by_round_n",
+        "ties",
+        "placement",
+    ]
+    assert (out["skipped_turns"], out["error_calls"], out["effective_rounds"], out["ties"]) == (2, 1, 3.0, 1)
+    empty = with_metric_columns(row, summarize([]))
+    assert empty["effective_rounds"] != empty["effective_rounds"] and empty["ties"] == 0  # a mean of nothing: nan
+    with pytest.raises(ValueError, match="placed after a column"):
+        with_metric_columns({"placement": ""}, run)
+
+
+def test_a_metric_declares_its_stored_and_shown_aggregates_consistently():
+    with pytest.raises(TypeError, match="share of a count"):
+        Metric("x", pa.int32(), "x", summary="n_x", agg="sum", rate="x_rate")
+    with pytest.raises(TypeError, match="stores its summary or rate key"):
+        Metric("x", pa.int32(), "x", summary="n_x", agg="sum", runs=RunsColumn("y", pa.int64(), 7))
+    with pytest.raises(TypeError, match="report column shows a summary aggregate"):
+        Metric("x", pa.int32(), "x", column=ReportColumn("x", after="calls"))
