@@ -50,10 +50,7 @@ def _scalar_text(r: Row, key: str, value: Any) -> str:
         return repr(value)
     if not isinstance(value, str):
         raise r.error(f"field {key!r} must be a string or a number, got {type_name(value)}")
-    s = value.strip()
-    if not s:
-        raise r.error(f"field {key!r} is empty")
-    return s
+    return r.text(key, value)
 
 
 # --------------------------------------------------------------------------- numbers
@@ -73,6 +70,14 @@ def is_number(s: str) -> bool:
 # --------------------------------------------------------------------------- builders
 
 
+def _after_marker(r: Row, key: str, text: str) -> str:
+    """The answer after the last ``####`` of field ``key``'s ``text`` (GSM8K's answer line)."""
+    gold = text.rsplit("####", 1)[1].strip()
+    if not gold:
+        raise r.error(f"field {key!r} has nothing after '####'")
+    return gold
+
+
 def _build_numeric(r: Row) -> Question:
     text = r.question_text()
     key, value = r.find("answer", ANSWER_KEYS)
@@ -80,19 +85,15 @@ def _build_numeric(r: Row) -> Question:
         r.used.add(key)
         gold = _scalar_text(r, key, value)
         if "####" in gold:
-            gold = gold.rsplit("####", 1)[1].strip()
-            if not gold:
-                raise r.error(f"field {key!r} has nothing after '####'")
+            gold = _after_marker(r, key, gold)
     else:
         skey, solution = r.find("solution", SOLUTION_KEYS)
-        if not isinstance(solution, str) or "####" not in solution:
+        if skey is None or not isinstance(solution, str) or "####" not in solution:
             raise r.missing(
                 "answer", ANSWER_KEYS, "" if skey is None else f" and field {skey!r} has no '####' answer line"
             )
         key = skey
-        gold = solution.rsplit("####", 1)[1].strip()
-        if not gold:
-            raise r.error(f"field {key!r} has nothing after '####'")
+        gold = _after_marker(r, key, solution)
     if not is_number(gold):
         raise r.error(f"numeric gold answer {gold!r} (field {key!r}) is not a number")
     return r.question("numeric", text, gold)
