@@ -413,7 +413,8 @@ def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- CLI
-def test_cli_report_prints_table(sweep, tmp_path, capsys):
+def test_cli_report_prints_table(sweep, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough that no label folds
     assert main(["report", str(sweep), "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert (
