@@ -1,7 +1,7 @@
 """``debate`` command line.
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
-    debate report DIR [--out REPORT_DIR] [--baseline mad]
+    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv]
     debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
 
@@ -134,15 +134,22 @@ def report_command(args: argparse.Namespace) -> int:
     """``debate report``: print the summary table, write CSV/JSON/PNGs (see :mod:`engine.report`)."""
     from rich.console import Console
 
-    from engine.report import ReportError, build_report, render_table
+    from engine.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
         rep = build_report(args.dir, args.out, args.baseline)
     except (ReportError, OSError) as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
-    console = Console() if sys.stdout.isatty() else Console(width=280)
-    console.print(render_table(rep.rows, args.baseline))
+    if args.format != "table":  # stdout holds the table only; notes go to stderr
+        sys.stdout.write(
+            markdown_tables(rep.rows, args.baseline) if args.format == "md" else csv_table(rep.rows, args.baseline)
+        )
+        console = Console(stderr=True)
+    else:
+        console = Console()  # the terminal's width; off a terminal $COLUMNS, else 80
+        for table in render_tables(rep.rows, args.baseline):
+            console.print(table)
     for note in rep.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
     console.print(f"wrote {', '.join(p.name for p in rep.files)} to {rep.out_dir}", markup=False, highlight=False)
@@ -193,6 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
     report_p.add_argument("--baseline", default="mad", choices=tuple(SPECS), help="protocol that savings compare with")
+    report_p.add_argument(
+        "--format",
+        default="table",
+        choices=("table", "md", "csv"),
+        help="print the tables as rich tables (default), Markdown or CSV (notes then go to stderr)",
+    )
     rescore_p = sub.add_parser(
         "rescore",
         help="re-grade the stored replies of a run or sweep folder with the current "

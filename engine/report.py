@@ -37,10 +37,15 @@ Metrics per configuration (``summary_rows``):
   carries its last value forward to the longest question of the run (and to the configured
   number of rounds), as :func:`engine.accounting.summarize` does for the runs table.
 
-Outputs (``REPORT_DIR``, default ``DIR/report``): ``summary.csv``, ``summary.json``,
-``accuracy_vs_tokens.png``, ``consensus_per_round.png``, ``tokens_vs_agents.png`` and
-``tokens_vs_rounds.png`` (the last two are skipped, with a note, when every configuration has
-the same number of agents / rounds). Simulated-backend data are labelled in every plot title.
+Outputs (``REPORT_DIR``, default ``DIR/report``): ``summary.csv``, ``summary.json``, and each
+figure of :data:`PLOTS` as PNG, PDF and SVG: ``accuracy_vs_tokens``, ``consensus_per_round``,
+``accuracy_by_round``, ``accuracy_tokens_vs_agents`` and ``accuracy_tokens_vs_rounds`` (the last
+two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`; skipped, with a note,
+when every configuration has the same number of agents / rounds). Okabe-Ito colours per
+protocol, a marker per variant, legends outside the axes. Simulated-backend data are labelled
+in every plot title. The printed table is split into :data:`SECTIONS` (accuracy, cost,
+dynamics), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
+:func:`csv_table`).
 """
 
 from __future__ import annotations
@@ -67,12 +72,12 @@ from engine.results import read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 TABLES = ("calls", "questions", "graphs", "runs", "answers")
-PLOTS = (
+PLOTS = (  # each also as .pdf and .svg
     "accuracy_vs_tokens.png",
     "consensus_per_round.png",
     "accuracy_by_round.png",
-    "tokens_vs_agents.png",
-    "tokens_vs_rounds.png",
+    "accuracy_tokens_vs_agents.png",
+    "accuracy_tokens_vs_rounds.png",
 )
 # Config keys that never change results (RunConfig.run_id leaves them out): no run label names them.
 _NOT_RESULT_KEYS = frozenset(UNHASHED)
@@ -582,20 +587,90 @@ COLUMNS = (
 )
 
 
-def render_table(rows: list[dict[str, Any]], baseline: str = "mad"):
-    """A rich Table of the summary rows."""
+# the summary split into three tables, each a selection of COLUMNS (the configuration first):
+# accuracy (n, Wilson, over seeds, by round), cost (tokens, calls, summary calls, savings) and
+# dynamics (effective rounds, consensus by round, skipped turns)
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "accuracy": (*COLUMNS[0:4], COLUMNS[14]),
+    "cost": (COLUMNS[0], *COLUMNS[4:10], COLUMNS[11]),
+    "dynamics": (COLUMNS[0], COLUMNS[12], COLUMNS[13], COLUMNS[10]),
+}
+CAPTIONS = {
+    "accuracy": "accuracy = correct / n with the 95% Wilson interval (question sampling); over seeds: "
+    "mean ± sample sd of the runs that differ only in seed, k seeds; by round: the vote after each round",
+    "cost": "tokens per question over the calls of finished questions; savings = 1 - tok/q / the {baseline} "
+    "run's, total and input (prompt) tokens, against a {baseline} run with the same agents, rounds, "
+    "dataset, backend, models and seed; - = none",
+    "dynamics": "eff. rounds: rounds until all agents first agree; consensus: mean share agreeing with the "
+    "majority after each round (stopped questions carry their last value)",
+}
+
+
+def section_cells(rows: list[dict[str, Any]], section: str, baseline: str = "mad") -> tuple[list[str], list[list[str]]]:
+    """Header and display cells of one of :data:`SECTIONS` (the strings :func:`format_row` makes;
+    labels without "(SIMULATED)" when every row is, as the title then says)."""
+    index = [COLUMNS.index(c) for c in SECTIONS[section]]
+    header = [COLUMNS[i].format(baseline=baseline) for i in index]
+    body = [[cells[i] for i in index] for cells in map(format_row, rows)]
+    if rows and all(r["simulated"] for r in rows):  # the title says so once
+        body = [[cells[0].replace(" (SIMULATED)", ""), *cells[1:]] for cells in body]
+    return header, body
+
+
+def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any]:
+    """The summary as three rich Tables (:data:`SECTIONS`: accuracy, cost, dynamics). No number
+    is ever wrapped: every column but the configuration has a fixed width that holds its widest
+    cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
+    console is narrow."""
     from rich.table import Table
 
-    table = Table(
-        title="debate report" + _sim_title(rows),
-        caption=f"savings = 1 - tok/q / the {baseline} run's, total and input (prompt) tokens, against a "
-        f"{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none",
-    )
-    for i, c in enumerate(COLUMNS):
-        table.add_column(c.format(baseline=baseline), justify="left" if i in (0, 13) else "right", overflow="fold")
-    for r in rows:
-        table.add_row(*format_row(r))
-    return table
+    tables = []
+    for section in SECTIONS:
+        header, body = section_cells(rows, section, baseline)
+        table = Table(
+            title=f"debate report: {section}" + _sim_title(rows),
+            caption=CAPTIONS[section].format(baseline=baseline),
+            caption_justify="left",
+        )
+        for i, name in enumerate(header):
+            widest = max((len(r[i]) for r in body), default=1)
+            if i == 0:
+                table.add_column(name, overflow="fold", min_width=min(widest, 16))
+            else:  # a fixed width that holds every cell whole; only the header wraps, at spaces
+                width = max(widest, *(len(w) for w in name.split()))
+                left = name in ("consensus by round", "accuracy by round")
+                table.add_column(name, justify="left" if left else "right", width=width)
+        for cells in body:
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
+
+
+def markdown_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> str:
+    """The three tables of :data:`SECTIONS` as GitHub-flavoured Markdown, each under a heading
+    with its caption; ``|`` in a cell is escaped."""
+    out = []
+    for section in SECTIONS:
+        header, body = section_cells(rows, section, baseline)
+        out += [f"### {section}", "", CAPTIONS[section].format(baseline=baseline), ""]
+        for i, cells in enumerate([header, *body]):
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            if i == 0:
+                out.append("|" + "|".join("---" if j == 0 else "---:" for j in range(len(cells))) + "|")
+        out.append("")
+    return "\n".join(out)
+
+
+def csv_table(rows: list[dict[str, Any]], baseline: str = "mad") -> str:
+    """Every display column (:data:`COLUMNS`, the cells the tables show) as one CSV, a header
+    line and a line per configuration. (``summary.csv`` holds the raw numbers.)"""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([c.format(baseline=baseline) for c in COLUMNS])
+    w.writerows(format_row(r) for r in rows)
+    return buf.getvalue()
 
 
 def _jsonable(x: Any) -> Any:
@@ -634,13 +709,60 @@ def write_summary(rows: list[dict[str, Any]], out_dir: Path, source: str, baseli
 
 
 # ----------------------------------------------------------------------------- plots
-def _figure(width: float = 8.0, height: float = 5.5):
+# Okabe & Ito's colour-blind-safe palette, strongest contrast on white first (yellow last).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
+LINESTYLES = ("-", "--", ":", "-.")
+FORMATS = (".png", ".pdf", ".svg")  # every figure is written in each
+
+
+def _figure(width: float = 8.0, height: float = 5.0, panels: int = 1):
+    """A figure with ``panels`` side-by-side axes on matplotlib's Agg canvas (never pyplot).
+    Returns (figure, first axes) for one panel, (figure, list of axes) for more."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # rendered with the Agg canvas; pyplot is never imported
 
     fig = Figure(figsize=(width, height), dpi=110)
-    FigureCanvasAgg(fig)  # a renderer to measure labels with (_annotate)
-    return fig, fig.add_subplot(1, 1, 1)
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
+    return fig, (axes[0] if panels == 1 else axes)
+
+
+def figure_paths(png: Path) -> list[Path]:
+    """The files one figure is written to: ``png`` and the PDF and SVG beside it."""
+    return [png.with_suffix(ext) for ext in FORMATS]
+
+
+def _save(fig, png: Path) -> list[Path]:
+    """Write ``fig`` as PNG, PDF and SVG (same stem), cropped to what is drawn
+    (``bbox_inches="tight"``: a legend outside the axes and long labels are kept whole). PDF
+    fonts are embedded as TrueType (type 42, as journals ask) and no creation date is written,
+    so a report of the same data writes the same PDF/SVG bytes."""
+    from matplotlib import rc_context
+
+    paths = figure_paths(png)
+    with rc_context({"pdf.fonttype": 42, "svg.hashsalt": "debate-report"}):
+        for path in paths:
+            meta = {"CreationDate": None} if path.suffix == ".pdf" else {"Date": None} if path.suffix == ".svg" else {}
+            fig.savefig(path, bbox_inches="tight", pad_inches=0.08, metadata=meta or None)
+    return paths
+
+
+def _legend_outside(ax, title: str | None = None, source=None) -> None:
+    """The legend right of ``ax``, top-aligned, so it never covers data; its entries are those
+    of ``source`` (another axes of the figure) when given."""
+    handles, labels = (source or ax).get_legend_handles_labels()
+    if handles:
+        ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            fontsize=8,
+            title=title,
+            title_fontsize=8,
+        )
 
 
 def _sim_title(rows: list[dict[str, Any]]) -> str:
@@ -660,210 +782,240 @@ def _sim_suffix(rows: list[dict[str, Any]]) -> str:
     return " — SIMULATED backend" if n_sim == len(rows) else " — includes SIMULATED runs (*)"
 
 
-def _short(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """Point/line label: without '(SIMULATED)' when the title says so, with '*' when mixed."""
-    lab = row["label"].replace(" (SIMULATED)", "")
+def _short(row: dict[str, Any], rows: list[dict[str, Any]], drop: Sequence[str] = ()) -> str:
+    """Legend label of a row: its label without '(SIMULATED)' when the title says so ('*' when
+    mixed), and without the words naming ``drop`` ("seed": ``seed=1``; "agents"/"rounds": the
+    ``NxT`` shape, replaced by the other of the two, e.g. ``T=3``)."""
+    words = row["label"].replace(" (SIMULATED)", "").split()
+    if "seed" in drop:
+        words = [w for w in words if not w.startswith("seed=")]
+    if "agents" in drop or "rounds" in drop:
+        kept = f"T={row['rounds']}" if "agents" in drop else f"N={row['agents']}"
+        words = [words[0], kept, *words[2:]] if len(words) > 1 else words
     mixed = 0 < sum(bool(r["simulated"]) for r in rows) < len(rows)
-    return lab + (" *" if mixed and row["simulated"] else "")
+    return " ".join(words) + (" *" if mixed and row["simulated"] else "")
 
 
-def _colors(protocols: Iterable[str]) -> dict[str, Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return {p: cmap(i % 10) for i, p in enumerate(dict.fromkeys(protocols))}
-
-
-def _annotate(ax, items: list[tuple[float, float, str]], dx: float = 6, dy: float = 6, fontsize: int = 8) -> list:
-    """Text next to points, no two overlapping: each label is measured as drawn (its real box)
-    and moved down a line at a time until it overlaps no label placed before it. Call it last,
-    after the title, legend and limits: it lays the figure out first (``tight_layout``), so the
-    boxes it checks are the saved ones. Returns the labels (Text objects)."""
-    fig = ax.figure
-    fig.tight_layout()
-    renderer = fig.canvas.get_renderer()
-    placed: list[Any] = []  # the boxes (Bbox) of the labels placed so far
-    texts: list[Any] = []
-    line = fontsize * 1.4  # points
-    for x, y, text in sorted(items, key=lambda it: (-it[1], it[0])):
-        off = dy
-        for _ in range(200):
-            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, off), fontsize=fontsize)
-            box = label.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
-                break
-            label.remove()
-            off -= line
-        placed.append(box)
-        texts.append(label)
-    return texts
+def _styles(rows: list[dict[str, Any]], drop: Sequence[str] = ("seed",)) -> dict[str, tuple[str, str, str]]:
+    """(colour, marker, linestyle) per legend label (:func:`_short` with ``drop``): one colour per
+    protocol, and per variant of a protocol (other options, e.g. density 0.5 vs 1.0) its own
+    marker and line style, so variants differ in shape as well as in colour."""
+    colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(dict.fromkeys(r["protocol"] for r in rows))}
+    count: dict[str, int] = {}
+    out: dict[str, tuple[str, str, str]] = {}
+    for r in rows:
+        label = _short(r, rows, drop)
+        if label in out:
+            continue
+        i = count.get(r["protocol"], 0)
+        count[r["protocol"]] = i + 1
+        out[label] = (colours[r["protocol"]], MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)])
+    return out
 
 
-def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> None:
+def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> list[Path]:
+    """Accuracy (95 % Wilson interval) against total tokens per question, one point per run;
+    the runs of one configuration over seeds share colour and marker."""
     fig, ax = _figure()
     pts = [r for r in rows if r["n_questions"]]
-    colors = _colors(r["protocol"] for r in pts)
+    styles = _styles(pts)
     seen: set[str] = set()
     for r in pts:
+        label = _short(r, rows, ("seed",))
+        colour, marker, _ = styles[label]
         x, y = r["total_per_q"], r["accuracy"]
-        err = [[y - r["accuracy_lo"]], [r["accuracy_hi"] - y]]
         ax.errorbar(
             [x],
             [y],
-            yerr=err,
-            fmt="o",
-            color=colors[r["protocol"]],
+            yerr=[[y - r["accuracy_lo"]], [r["accuracy_hi"] - y]],
+            fmt=marker,
+            color=colour,
             capsize=3,
             markersize=7,
-            label=None if r["protocol"] in seen else r["protocol"],
+            alpha=0.9,
+            label=None if label in seen else label,
         )
-        seen.add(r["protocol"])
+        seen.add(label)
     ax.set_xlabel("total tokens per question (prompt + completion)")
     ax.set_ylabel("accuracy (95% Wilson interval)")
     ax.set_ylim(-0.02, 1.05)
-    xs = [r["total_per_q"] for r in pts]
-    if xs:
-        lo, hi = min(xs), max(xs)
-        pad = (hi - lo) * 0.15 or max(hi * 0.1, 1.0)
-        ax.set_xlim(max(0.0, lo - pad), hi + 2 * pad)
+    ax.margins(x=0.1)
     ax.grid(alpha=0.3)
-    if pts:
-        ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("Accuracy vs token cost" + _sim_suffix(rows))
-    _annotate(ax, [(r["total_per_q"], r["accuracy"], _short(r, rows)) for r in pts])
-    fig.savefig(path)
+    _legend_outside(ax, "one point per run (seeds share a marker)" if len(pts) > len(seen) else None)
+    ax.set_title("Accuracy vs token cost" + _sim_suffix(rows), fontsize=10)
+    return _save(fig, path)
 
 
-def plot_consensus(rows: list[dict[str, Any]], path: Path) -> None:
+def pooled_by_round(members: list[dict[str, Any]], key: str) -> tuple[list[float], int]:
+    """The per-round list ``key`` of the runs of one configuration over seeds, pooled: round by
+    round the question-weighted mean (a shorter list carries its last value), and the number
+    of questions pooled (``accuracy_by_round_n`` for accuracy, else ``n_questions``)."""
+    weight = "accuracy_by_round_n" if key == "accuracy_by_round" else "n_questions"
+    lists = [(r[key], r[weight] or 0) for r in members if r[key]]
+    n = sum(w for _, w in lists)
+    if not lists or not n:
+        return [], 0
+    longest = max(len(v) for v, _ in lists)
+    return [sum((v[t] if t < len(v) else v[-1]) * w for v, w in lists) / n for t in range(longest)], n
+
+
+def _plot_by_round(
+    rows: list[dict[str, Any]], key: str, ylabel: str, ylim: tuple[float, float], title: str, path: Path
+) -> list[Path]:
+    """One line per configuration (its seeds pooled, :func:`pooled_by_round`) of a per-round
+    list column; 95 % Wilson intervals over the pooled questions for ``accuracy_by_round``."""
     fig, ax = _figure()
-    pts = [r for r in rows if r["consensus_by_round"]]
-    colors = _colors(r["protocol"] for r in pts)
-    styles = ["-", "--", ":", "-."]
-    count: dict[str, int] = {}
+    pts = [r for r in rows if r[key]]
+    styles = _styles(pts)
+    lines: dict[str, list[dict[str, Any]]] = {}
     for r in pts:
-        i = count.get(r["protocol"], 0)
-        count[r["protocol"]] = i + 1
-        ys = r["consensus_by_round"]
-        ax.plot(
-            range(1, len(ys) + 1),
+        lines.setdefault(_short(r, rows, ("seed",)), []).append(r)
+    for j, (label, members) in enumerate(lines.items()):
+        colour, marker, linestyle = styles[label]
+        ys, n = pooled_by_round(members, key)
+        shift = 0.05 * (j - (len(lines) - 1) / 2) / max(1.0, len(lines) / 4)  # keeps bars apart
+        yerr = None
+        if key == "accuracy_by_round":
+            bounds = [wilson_interval(round(y * n), n) for y in ys]
+            yerr = [[max(0.0, y - b[0]) for y, b in zip(ys, bounds)], [max(0.0, b[1] - y) for y, b in zip(ys, bounds)]]
+        seeds = len(members)
+        ax.errorbar(
+            [t + 1 + shift for t in range(len(ys))],
             ys,
-            marker="osD^v"[i % 5],
-            markersize=7 - i % 5,
+            yerr=yerr,
+            marker=marker,
+            linestyle=linestyle,
+            capsize=3 if yerr else 0,
             alpha=0.85,
-            linestyle=styles[i % len(styles)],
-            color=colors[r["protocol"]],
-            label=_short(r, rows),
+            color=colour,
+            label=label + (f" ({seeds} seeds)" if seeds > 1 else ""),
         )
-    _finish_by_round(
-        fig,
-        ax,
-        pts,
-        "consensus_by_round",
-        "mean consensus proportion",
-        (0, 1.05),
-        "Consensus per round (stopped questions carry their last value)" + _sim_suffix(rows),
-        path,
-    )
-
-
-def _finish_by_round(fig, ax, pts, key: str, ylabel: str, ylim: tuple[float, float], title: str, path: Path) -> None:
-    """Axes, legend and title of a per-round plot, then save it."""
     longest = max((len(r[key]) for r in pts), default=1)
     ax.set_xticks(range(1, longest + 1))
     ax.set_xlabel("round (1 = first answer)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
-    if pts:
-        ax.legend(fontsize=8, loc="best")
+    _legend_outside(ax)
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
+    return _save(fig, path)
 
 
-def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path) -> None:
-    """Accuracy of the vote after each round (the papers' main figure), 95 % Wilson intervals."""
-    fig, ax = _figure()
-    pts = [r for r in rows if r["accuracy_by_round"]]
-    colors = _colors(r["protocol"] for r in pts)
-    count: dict[str, int] = {}
-    for r in pts:
-        i = count.get(r["protocol"], 0)
-        count[r["protocol"]] = i + 1
-        ys, n = r["accuracy_by_round"], r["accuracy_by_round_n"]
-        xs = [t + 1 + 0.06 * (i - 1) for t in range(len(ys))]  # small offsets keep error bars apart
-        ks = [round(y * n) for y in ys]
-        lo = [y - wilson_interval(k, n)[0] for y, k in zip(ys, ks)]
-        hi = [wilson_interval(k, n)[1] - y for y, k in zip(ys, ks)]
-        ax.errorbar(
-            xs,
-            ys,
-            yerr=[lo, hi],
-            marker="osD^v"[i % 5],
-            capsize=3,
-            alpha=0.85,
-            color=colors[r["protocol"]],
-            label=_short(r, rows),
-        )
-    _finish_by_round(
-        fig,
-        ax,
-        pts,
-        "accuracy_by_round",
-        "accuracy of the vote after the round",
-        (-0.02, 1.02),
-        "Accuracy by round, 95% Wilson intervals (stopped questions carry)" + _sim_suffix(rows),
+def plot_consensus(rows: list[dict[str, Any]], path: Path) -> list[Path]:
+    return _plot_by_round(
+        rows,
+        "consensus_by_round",
+        "mean consensus proportion",
+        (0, 1.05),
+        "Consensus per round, seeds pooled (stopped questions carry their last value)" + _sim_suffix(rows),
         path,
     )
 
 
-def plot_tokens_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> str | None:
-    """Total tokens per question vs ``axis`` ("agents" or "rounds"), one line per protocol (and
-    per value of the other axis when it varies). Several runs at one x (e.g. two densities)
-    are averaged on the line and each keeps its own marker, labelled with its density/groups.
-    Returns a note instead of drawing when the data has a single value of ``axis``."""
-    other = "rounds" if axis == "agents" else "agents"
+def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path) -> list[Path]:
+    """Accuracy of the vote after each round (the papers' main figure), 95 % Wilson intervals."""
+    return _plot_by_round(
+        rows,
+        "accuracy_by_round",
+        "accuracy of the vote after the round",
+        (-0.02, 1.02),
+        "Accuracy by round, 95% Wilson intervals, seeds pooled (stopped questions carry)" + _sim_suffix(rows),
+        path,
+    )
+
+
+# two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom
+_T975 = (
+    12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+    2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+    2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272,
+)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (df >= 1): tabulated to
+    30, then the Cornish-Fisher expansion around the normal quantile (error < 1e-4)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = Z95
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def seed_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean of ``values`` (one per seed) and its 95 % Student-t interval,
+    mean ± t(0.975, k-1) · sd / sqrt(k) with the sample sd; ``(mean, nan, nan)`` for one value."""
+    mean, sd = mean_sd(values)
+    k = len(values)
+    if k < 2:
+        return mean, math.nan, math.nan
+    half = t975(k - 1) * sd / math.sqrt(k)
+    return mean, mean - half, mean + half
+
+
+def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> list[Path] | str:
+    """Accuracy (left) and total tokens per question (right) against ``axis`` ("agents" or
+    "rounds"): one line per configuration but ``axis`` and ``seed`` (its legend label names the
+    other axis, e.g. ``T=3``, and its options), each point the mean over the seeds run at that
+    value with its 95 % Student-t interval over the seeds (:func:`seed_interval`; no bar for a
+    single seed). Returns the files written, or a note instead of drawing when every run has
+    the same value of ``axis``."""
     pts = [r for r in rows if r["n_questions"] and r[axis] is not None]
     values = sorted({r[axis] for r in pts})
     if len(values) < 2:
         shown = ", ".join(str(v) for v in values) or "none"
         return f"{path.name} skipped: every configuration has {axis} = {shown}"
-    others = {r[other] for r in pts}
-    series: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    drop = ("seed", axis)
+    series: dict[str, dict[Any, list[dict[str, Any]]]] = {}
     for r in pts:
-        series.setdefault((r["protocol"], r[other] if len(others) > 1 else None), []).append(r)
-    colors = _colors(r["protocol"] for r in pts)
-    styles = {v: s for v, s in zip(sorted(others, key=lambda v: (v is None, v)), ["-", "--", ":", "-."] * 10)}
-    fig, ax = _figure()
-    tags = []
-    for (protocol, ov), members in series.items():
-        xs = sorted({m[axis] for m in members})
-        ys = [_mean([m["total_per_q"] for m in members if m[axis] == x]) for x in xs]
-        label = protocol + ("" if ov is None else f" ({'T' if other == 'rounds' else 'N'}={ov})")
-        ax.plot(
-            xs,
-            ys,
-            linestyle=styles.get(ov, "-") if ov is not None else "-",
-            color=colors[protocol],
-            marker="o",
-            label=label,
-        )
-        for m in members:
-            ax.plot([m[axis]], [m["total_per_q"]], "o", color=colors[protocol])
-            tag = " ".join(p for p in m["label"].replace(" (SIMULATED)", "").split()[2:] if p.startswith(("D=", "G=")))
-            if tag:
-                tags.append((m[axis], m["total_per_q"], tag))
-    ax.set_xticks(values)
-    ax.margins(x=0.1)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("number of agents N" if axis == "agents" else "rounds T (including the first answer)")
-    ax.set_ylabel("total tokens per question")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(f"Token cost vs {'agents' if axis == 'agents' else 'rounds'}" + _sim_suffix(rows))
-    _annotate(ax, tags, dy=-10)
-    fig.savefig(path)
-    return None
+        series.setdefault(_short(r, rows, drop), {}).setdefault(r[axis], []).append(r)
+    styles = _styles(pts, drop)
+    fig, (acc_ax, tok_ax) = _figure(width=11.0, height=4.6, panels=2)
+    offsets = {label: 0.04 * (j - (len(series) - 1) / 2) for j, label in enumerate(series)}
+    max_seeds = 1
+    for label, by_x in series.items():
+        colour, marker, linestyle = styles[label]
+        xs = sorted(by_x)
+        for ax, key in ((acc_ax, "accuracy"), (tok_ax, "total_per_q")):
+            stats = [seed_interval([m[key] for m in by_x[x]]) for x in xs]
+            top = 1.0 if key == "accuracy" else math.inf  # bars drawn clipped to what can be
+            means = [s[0] for s in stats]
+            lo = [0.0 if math.isnan(s[1]) else s[0] - max(0.0, s[1]) for s in stats]
+            hi = [0.0 if math.isnan(s[2]) else min(top, s[2]) - s[0] for s in stats]
+            ax.errorbar(
+                [x + offsets[label] * (values[-1] - values[0]) for x in xs],
+                means,
+                yerr=[lo, hi],
+                marker=marker,
+                linestyle=linestyle,
+                color=colour,
+                capsize=3,
+                markersize=6,
+                label=label if ax is acc_ax else None,
+            )
+        max_seeds = max(max_seeds, *(len(v) for v in by_x.values()))
+    name = "number of agents N" if axis == "agents" else "rounds T (including the first answer)"
+    for ax in (acc_ax, tok_ax):
+        ax.set_xticks(values)
+        ax.margins(x=0.08)
+        ax.set_xlabel(name)
+        ax.grid(alpha=0.3)
+    acc_ax.set_ylabel("accuracy (mean over seeds)")
+    acc_ax.set_ylim(-0.02, 1.05)
+    tok_ax.set_ylabel("total tokens per question (mean over seeds)")
+    tok_ax.set_ylim(bottom=0)
+    _legend_outside(tok_ax, source=acc_ax)
+    bars = (
+        "bars: 95% Student-t interval over the k seeds (mean ± t(k-1)·sd/√k, clipped to [0, 1] and ≥ 0); "
+        "no bar: one seed"
+        if max_seeds > 1
+        else "one seed per point: no interval"
+    )
+    fig.suptitle(f"Accuracy and token cost vs {axis}" + _sim_suffix(rows), fontsize=11)
+    fig.text(0.5, -0.01, bars, ha="center", va="top", fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
 
 
 # ----------------------------------------------------------------------------- front door
@@ -893,21 +1045,16 @@ def build_report(path: str | Path, out: str | Path | None = None, baseline: str 
         notes.append(f"no {baseline} run: savings are '-'")
     out_dir = Path(out) if out is not None else Path(path) / "report"
     files = write_summary(rows, out_dir, str(path), baseline)
-    plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
-    plot_consensus(rows, out_dir / "consensus_per_round.png")
-    plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
-    files += [
-        out_dir / "accuracy_vs_tokens.png",
-        out_dir / "consensus_per_round.png",
-        out_dir / "accuracy_by_round.png",
-    ]
+    files += plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
+    files += plot_consensus(rows, out_dir / "consensus_per_round.png")
+    files += plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
     for axis in ("agents", "rounds"):
-        target = out_dir / f"tokens_vs_{axis}.png"
-        note = plot_tokens_vs(rows, axis, target)
-        if note:
-            notes.append(note)
-            if target.exists():  # a stale plot from an earlier report of different data
-                target.unlink()
+        target = out_dir / f"accuracy_tokens_vs_{axis}.png"
+        drawn = plot_vs(rows, axis, target)
+        if isinstance(drawn, str):
+            notes.append(drawn)
+            for stale in figure_paths(target):  # from an earlier report of different data
+                stale.unlink(missing_ok=True)
         else:
-            files.append(target)
+            files += drawn
     return Report(rows, out_dir, files, notes)
