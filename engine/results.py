@@ -592,7 +592,13 @@ def load(path: str | Path) -> Results:
     frames["questions"] = frames["questions"].merge(
         frames["runs"][["run_id", *joined]], on="run_id", how="left", validate="many_to_one"
     )
-    return Results(**frames, notes=list(dict.fromkeys(notes)))
+    return Results(
+        runs=frames["runs"],
+        questions=frames["questions"],
+        calls=frames["calls"],
+        graphs=frames["graphs"],
+        notes=list(dict.fromkeys(notes)),
+    )
 
 
 EXPORT_FORMATS = (".parquet", ".csv")
