@@ -10,7 +10,7 @@ import pytest
 
 from engine.cli import main
 from engine.results import ParquetSink, ResultsError, load, read_table, write_part
-from tests.engine.test_report import config, full, write_run
+from tests.support.result_dirs import config, full, write_run
 
 ACCURACY = {("mad", 3): 0.5, ("mad", 5): 1.0, ("sparse", 3): 1.0}  # of the sweep fixture
 
