@@ -4,6 +4,7 @@
     debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv]
     debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
+    debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
 file takes the same keys, and flags given on the command line win over it. The help of a
@@ -156,6 +157,21 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_command(args: argparse.Namespace) -> int:
+    """``debate export``: one table of :func:`engine.results.load` to a Parquet or CSV file."""
+    from engine.results import ResultsError, export
+
+    try:
+        results = export(args.dir, args.to, args.table)
+    except (ResultsError, OSError) as exc:
+        print(f"debate: error: {exc}", file=sys.stderr)
+        return 2
+    for note in results.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"wrote {len(results.table(args.table))} {args.table} rows to {args.to}")
+    return 0
+
+
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """The engine's module loggers (``engine.*``, ``actors.*``, ``topologies.*``) to stderr:
     warnings by default (retries, restarts, timeouts), ``-v`` their decisions, ``-vv`` debug,
@@ -220,10 +236,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
     sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
     sweep_p.add_argument("--list", action="store_true", help="list the cells and their status; run nothing")
+    export_p = sub.add_parser(
+        "export", help="one result table, de-duplicated, run options as columns, to Parquet or CSV", parents=[common]
+    )
+    export_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
+    export_p.add_argument("--to", required=True, metavar="FILE", help="FILE.parquet or FILE.csv")
+    export_p.add_argument(
+        "--table",
+        default="questions",
+        choices=("questions", "runs", "calls", "graphs"),
+        help="questions (default; with the run options joined on), runs, calls or graphs",
+    )
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)
     if args.command == "report":
         return report_command(args)
+    if args.command == "export":
+        return export_command(args)
     if args.command == "rescore":
         from engine.rescore import rescore_command
 

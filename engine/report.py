@@ -53,7 +53,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,14 +63,12 @@ import pyarrow.compute as pc
 
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import UNHASHED
-from engine.errors import UserError
 from engine.formatting import fmt_num
 from engine.metrics import METRICS
 from engine.protocols import SPECS
-from engine.results import read_table
+from engine.results import ResultsError, complete_calls, find_run_dirs, read_table
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
-TABLES = ("calls", "questions", "graphs", "runs", "answers")
 PLOTS = (  # each also as .pdf and .svg
     "accuracy_vs_tokens.png",
     "consensus_per_round.png",
@@ -95,8 +92,8 @@ _QUESTION_COLUMNS = (
 )
 
 
-class ReportError(UserError, ValueError):
-    """Bad input to ``debate report`` (missing directory, no results); the message names the path."""
+# Bad input to ``debate report`` (missing directory, no results); the message names the path.
+ReportError = ResultsError
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -130,61 +127,10 @@ def savings(total_per_q: float, baseline_total_per_q: float) -> float:
 
 
 # ----------------------------------------------------------------------------- reading
-def find_run_dirs(path: str | Path) -> list[Path]:
-    """Every folder at or below ``path`` that has a ``runs/`` sub-folder (sorted).
-
-    Does not descend into a run directory's table folders or into hidden folders.
-    """
-    root = Path(path)
-    if not root.exists():
-        raise ReportError(f"{root}: no such directory")
-    if not root.is_dir():
-        raise ReportError(f"{root}: not a directory")
-    found = []
-    for cur, dirs, _files in os.walk(root):
-        if "runs" in dirs and (Path(cur) / "runs").is_dir():
-            found.append(Path(cur))
-        dirs[:] = sorted(d for d in dirs if d not in TABLES and not d.startswith("."))
-    return sorted(found)
-
-
 def _read(run_dir: Path, table: str, columns: Sequence[str] | None = None) -> pa.Table:
     """One table of a run directory, projected to ``columns`` (:func:`engine.results.read_table`:
     missing newer columns read as null, re-graded question rows replace the run's)."""
     return read_table(run_dir, table, list(columns) if columns else None)
-
-
-def _as_arrow(t) -> tuple[pa.Table, bool]:
-    if isinstance(t, pa.Table):
-        return t, False
-    return pa.Table.from_pandas(t, preserve_index=False), True  # a pandas DataFrame
-
-
-def complete_calls(calls, questions):
-    """Call rows of finished question attempts only.
-
-    Keeps the rows of ``calls`` whose (run_id, question_id, attempt) equals that of a row of
-    ``questions``; a null attempt matches a null attempt (rows written before the column
-    existed). When either table lacks an ``attempt`` column, every call row is kept. Accepts
-    and returns pyarrow Tables (or pandas DataFrames).
-    """
-    c, was_pandas = _as_arrow(calls)
-    q, _ = _as_arrow(questions)
-    if "attempt" not in c.column_names or "attempt" not in q.column_names:
-        return calls
-    keys = ["run_id", "question_id", "attempt"]
-
-    def keyed(t: pa.Table) -> pa.Table:
-        return t.set_column(
-            t.column_names.index("attempt"), "attempt", pc.fill_null(t.column("attempt").cast(pa.string()), "\x00null")
-        )
-
-    index = pa.array(range(c.num_rows), pa.int64())
-    ck = keyed(c.select(keys)).append_column("__row", index)
-    qk = keyed(q.select(keys)).group_by(keys).aggregate([])
-    kept = ck.join(qk, keys=keys, join_type="left semi").column("__row").combine_chunks()
-    out = c.filter(pc.is_in(index, value_set=kept))  # original row order
-    return out.to_pandas() if was_pandas else out
 
 
 @dataclass

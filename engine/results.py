@@ -7,10 +7,11 @@ A run directory holds one sub-directory per table, each a set of Parquet part fi
     OUT/graphs/part-<writer>-00000.parquet    one row per call that read other agents' outputs
     OUT/runs/<run_id>.parquet                 one row per run (rewritten at the end)
 
-Read any of them with ``pyarrow.dataset.dataset(OUT / "calls")``, ``pandas.read_parquet`` or
-DuckDB (``SELECT * FROM 'OUT/calls/*.parquet'``). Rows are flushed as they are produced (every
-``flush_rows`` rows or ``flush_seconds`` seconds), each part written to a temporary name and
-renamed into place, so a reader never sees a half-written file.
+Read them all with :func:`load` (pandas DataFrames of every run under a folder, de-duplicated,
+each run's options as columns), one run directory's table with :func:`read_table`, or the part
+files with any Parquet reader (``pyarrow.dataset.dataset(OUT / "calls")``, DuckDB). Rows are
+flushed as they are produced (every ``flush_rows`` rows or ``flush_seconds`` seconds), each part
+written to a temporary name and renamed into place, so a reader never sees a half-written file.
 
 What is stored in ``graphs`` (:data:`GRAPHS_SCHEMA`): the information edges of every round, one
 row per call that read anybody — ``dst`` the reader (an agent id, or -1 for a summary call),
@@ -26,19 +27,25 @@ parts (columns ``src``, ``dst``, ``weight``) are still read, by :func:`read_tabl
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.errors import UserError
 from engine.metrics import METRICS, RUNS_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CALLS_SCHEMA = pa.schema(
     [
@@ -383,3 +390,245 @@ def latest_grades(table: pa.Table, keys: tuple[str, ...] = GRADED_KEYS["question
             best[key] = (rank, i)
     keep = sorted(i for _, i in best.values())
     return table.take(pa.array(keep, pa.int64())) if len(keep) < table.num_rows else table
+
+
+# ----------------------------------------------------------------------------- reading result folders
+TABLES = ("calls", "questions", "graphs", "runs", "answers")  # a run directory's table folders
+
+
+class ResultsError(UserError, ValueError):
+    """Bad input to a reader of result folders (``debate report``, ``rescore``, ``export``,
+    :func:`load`): a missing directory, no results; the message names the path."""
+
+
+def find_run_dirs(path: str | Path) -> list[Path]:
+    """Every folder at or below ``path`` that has a ``runs/`` sub-folder (sorted).
+
+    Does not descend into a run directory's table folders or into hidden folders.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ResultsError(f"{root}: no such directory")
+    if not root.is_dir():
+        raise ResultsError(f"{root}: not a directory")
+    found = []
+    for cur, dirs, _files in os.walk(root):
+        if "runs" in dirs and (Path(cur) / "runs").is_dir():
+            found.append(Path(cur))
+        dirs[:] = sorted(d for d in dirs if d not in TABLES and not d.startswith("."))
+    return sorted(found)
+
+
+def _as_arrow(t) -> tuple[pa.Table, bool]:
+    if isinstance(t, pa.Table):
+        return t, False
+    return pa.Table.from_pandas(t, preserve_index=False), True  # a pandas DataFrame
+
+
+def complete_calls(calls, questions):
+    """Call rows of finished question attempts only.
+
+    Keeps the rows of ``calls`` whose (run_id, question_id, attempt) equals that of a row of
+    ``questions``; a null attempt matches a null attempt (rows written before the column
+    existed). When either table lacks an ``attempt`` column, every call row is kept. Accepts
+    and returns pyarrow Tables (or pandas DataFrames).
+    """
+    c, was_pandas = _as_arrow(calls)
+    q, _ = _as_arrow(questions)
+    if "attempt" not in c.column_names or "attempt" not in q.column_names:
+        return calls
+    keys = ["run_id", "question_id", "attempt"]
+
+    def keyed(t: pa.Table) -> pa.Table:
+        return t.set_column(
+            t.column_names.index("attempt"), "attempt", pc.fill_null(t.column("attempt").cast(pa.string()), "\x00null")
+        )
+
+    index = pa.array(range(c.num_rows), pa.int64())
+    ck = keyed(c.select(keys)).append_column("__row", index)
+    qk = keyed(q.select(keys)).group_by(keys).aggregate([])
+    kept = ck.join(qk, keys=keys, join_type="left semi").column("__row").combine_chunks()
+    out = c.filter(pc.is_in(index, value_set=kept))  # original row order
+    return out.to_pandas() if was_pandas else out
+
+
+LOADED = ("runs", "questions", "calls", "graphs")  # the tables load() returns, in this order
+# Run options named like a runs column get this prefix (runs.backend is the backend that ran,
+# config_backend the one asked for, e.g. auto); protocol is left out: the same value by construction.
+OPTION_PREFIX = "config_"
+
+
+@dataclass
+class Results:
+    """The result tables of one or many run directories as pandas DataFrames (:func:`load`).
+
+    ``runs``: one row per run id, its stored columns and every run option parsed from its
+    ``config`` JSON as a column (``agents``, ``rounds``, ``density``, ``seed``, ``models``, ...;
+    list and dict options as JSON text, so they group and compare). ``questions``: one row per
+    question of a run, with the run's options joined on (a question's own column wins: its
+    ``protocol``, ``backend``). ``calls`` and ``graphs``: the rows of the finished attempt of
+    each question. Every frame has ``run_dir``, the folder the rows came from. ``notes``: what
+    the folders lack (columns written before they existed read as null / NaN) and what was left
+    out as a duplicate."""
+
+    runs: pd.DataFrame
+    questions: pd.DataFrame
+    calls: pd.DataFrame
+    graphs: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of :data:`LOADED` by name; :class:`ResultsError` for another name."""
+        if name not in LOADED:
+            raise ResultsError(f"unknown table {name!r}: one of {', '.join(LOADED)}")
+        frame: pd.DataFrame = getattr(self, name)
+        return frame
+
+
+def run_options(config_json: str | None) -> dict[str, Any]:
+    """The options of a runs row's ``config`` JSON, one value each: scalars as they are, lists
+    and dicts as JSON text (sorted keys); ``{}`` for a missing or unreadable config."""
+    try:
+        config = json.loads(config_json or "{}")
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    return {
+        k: json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v for k, v in config.items()
+    }
+
+
+def _lacking(run_dir: Path, table: str) -> list[str]:
+    """The columns of ``table`` that no part file in ``run_dir`` has (written before they existed);
+    the older one-row-per-edge graphs parts count as having ``srcs`` and ``weights``."""
+    files = sorted((run_dir / table).glob("*.parquet")) if (run_dir / table).is_dir() else []
+    if not files:
+        return []
+    have: set[str] = set()
+    for f in files:
+        names = set(pq.read_schema(f).names)
+        have |= names | ({"srcs", "weights"} if "src" in names else set())
+    return [c for c in SCHEMAS[table].names if c not in have]
+
+
+def _read_dir(run_dir: Path, notes: list[str]) -> dict[str, pa.Table]:
+    """The four tables of one run directory, each with a ``run_dir`` column: questions in force
+    (:func:`latest_grades`), calls and graphs of finished question attempts (:func:`complete_calls`)."""
+    tables = {name: read_table(run_dir, name) for name in LOADED}
+    tables["calls"] = complete_calls(tables["calls"], tables["questions"])
+    tables["graphs"] = complete_calls(tables["graphs"], tables["questions"])
+    for name in LOADED:
+        lacking = _lacking(run_dir, name)
+        if lacking:
+            notes.append(f"{run_dir}: {name} lacks {', '.join(lacking)} (written before they existed): read as null")
+    return {
+        name: t.append_column("run_dir", pa.array([str(run_dir)] * t.num_rows, pa.string()))
+        for name, t in tables.items()
+    }
+
+
+def _ranked(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs rows from the least to the most authoritative row of a run id: a finished run last,
+    then by when it finished (else started), then by folder name."""
+    order = runs.assign(_finished=runs["status"].eq("finished"), _end=runs["finished"].fillna(runs["started"]))
+    order = order.sort_values(["_finished", "_end", "run_dir"], na_position="first", kind="stable")
+    return order.drop(columns=["_finished", "_end"])
+
+
+def _chosen_dirs(runs: pd.DataFrame, questions: pd.DataFrame) -> dict[str, str]:
+    """Per run id, the run directory whose rows count: that of its most authoritative runs row
+    (:func:`_ranked`: the finished attempt); a run id with question rows but no runs row: the
+    last folder (by name) holding them."""
+    ranked = _ranked(runs)
+    chosen = dict(zip(ranked["run_id"], ranked["run_dir"]))  # the last row of each run id wins
+    for run_id, run_dir in questions.groupby("run_id")["run_dir"].max().items():
+        chosen.setdefault(str(run_id), str(run_dir))
+    return chosen
+
+
+def load(path: str | Path) -> Results:
+    """Every run under ``path`` (a run directory, an ``--out`` folder or a sweep folder: every
+    folder at any depth with a ``runs/`` sub-folder, :func:`find_run_dirs`) as :class:`Results`,
+    de-duplicated:
+
+    * a run id in several folders (the same configuration run twice, a copied folder) counts
+      once: the folder of its finished attempt (:func:`_chosen_dirs`); a note names the others;
+    * questions: the row in force per question (the latest ``debate rescore`` grading);
+    * calls and graphs: the rows of the attempt that finished each question (a resumed run
+      re-debates the questions an interrupted attempt left; that attempt's rows are left out).
+
+    One line per comparison::
+
+        load("runs").questions.groupby(["protocol", "agents"]).correct.mean()
+
+    Result folders written before a column existed load with it null (NaN), and a note.
+    Raises :class:`ResultsError` when ``path`` is not a directory or holds no run directory.
+    """
+    import pandas as pd
+
+    dirs = find_run_dirs(path)
+    if not dirs:
+        raise ResultsError(f"{path}: no results (no folder with a runs/ sub-folder)")
+    notes: list[str] = []
+    parts = [_read_dir(d, notes) for d in dirs]
+    frames = {name: pa.concat_tables([p[name] for p in parts]).to_pandas() for name in LOADED}
+    runs, questions = frames["runs"], frames["questions"]
+    chosen = _chosen_dirs(runs, questions)
+    for name in LOADED:
+        frame = frames[name]
+        keep = frame["run_dir"].eq(frame["run_id"].map(chosen))
+        if name in ("runs", "questions"):
+            for run_id, run_dir in frame.loc[~keep, ["run_id", "run_dir"]].drop_duplicates().itertuples(index=False):
+                notes.append(f"run {run_id} is also in {run_dir}: left out, the rows of {chosen[run_id]} count")
+        frames[name] = frame[keep].reset_index(drop=True)
+    runs = _ranked(frames["runs"]).drop_duplicates("run_id", keep="last").sort_index().reset_index(drop=True)
+    options = pd.DataFrame([run_options(c) for c in runs["config"]], index=runs.index)
+    options = options.drop(columns=["protocol"], errors="ignore").rename(
+        columns={c: f"{OPTION_PREFIX}{c}" for c in options.columns if c in runs.columns}
+    )
+    frames["runs"] = pd.concat([runs, options], axis=1)
+    joined = [c for c in options.columns if c not in frames["questions"].columns]
+    frames["questions"] = frames["questions"].merge(
+        frames["runs"][["run_id", *joined]], on="run_id", how="left", validate="many_to_one"
+    )
+    return Results(
+        runs=frames["runs"],
+        questions=frames["questions"],
+        calls=frames["calls"],
+        graphs=frames["graphs"],
+        notes=list(dict.fromkeys(notes)),
+    )
+
+
+EXPORT_FORMATS = (".parquet", ".csv")
+
+
+def _csv_cell(value: Any) -> Any:
+    """A cell as CSV can hold it: a list (numpy array) or dict as JSON text, anything else as is."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str)
+    return value
+
+
+def export(path: str | Path, to: str | Path, table: str = "questions") -> Results:
+    """Write ``table`` of :func:`load` (``path``) to the file ``to``: Parquet for ``.parquet``,
+    CSV for ``.csv`` (list columns as JSON text). Returns what was loaded (its ``notes`` say what
+    the folders lack). :class:`ResultsError` for another extension, a missing folder for ``to``,
+    an unknown table or a ``path`` without results; checked before anything is read."""
+    target = Path(to)
+    if target.suffix.lower() not in EXPORT_FORMATS:
+        raise ResultsError(f"{to}: the file must end in .parquet or .csv")
+    if not target.parent.is_dir():
+        raise ResultsError(f"{to}: no such directory {target.parent}")
+    if table not in LOADED:
+        raise ResultsError(f"unknown table {table!r}: one of {', '.join(LOADED)}")
+    results = load(path)
+    frame = results.table(table)
+    if target.suffix.lower() == ".csv":
+        frame.map(_csv_cell).to_csv(target, index=False)
+    else:
+        frame.to_parquet(target, index=False)
+    return results

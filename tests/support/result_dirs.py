@@ -1,0 +1,98 @@
+"""Hand-built result directories: a run's questions, calls and runs row written through the
+sink (no Ray, no model), for the report and results-loading tests."""
+
+import json
+
+from tests.support.rows import complete_rows
+
+
+def config(protocol, agents, rounds, **kw):
+    cfg = {
+        "protocol": protocol,
+        "agents": agents,
+        "rounds": rounds,
+        "dataset": "arithmetic",
+        "seed": 0,
+        "backend": "simulated",
+        "density": None,
+        "groups": None,
+        "limit": 4,
+        "out": "x",
+    }
+    cfg.update(kw)
+    return cfg
+
+
+def write_run(sink, run_id, cfg, questions, stale=()):
+    """questions: (qid, correct, consensus, stopped_early, effective_rounds, skipped, [(agent, prompt, completion)]).
+    stale: (qid, attempt, [(agent, prompt, completion)]) call rows of attempts without a question row."""
+    sim = cfg["backend"] == "simulated"
+    q_rows, c_rows = [], []
+    for qid, correct, cons, stopped, eff, skipped, calls in questions:
+        q_rows.append(
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "protocol": cfg["protocol"],
+                "n_agents": cfg["agents"],
+                "rounds_run": len(cons),
+                "effective_rounds": eff,
+                "stopped_early": stopped,
+                "correct": correct,
+                "n_calls": len(calls),
+                "n_summary_calls": sum(a == -1 for a, _, _ in calls),
+                "n_skipped": skipped,
+                "prompt_tokens": sum(p for _, p, _ in calls),
+                "completion_tokens": sum(c for _, _, c in calls),
+                "consensus": cons,
+                "simulated": sim,
+                # right only after the last round (debate fixed it), as graded per round
+                "correct_by_round": [False] * (len(cons) - 1) + [correct],
+                "tie": qid == "q0",
+                "backend": cfg["backend"],
+                "attempt": "new",
+            }
+        )
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": "new",
+            }
+            for a, p, c in calls
+        ]
+    for qid, attempt, calls in stale:
+        c_rows += [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": attempt,
+            }
+            for a, p, c in calls
+        ]
+    sink.write("questions", complete_rows("questions", q_rows))
+    sink.write("calls", complete_rows("calls", c_rows))
+    sink.flush()
+    sink.write_run(
+        {
+            "run_id": run_id,
+            "protocol": cfg["protocol"],
+            "backend": cfg["backend"],
+            "simulated": sim,
+            "config": json.dumps(cfg),
+            "status": "finished",
+            "n_questions": len(questions),
+        }
+    )
+
+
+def full(agents, rounds, prompt, completion):
+    return [(i % agents, prompt, completion) for i in range(agents * rounds)]
