@@ -170,7 +170,7 @@ class AgentCore:
                 error=res.error,
                 seed=req.seed,
                 temperature=req.temperature,
-                group=call.group if summary else None,
+                group=call.group,
                 truncated_messages=res.truncated_messages,
                 side=turn.is_side,
             ),

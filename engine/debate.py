@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.extract import answers_equal, majority_vote, tied_answers
+from engine.kinds import check_kind
 from engine.metrics import metric_columns
-from engine.protocols import get_protocol
+from engine.protocols import get_protocol, protocol_spec
 from engine.protocols.base import (
     SUMMARIZER,
     AgentCall,
@@ -44,6 +45,7 @@ from engine.protocols.base import (
     Step,
     consensus,
     effective_rounds,
+    summary_node,
     tie_key,
 )
 from engine.records import CallRecord, Message, ServiceLost, Turn, TurnResult
@@ -65,28 +67,35 @@ def call_seed(agent_seed: int, key: int, round_: int, salt: str = "") -> int:
 @dataclass(frozen=True)
 class Reads:
     """What one call read: the information edges ``src -> dst`` for every ``src`` in ``srcs``,
-    in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0."""
+    in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0.
+    Nodes are agents (0, 1, ...) and summaries (:func:`~engine.protocols.base.summary_node`:
+    -1 - the summary's group). ``group``: for a summary, the group it summarises; for an agent,
+    its group (:attr:`AgentCall.group`); None otherwise."""
 
     round: int
     dst: int
     srcs: list[int]
     weights: list[float] | None = None
+    group: int | None = None
 
 
 def call_reads(round_: int, call: Call) -> Reads | None:
-    """Who ``call`` reads (its reader is the agent, or :data:`SUMMARIZER` for a summary call);
-    None when it reads nobody (a first answer, a self-check)."""
+    """Who ``call`` reads: an agent call reads its ``peers`` (or, when it reads summaries,
+    :attr:`AgentCall.summaries`, as summary nodes); a summary call (node
+    :func:`~engine.protocols.base.summary_node` of its group) reads its ``sources``. None when it
+    reads nobody (a first answer, a self-check)."""
     if isinstance(call, AgentCall):
-        dst, srcs, weights = call.agent, call.peers, call.weights
+        dst, weights, group = call.agent, call.weights, call.group
+        srcs = [summary_node(g) for g in call.summaries] if call.summaries else call.peers
     else:
-        dst, srcs, weights = SUMMARIZER, call.sources, None
+        dst, srcs, weights, group = summary_node(call.group), call.sources, None, call.group
     if not srcs:
         return None
     if weights is not None:
         weights = [float(w) for w in weights]
         if all(w == 1.0 for w in weights):
             weights = None
-    return Reads(round_, dst, list(srcs), weights)
+    return Reads(round_, dst, list(srcs), weights, group)
 
 
 def graded_columns(
@@ -212,6 +221,7 @@ class DebateLog:
         return {
             "question_id": q.qid,
             "task": q.task,
+            "question": q.text,
             "image": q.image_ref,  # a short reference (URL or sha256 prefix), never the image itself
             "n_agents": n_agents,
             "rounds_run": outcome.rounds_run,
@@ -235,7 +245,14 @@ class DebateLog:
         entry ``start`` on: one row per call, with the agents it read and their weights."""
         qid = self.question.qid
         return [
-            {"question_id": qid, "round": r.round, "dst": r.dst, "srcs": r.srcs, "weights": r.weights}
+            {
+                "question_id": qid,
+                "round": r.round,
+                "dst": r.dst,
+                "srcs": r.srcs,
+                "weights": r.weights,
+                "dst_group": r.group,
+            }
             for r in self.reads[start:]
         ]
 
@@ -259,6 +276,7 @@ async def debate(
     key = question_key(cfg.seed, question.qid)
     log = DebateLog(question)
     gen = get_protocol(cfg.protocol)(Context(question=question, cfg=cfg, key=key))
+    stages = protocol_spec(cfg.protocol).stages
     response: Any = None
     try:
         while True:
@@ -274,6 +292,8 @@ async def debate(
                 continue
             if not isinstance(request, Step):
                 raise TypeError(f"protocol {cfg.protocol} yielded {type(request).__name__}, not a Step or Similarity")
+            for c in request.calls:  # every kind is declared (engine/kinds.py)
+                check_kind(c.stage, cfg.protocol, stages)
             results = await asyncio.gather(*(call(log.turn(request.round, c, key)) for c in request.calls))
             seen = len(log.reads)
             response = [log.add(request.round, c, r) for c, r in zip(request.calls, results)]

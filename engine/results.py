@@ -81,6 +81,9 @@ QUESTIONS_SCHEMA = pa.schema(
         ("question_id", pa.string()),
         ("protocol", pa.string()),
         ("task", pa.string()),
+        # the question's text as the agents were given it (choices included); null in parts written
+        # before the column existed. Its image, if any, is the `image` reference below.
+        ("question", pa.string()),
         # the question's image (engine.tasks.Question.image_ref): an http(s) URL or "sha256:<16 hex>" of
         # the image's bytes; null for a text-only question (and in parts written before the column existed)
         ("image", pa.string()),
@@ -128,12 +131,16 @@ GRAPHS_SCHEMA = pa.schema(
         ("run_id", pa.string()),
         ("question_id", pa.string()),
         ("round", pa.int32()),
-        ("dst", pa.int32()),  # the reader: an agent, or -1 (a summary call)
-        ("srcs", pa.list_(pa.int32())),  # the agents it read: one edge src -> dst each
+        ("dst", pa.int32()),  # the reader: an agent (>= 0), or a summary: -1 - its group (summary_node)
+        ("srcs", pa.list_(pa.int32())),  # the nodes it read: one edge src -> dst each
         ("weights", pa.list_(pa.float64())),  # each edge's weight; null: all 1.0
         ("backend", pa.string()),
         ("simulated", pa.bool_()),
         ("attempt", pa.string()),
+        # the reader's group: for a summary node (dst < 0) the group it summarises, for an agent its
+        # group (GroupDebate, S2-MAD); null otherwise, and in parts written before the column
+        # existed (where every summary of a round was the one node -1)
+        ("dst_group", pa.int32()),
     ]
 )
 
@@ -332,6 +339,7 @@ def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
             **{n: old.column(n) for n in old.column_names},
             "srcs": pa.ListArray.from_arrays(offsets, old.column("src").combine_chunks()),
             "weights": pa.ListArray.from_arrays(offsets, weight, mask=ones),
+            "dst_group": pa.nulls(old.num_rows, pa.int32()),
         }
         parts.append(pa.Table.from_arrays([converted[c] for c in cols], schema=schema))
     return pa.concat_tables(parts)

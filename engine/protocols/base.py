@@ -33,6 +33,12 @@ if TYPE_CHECKING:  # engine.config builds RunConfig from the protocols' specs
 SUMMARIZER = -1  # agent_id recorded for summary calls (they belong to no agent)
 
 
+def summary_node(group: int) -> int:
+    """The graphs table's node of the summary of ``group`` (:attr:`SummaryCall.group`): -1 for
+    group 0, -2 for group 1, ... (agents are the nodes 0, 1, ...)."""
+    return SUMMARIZER - group
+
+
 @dataclass
 class AgentCall:
     """One agent speaks.
@@ -55,6 +61,12 @@ class AgentCall:
                   Recorded with ``agent_id`` = the agent, ``peers`` = who it judged, ``kind`` =
                   ``stage`` and ``side = True``; the SIMULATED model answers it with a stated
                   score of the judged answers (``peer_answers``).
+    group:        the agent's group (GroupDebate, S2-MAD), recorded in ``calls.group``; None for a
+                  protocol without groups.
+    summaries:    the summaries this call reads, by :attr:`SummaryCall.group` (GroupDebate's and
+                  S2-MAD's inter-group rounds, MAD's ``--memory summary``): its information edges
+                  then run from those summaries (:func:`summary_node`) to the agent, not from
+                  ``peers`` (which stay, in ``calls.peers``, the agents the summaries were made of).
     """
 
     agent: int
@@ -66,6 +78,8 @@ class AgentCall:
     memory: str = "full"
     weights: list[float] | None = None
     side: bool = False
+    group: int | None = None
+    summaries: list[int] = field(default_factory=list)
 
 
 @dataclass

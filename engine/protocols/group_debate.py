@@ -100,6 +100,13 @@ def group_block(summaries: Sequence[str]) -> str:
     return "".join(f"\nOne group response: ```{s}```\n" for s in summaries)
 
 
+def in_groups(calls: list[AgentCall], groups: Groups) -> list[AgentCall]:
+    """``calls``, each marked with its agent's group (:attr:`AgentCall.group`, ``calls.group``)."""
+    for call in calls:
+        call.group = groups.group_of(call.agent)
+    return calls
+
+
 def run_groups(ctx: Context) -> Groups:
     """The run's groups: ``--groups`` sizes, shuffled with ``--seed`` (same for every question)."""
     return make_groups(ctx.cfg.groups, ctx.n_agents, seed=ctx.cfg.seed)
@@ -180,9 +187,10 @@ def group_debate(ctx: Context) -> ProtocolGen:
                         },
                         peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
                         memory=memory,
+                        summaries=[own, *others],
                     )
                 )
-        replies = yield Step(rp.round, calls)
+        replies = yield Step(rp.round, in_groups(calls, groups))
         texts = [r.shown_text for r in replies]
         answers = [r.answer for r in replies]
         history.append(list(answers))

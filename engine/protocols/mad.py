@@ -83,6 +83,7 @@ def _turn(
             values={"summary": summary.shown_text},
             peer_answers=[summary.answer],
             memory=memory,
+            summaries=[i],  # _summaries: reader i's summary is SummaryCall group i
         )
     return AgentCall(
         agent=i,

@@ -86,6 +86,7 @@ from engine.protocols.group_debate import (
     STAGE_ROUNDS,
     group_block,
     groups_label,
+    in_groups,
     run_groups,
     summary_calls,
 )
@@ -260,6 +261,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
                             values={"summaries": group_block([pool[j][0] for j in read])},
                             peer_answers=[pool[j][1] for j in read],
                             memory=MEMORY,
+                            summaries=read,
                         )
                     )
                 else:  # w/o filter: GD's inter-group prompt with all N summaries
@@ -278,11 +280,12 @@ def s2mad(ctx: Context) -> ProtocolGen:
                             },
                             peer_answers=[pool[own][1]] + [pool[j][1] for j in others],
                             memory=MEMORY,
+                            summaries=[own, *others],
                         )
                     )
 
         if calls:
-            replies = yield Step(rp.round, calls)
+            replies = yield Step(rp.round, in_groups(calls, groups))
             for call, reply in zip(calls, replies):
                 texts[call.agent] = reply.shown_text
                 answers[call.agent] = reply.answer

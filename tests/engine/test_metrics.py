@@ -125,9 +125,10 @@ def test_a_question_row_has_exactly_the_declared_metric_columns():
     log = DebateLog(Question("q", "numeric", "1+1?", "2"))
     log.records += [_record(0, "2"), _record(1, None), _record(-1, None)]
     row = log.question_row(Outcome("2", [["2", None]], skipped_turns=1), 2)
-    not_metrics = {"question_id", "task", "image", "n_agents", "rounds_run", "gold", "protocol_info"}
+    not_metrics = {"question_id", "task", "question", "image", "n_agents", "rounds_run", "gold", "protocol_info"}
     assert set(row) - not_metrics == set(METRIC)
     assert (row["n_calls"], row["n_summary_calls"], row["n_invalid"], row["n_skipped"]) == (3, 1, 1, 1)
+    assert row["question"] == "1+1?"  # the text the agents were given
 
 
 def test_a_metric_declared_but_not_produced_or_produced_but_not_declared_fails():
