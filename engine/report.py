@@ -44,7 +44,7 @@ two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`; skip
 when every configuration has the same number of agents / rounds). Okabe-Ito colours per
 protocol, a marker per variant, legends outside the axes. Simulated-backend data are labelled
 in every plot title. The printed table is split into :data:`SECTIONS` (accuracy, cost,
-dynamics), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
+savings, dynamics), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
 :func:`csv_table`).
 """
 
@@ -533,22 +533,24 @@ COLUMNS = (
 )
 
 
-# the summary split into three tables, each a selection of COLUMNS (the configuration first):
-# accuracy (n, Wilson, over seeds, by round), cost (tokens, calls, summary calls, savings) and
-# dynamics (effective rounds, consensus by round, skipped turns)
+# the summary split into tables narrow enough for an 80-column terminal, each a selection of
+# COLUMNS (the configuration first): accuracy (n, Wilson, over seeds, by round), cost (tokens and
+# calls per question), savings against the baseline, and dynamics (effective rounds, consensus by
+# round, skipped turns, summary calls)
 SECTIONS: dict[str, tuple[str, ...]] = {
     "accuracy": (*COLUMNS[0:4], COLUMNS[14]),
-    "cost": (COLUMNS[0], *COLUMNS[4:10], COLUMNS[11]),
-    "dynamics": (COLUMNS[0], COLUMNS[12], COLUMNS[13], COLUMNS[10]),
+    "cost": (COLUMNS[0], *COLUMNS[4:9]),
+    "savings": (COLUMNS[0], COLUMNS[11]),
+    "dynamics": (COLUMNS[0], COLUMNS[12], COLUMNS[13], COLUMNS[10], COLUMNS[9]),
 }
 CAPTIONS = {
     "accuracy": "accuracy = correct / n with the 95% Wilson interval (question sampling); over seeds: "
     "mean ± sample sd of the runs that differ only in seed, k seeds; by round: the vote after each round",
-    "cost": "tokens per question over the calls of finished questions; savings = 1 - tok/q / the {baseline} "
-    "run's, total and input (prompt) tokens, against a {baseline} run with the same agents, rounds, "
-    "dataset, backend, models and seed; - = none",
+    "cost": "tokens and calls per question, over the calls of finished questions",
+    "savings": "savings = 1 - tok/q / the {baseline} run's, total and input (prompt) tokens, against a "
+    "{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none",
     "dynamics": "eff. rounds: rounds until all agents first agree; consensus: mean share agreeing with the "
-    "majority after each round (stopped questions carry their last value)",
+    "majority after each round (stopped questions carry their last value); summary calls: in all",
 }
 
 
@@ -564,7 +566,7 @@ def section_cells(rows: list[dict[str, Any]], section: str, baseline: str = "mad
 
 
 def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any]:
-    """The summary as three rich Tables (:data:`SECTIONS`: accuracy, cost, dynamics). No number
+    """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics). No number
     is ever wrapped: every column but the configuration has a fixed width that holds its widest
     cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
     console is narrow."""
@@ -577,6 +579,7 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
             title=f"debate report: {section}" + _sim_title(rows),
             caption=CAPTIONS[section].format(baseline=baseline),
             caption_justify="left",
+            min_width=60,  # room for the caption of a narrow section (savings)
         )
         for i, name in enumerate(header):
             widest = max((len(r[i]) for r in body), default=1)
@@ -593,7 +596,7 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
 
 
 def markdown_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> str:
-    """The three tables of :data:`SECTIONS` as GitHub-flavoured Markdown, each under a heading
+    """The tables of :data:`SECTIONS` as GitHub-flavoured Markdown, each under a heading
     with its caption; ``|`` in a cell is escaped."""
     out = []
     for section in SECTIONS:
