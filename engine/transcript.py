@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engine.extract import answers_equal
 from engine.kinds import KINDS
 from engine.protocols.base import SUMMARIZER, summary_node
-from engine.results import Results, ResultsError
+from engine.results import Results, ResultsError, read_table
 from engine.tasks import TASKS
 
 if TYPE_CHECKING:
@@ -94,7 +94,8 @@ class Turn:
                turn), else ``calls.peers``.
     weights:   one edge weight per ``read`` node (CortexDebate), None when all are 1.0.
     pruned:    nodes pruned from its reading this round, when the folder says (else empty).
-    answer:    the answer the grader read (``calls.answer``; None for a summary or side call).
+    answer:    the answer the grader read: the latest ``debate rescore`` reading (the ``answers``
+               table) when there is one, else ``calls.answer``; None for a summary or side call.
     correct:   ``answer`` graded against the gold with the run's grader
                (:func:`engine.extract.answers_equal`); None when there is no answer, gold or task.
     text:      the reply; None in folders that did not store it.
@@ -289,7 +290,27 @@ def _graph_rows(graphs: pd.DataFrame) -> dict[tuple[int, int], list[dict[str, An
     return out
 
 
-def _turns(calls: pd.DataFrame, graphs: pd.DataFrame, gold: str | None, task: str | None) -> tuple[list[Turn], bool]:
+AnswerKey = tuple[str, str, Any, int, int]  # run_id, question_id, attempt, round, agent_id
+
+
+def rescored_answers(results: Results) -> dict[AnswerKey, str | None]:
+    """The latest ``debate rescore`` reading of each re-read agent call of the runs loaded (the
+    ``answers`` table of each run's folder, which :func:`engine.results.load` does not return)."""
+    out: dict[AnswerKey, str | None] = {}
+    dirs = results.runs["run_dir"].dropna().unique() if "run_dir" in results.runs else []
+    for run_dir in dirs:
+        for a in read_table(str(run_dir), "answers").to_pylist():
+            out[(a["run_id"], a["question_id"], a["attempt"], a["round"], a["agent_id"])] = a["answer"]
+    return out
+
+
+def _turns(
+    calls: pd.DataFrame,
+    graphs: pd.DataFrame,
+    gold: str | None,
+    task: str | None,
+    rescored: dict[AnswerKey, str | None] | None = None,
+) -> tuple[list[Turn], bool]:
     """Every call of one question as a :class:`Turn`, in stored order; also whether any round
     had to be inferred (folders whose calls lack ``round``: the k-th call of an agent is round k)."""
     by_dst = _graph_rows(graphs)
@@ -330,6 +351,9 @@ def _turns(calls: pd.DataFrame, graphs: pd.DataFrame, gold: str | None, task: st
         side = bool(_value(row.get("side")) or False)
         kind = _value(row.get("kind"))
         answer = None if summary or side else _value(row.get("answer"))
+        key = (row.get("run_id"), row.get("question_id"), _value(row.get("attempt")), rnd, agent)
+        if answer is not None and rescored and key in rescored:
+            answer = rescored[key]
         turns.append(
             Turn(
                 agent_id=agent,
@@ -410,9 +434,18 @@ def _lacks(
     return lacks
 
 
+GROUP_PROTOCOLS = ("group", "s2mad")  # the protocols that read --stage-rounds
+
+
 def _options(run: dict[str, Any]) -> dict[str, Any]:
+    """The run's options of :data:`HEADER_OPTIONS` that it sets (``model`` only without
+    ``models``, ``stage_rounds`` only for GroupDebate and S2-MAD)."""
     out = {}
     for name in HEADER_OPTIONS:
+        if name == "stage_rounds" and run.get("protocol") not in GROUP_PROTOCOLS:
+            continue
+        if name == "model" and _value(run.get("models")) is not None:
+            continue
         key = f"config_{name}" if name == "placement" else name
         v = _value(run.get(key))
         if v is not None and v != "none":
@@ -426,12 +459,17 @@ def debate_view(results: Results, run_id: str, question_id: str) -> DebateView:
     sel = qs[(qs["run_id"] == run_id) & (qs["question_id"] == question_id)]
     if sel.empty:
         raise ResultsError(f"no question {question_id!r} in run {run_id!r}")
-    return _view(results, sel.iloc[0].to_dict())
+    return _view(results, sel.iloc[0].to_dict(), rescored=rescored_answers(results))
 
 
 def _view(
-    results: Results, q: dict[str, Any], calls: pd.DataFrame | None = None, graphs: pd.DataFrame | None = None
+    results: Results,
+    q: dict[str, Any],
+    calls: pd.DataFrame | None = None,
+    graphs: pd.DataFrame | None = None,
+    rescored: dict[AnswerKey, str | None] | None = None,
 ) -> DebateView:
+    """One question row's view; ``calls`` and ``graphs`` its rows when the caller grouped them."""
     run_id, qid = str(q["run_id"]), str(q["question_id"])
     if calls is None:
         c = results.calls
@@ -442,7 +480,7 @@ def _view(
     runs = results.runs[results.runs["run_id"] == run_id]
     run = runs.iloc[0].to_dict() if len(runs) else {}
     gold, task = _value(q.get("gold")), _value(q.get("task"))
-    turns, inferred = _turns(calls, graphs, gold, task)
+    turns, inferred = _turns(calls, graphs, gold, task, rescored)
     rounds = _rounds(turns, q)
     n_agents = _int(q.get("n_agents")) or _int(run.get("agents")) or 0
     n_agents = max([n_agents, *(t.agent_id + 1 for t in turns)])
@@ -504,10 +542,11 @@ def debate_views(
     calls = {k: v for k, v in results.calls.groupby(["run_id", "question_id"], sort=False)}
     graphs = {k: v for k, v in results.graphs.groupby(["run_id", "question_id"], sort=False)}
     empty_c, empty_g = results.calls.iloc[0:0], results.graphs.iloc[0:0]
+    rescored = rescored_answers(results)
     views = []
     for q in qs.to_dict("records"):
         key = (q["run_id"], q["question_id"])
-        v = _view(results, q, calls.get(key, empty_c), graphs.get(key, empty_g))
+        v = _view(results, q, calls.get(key, empty_c), graphs.get(key, empty_g), rescored)
         if only is None or PREDICATES[only](v):
             views.append(v)
     return views
