@@ -5,6 +5,8 @@
     debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
+    debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
+                                                (stored debates round by round; see engine/show.py)
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
 file takes the same keys, and flags given on the command line win over it. The help of a
@@ -172,6 +174,29 @@ def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def show_command(args: argparse.Namespace) -> int:
+    """``debate show``: stored debates in the terminal (:mod:`engine.show`)."""
+    from engine.results import ResultsError
+    from engine.show import show
+
+    try:
+        show(args.dir, args.run, args.question, args.only, args.full, args.limit)
+    except (ResultsError, OSError) as exc:
+        print(f"debate: error: {args.dir}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+SHOW_HELP = """\
+Show stored debates round by round: the question, each agent's call (model, group, whom it
+read, its answer graded ✓/✗, the reply shortened to two lines, tokens), the summaries, each
+round's vote and the final answer. With several questions selected, one line per question is
+listed first, then the first --limit debates are shown (default 1; 0: the list only). Graph
+nodes: agents 0, 1, ...; S<g> is the summary of group g; '*' marks an agent that changed its
+answer; ★ the strong model's agents (--models); ✓/✗ grade an answer against the gold with
+the run's grader."""
+
+
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """The engine's module loggers (``engine.*``, ``actors.*``, ``topologies.*``) to stderr:
     warnings by default (retries, restarts, timeouts), ``-v`` their decisions, ``-vv`` debug,
@@ -247,8 +272,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("questions", "runs", "calls", "graphs"),
         help="questions (default; with the run options joined on), runs, calls or graphs",
     )
+    show_p = sub.add_parser(
+        "show",
+        help="stored debates round by round in the terminal",
+        description=SHOW_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    show_p.add_argument("dir", metavar="OUT", help="a run directory, an --out folder or a sweep folder")
+    show_p.add_argument("--run", metavar="ID", help="only this run (its id or a unique prefix)")
+    pick = show_p.add_mutually_exclusive_group()
+    pick.add_argument("--question", metavar="ID", help="only this question (its id or a unique prefix)")
+    for name, what in (
+        ("wrong", "questions whose final answer is wrong"),
+        ("right", "questions whose final answer is right"),
+        ("disagree", "questions whose agents' last answers are not all equal"),
+        ("changed", "questions where some agent changed its answer between rounds"),
+    ):
+        pick.add_argument(f"--{name}", dest="only", action="store_const", const=name, help=f"only {what}")
+    show_p.add_argument("--full", action="store_true", help="whole replies (default: about two lines each)")
+    show_p.add_argument(
+        "--limit", type=int, default=1, metavar="N", help="debates shown after the list (default 1; 0: list only)"
+    )
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)
+    if args.command == "show":
+        return show_command(args)
     if args.command == "report":
         return report_command(args)
     if args.command == "export":

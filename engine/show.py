@@ -1,0 +1,271 @@
+"""``debate show OUT``: stored debates in the terminal, round by round (rich).
+
+Reads every run under ``OUT`` through :func:`engine.results.load` and renders the
+:class:`~engine.transcript.DebateView` of the selected questions (:func:`engine.transcript.debate_views`):
+a header (run, protocol, options, the question text, gold), then per round a table of the
+agents' calls (model, group, whom each read, its answer ✓/✗, the reply shortened to two lines
+unless ``full``, tokens), the side calls, the summaries, the vote; at the end the final answer.
+
+With several questions selected it first lists them, one line each, then shows the first
+``limit`` debates. Graph nodes: agents are ``0, 1, ...``; ``S<g>`` is the summary of group g
+(node ``-1 - g``). The width is the terminal's; off a terminal ``$COLUMNS``, else 100.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from engine.results import load
+from engine.transcript import DebateView, RoundView, Turn, debate_views
+
+DEFAULT_WIDTH = 100  # off a terminal, without $COLUMNS
+REPLY_LINES = 2  # a reply's lines in the round table, unless --full
+
+
+def make_console(file: Any = None) -> Console:
+    """A console of the terminal's width; off a terminal ``$COLUMNS``, else :data:`DEFAULT_WIDTH`."""
+    probe = Console(file=file)
+    width = None
+    if not probe.is_terminal:
+        try:
+            width = int(os.environ.get("COLUMNS", "")) or DEFAULT_WIDTH
+        except ValueError:
+            width = DEFAULT_WIDTH
+    return Console(file=file, width=width, highlight=False)
+
+
+def mark(correct: bool | None) -> Text:
+    """✓ (green) for correct, ✗ (red) for wrong, nothing when ungraded."""
+    if correct is None:
+        return Text("")
+    return Text("✓", style="green") if correct else Text("✗", style="red")
+
+
+def node_name(node: int) -> str:
+    """A graph node as shown: an agent's id, or ``S<g>`` for the summary of group g."""
+    return str(node) if node >= 0 else f"S{-1 - node}"
+
+
+def _reads(t: Turn) -> str:
+    if not t.read:
+        return "-"
+    names = [node_name(n) for n in t.read]
+    if t.weights is not None:
+        names = [f"{n}:{w:.2f}" for n, w in zip(names, t.weights)]
+    text = ",".join(names)
+    if t.pruned:
+        text += " pruned " + ",".join(node_name(n) for n in t.pruned)
+    return text
+
+
+def _reply(t: Turn, full: bool, chars: int) -> Text:
+    if t.error:
+        return Text(f"error: {t.error}", style="red")
+    if t.text is None:
+        return Text("(not stored)", style="dim")
+    if full:
+        return Text(t.text)
+    flat = re.sub(r"\s+", " ", t.text).strip()
+    return Text(flat if len(flat) <= chars else flat[: max(chars - 1, 1)] + "…")
+
+
+def _tokens(t: Turn) -> str:
+    p = "?" if t.prompt_tokens is None else str(t.prompt_tokens)
+    c = "?" if t.completion_tokens is None else str(t.completion_tokens)
+    return f"{p}/{c}"
+
+
+def _answer(t: Turn) -> Text:
+    if t.side:
+        return Text("")
+    out = Text("-" if t.answer is None else t.answer)
+    if t.correct is not None:
+        out.append(" ").append_text(mark(t.correct))
+    return out
+
+
+def _reply_chars(width: int, has_group: bool) -> int:
+    """Characters of a shortened reply: about :data:`REPLY_LINES` lines of the reply column."""
+    fixed = 36 + (6 if has_group else 0)  # agent, model, group, read, answer, tokens and borders
+    return max(30, (width - fixed) * REPLY_LINES)
+
+
+def several_models(view: DebateView) -> bool:
+    """Whether the debate's calls use more than one model (then the round tables name them)."""
+    return len({t.model for rv in view.rounds for t in rv.turns if t.model}) > 1
+
+
+def round_table(rv: RoundView, view: DebateView, full: bool, width: int) -> Table:
+    """One round's agent calls (side calls after them, marked) as a table."""
+    has_group = any(a.group is not None for a in view.agents)
+    strong = {a.agent_id for a in view.agents if a.strong}
+    models = several_models(view)
+    table = Table(show_edge=False, pad_edge=False, expand=True, header_style="bold")
+    table.add_column("agent", no_wrap=True)
+    if models:
+        table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=20)
+    if has_group:
+        table.add_column("grp", no_wrap=True)
+    table.add_column("read", overflow="fold", max_width=16)
+    table.add_column("answer", overflow="fold", max_width=14)
+    table.add_column("reply", ratio=1, overflow="fold")
+    table.add_column("tok p/c", no_wrap=True, justify="right")
+    chars = _reply_chars(width, has_group)
+    for t in rv.turns:
+        who = Text(str(t.agent_id))
+        if t.side:
+            who.append(f" {t.kind or 'side'}", style="dim")
+        elif t.agent_id in rv.changed:
+            who.append(" *", style="yellow")
+        cells: list[RenderableType] = [who]
+        if models:
+            name = (t.model or "?").rstrip("/").rsplit("/", 1)[-1]
+            cells.append(Text(name) + (Text(" ★", style="bold yellow") if t.agent_id in strong else Text("")))
+        if has_group:
+            cells.append("" if t.group is None else str(t.group))
+        cells += [_reads(t), _answer(t), _reply(t, full, chars), _tokens(t)]
+        table.add_row(*cells, style="dim" if t.side else None)
+    return table
+
+
+def summaries_table(rv: RoundView, full: bool, width: int) -> Table:
+    """One round's summary calls: which group's, whom it read, its reply."""
+    table = Table(show_edge=False, pad_edge=False, expand=True, header_style="bold")
+    table.add_column("summary", no_wrap=True)
+    table.add_column("read", overflow="fold", max_width=16)
+    table.add_column("reply", ratio=1, overflow="fold")
+    table.add_column("tok p/c", no_wrap=True, justify="right")
+    chars = _reply_chars(width, False)
+    for t in rv.summaries:
+        label = node_name(t.node) + ("" if t.group is None else f" (group {t.group})")
+        table.add_row(label, _reads(t), _reply(t, full, chars), _tokens(t))
+    return table
+
+
+def _vote_line(rv: RoundView) -> Text:
+    line = Text("vote: ", style="bold")
+    line.append("-" if rv.vote is None else rv.vote)
+    if rv.vote_correct is not None:
+        line.append(" ").append_text(mark(rv.vote_correct))
+    if rv.consensus is not None:
+        line.append(f"   consensus {rv.consensus:.2f}")
+    if rv.changed:
+        line.append(f"   changed (*): {', '.join(map(str, rv.changed))}", style="yellow")
+    return line
+
+
+def header(view: DebateView) -> list[RenderableType]:
+    """The debate's title, options, question text, gold and what the folder lacks."""
+    title = f"run {view.run_id} · question {view.question_id} · {view.protocol or '?'}"
+    parts: list[RenderableType] = [Rule(Text(title, style="bold"))]
+    opts = "  ".join(f"{k}={v}" for k, v in view.options.items())
+    if opts:
+        parts.append(Text(opts, style="cyan"))
+    for lack in view.lacks:
+        parts.append(Text(lack, style="dim"))
+    if view.question is not None:
+        parts.append(Text(view.question))
+    if view.image is not None:
+        parts.append(Text(f"image: {view.image}", style="dim"))
+    parts.append(Text("gold: ", style="bold") + Text("-" if view.gold is None else view.gold))
+    if several_models(view):
+        roster = ", ".join(f"{a.agent_id} {a.model or '?'}" + (" ★ strong" if a.strong else "") for a in view.agents)
+        parts.append(Text(f"agents: {roster}", style="dim"))
+    else:
+        model = next((a.model for a in view.agents if a.model), None)
+        if model:
+            parts.append(Text(f"model: {model}", style="dim"))
+    return parts
+
+
+def footer(view: DebateView) -> Text:
+    """The final answer, graded, with its tie / errored / early-stop flags and the tokens."""
+    line = Text("final answer: ", style="bold")
+    line.append("-" if view.final_answer is None else view.final_answer)
+    if view.correct is not None:
+        line.append(" ").append_text(mark(view.correct))
+    line.append(f"   gold {view.gold if view.gold is not None else '-'}")
+    if view.tie:
+        line.append("   tie (broken by --tie-break)", style="yellow")
+    if view.errored:
+        line.append("   errored (a call failed: counted wrong)", style="red")
+    if view.stopped_early:
+        line.append("   stopped early", style="dim")
+    line.append(f"   tokens {view.tokens['prompt']}/{view.tokens['completion']}", style="dim")
+    return line
+
+
+def render(view: DebateView, full: bool = False, width: int = DEFAULT_WIDTH) -> Group:
+    """One debate: :func:`header`, each round (agents, summaries, vote), :func:`footer`."""
+    parts = header(view)
+    for rv in view.rounds:
+        parts.append(Text(f"\nround {rv.round}", style="bold magenta"))
+        if rv.turns:
+            parts.append(round_table(rv, view, full, width))
+        if rv.summaries:
+            parts.append(summaries_table(rv, full, width))
+        parts.append(_vote_line(rv))
+    parts.append(Text(""))
+    parts.append(footer(view))
+    return Group(*parts)
+
+
+def listing(views: list[DebateView]) -> Table:
+    """One line per question: run, question, final answer ✓/✗, gold, agreement, the question's start."""
+    table = Table(show_edge=False, pad_edge=False, expand=True, header_style="bold")
+    table.add_column("run", no_wrap=True)
+    table.add_column("question", no_wrap=True)
+    table.add_column("final", overflow="fold", max_width=14)
+    table.add_column("gold", overflow="fold", max_width=14)
+    table.add_column("agents", no_wrap=True)
+    table.add_column("text", ratio=1, no_wrap=True, overflow="ellipsis")
+    for v in views:
+        answers = list(v.final_answers().values())
+        given = [a for a in answers if a is not None]
+        agree = f"{max(given.count(a) for a in given)}/{len(answers)} agree" if given else "-"
+        final = Text("-" if v.final_answer is None else v.final_answer)
+        if v.correct is not None:
+            final.append(" ").append_text(mark(v.correct))
+        text = " ".join((v.question or "").split())
+        table.add_row(v.run_id, v.question_id, final, v.gold or "-", agree, text)
+    return table
+
+
+def show(
+    path: str,
+    run: str | None = None,
+    question: str | None = None,
+    only: str | None = None,
+    full: bool = False,
+    limit: int = 1,
+    console: Console | None = None,
+) -> int:
+    """Print the selected debates of the results under ``path``; returns how many matched.
+    Raises :class:`engine.results.ResultsError` for a bad folder, run or question id."""
+    console = console or make_console()
+    results = load(path)
+    for note in results.notes:  # what a folder lacks is said per debate; duplicates here
+        if " lacks " not in note:
+            console.print(Text(f"note: {note}", style="dim"))
+    views = debate_views(results, run=run, question=question, only=only)
+    what = f" ({only})" if only else ""
+    if not views:
+        console.print(f"no questions{what} under {path}", markup=False)
+        return 0
+    if len(views) > 1:
+        console.print(Text(f"{len(views)} questions{what}", style="bold"))
+        console.print(listing(views))
+        if limit < len(views):
+            console.print(
+                Text(f"showing {min(limit, len(views))} of {len(views)} (--limit N, or --question ID)", style="dim")
+            )
+    for view in views[: max(limit, 0)]:
+        console.print(render(view, full, console.width))
+    return len(views)
