@@ -61,25 +61,14 @@
     for (const t of agentTurns(r)) out.set(t.agent_id, t);
     return out;
   }
-  function changedMind(d) {
-    const rs = rounds(d);
-    for (let i = 1; i < rs.length; i++) {
-      const c = rs[i].changed;
-      if (c === true || (typeof c === "number" && c > 0) || (Array.isArray(c) && c.length)) return true;
-      const before = answersOf(rs[i - 1]);
-      for (const [a, t] of answersOf(rs[i])) {
-        const b = before.get(a);
-        if (b && has(b.answer) && has(t.answer) && b.answer !== t.answer) return true;
-      }
-    }
-    return false;
-  }
+  // some agent's answer differs from its previous one (RoundView.changed): debate show --changed
+  const changedMind = (d) => rounds(d).some((r) => Array.isArray(r.changed) && r.changed.length > 0);
+  // each agent's latest answer (a silent agent keeps its own; none is an answer of its own) not
+  // all equal: debate show --disagree's rule (engine.transcript.disagrees)
   function disagreement(d) {
-    const rs = rounds(d);
-    if (!rs.length) return false;
-    const last = rs[rs.length - 1];
-    const answers = new Set([...answersOf(last).values()].map((t) => (has(t.answer) ? t.answer : null)));
-    return answers.size > 1;
+    const latest = new Map((d.agents || []).map((a) => [a.agent_id, null]));
+    for (const r of rounds(d)) for (const [a, t] of answersOf(r)) latest.set(a, has(t.answer) ? t.answer : null);
+    return new Set(latest.values()).size > 1;
   }
   const FILTERS = [
     ["all", "all", () => true],
@@ -226,11 +215,9 @@
     detail.appendChild(box);
     const vote = el("div", { class: "vote" }, el("b", {}, "vote: "), fmt(r.vote), " ", markEl(r.vote_correct));
     if (has(r.consensus)) vote.append(` \u00b7 consensus ${fmt(r.consensus)}`);
-    if (r.tie) vote.append(" \u00b7 tie");
-    const ch = r.changed;
-    if (Array.isArray(ch) && ch.length) vote.append(` \u00b7 changed their answer: agent${ch.length > 1 ? "s" : ""} ${ch.join(", ")}`);
-    else if (typeof ch === "number" && ch > 0) vote.append(` \u00b7 ${ch} changed their answer`);
-    else if (ch === true) vote.append(" \u00b7 some changed their answer");
+    if (d.tie && i === rounds(d).length - 1) vote.append(" \u00b7 the final vote was a tie (broken by the run's --tie-break)");
+    const ch = Array.isArray(r.changed) ? r.changed : [];
+    if (ch.length) vote.append(` \u00b7 changed their answer: agent${ch.length > 1 ? "s" : ""} ${ch.join(", ")}`);
     detail.appendChild(vote);
     const turns = [...(r.turns || [])].sort((a, b) => (a.agent_id ?? 0) - (b.agent_id ?? 0));
     for (const t of turns) detail.appendChild(turnBlock(t, false));

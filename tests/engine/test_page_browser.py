@@ -16,7 +16,7 @@ import pytest
 from engine.cli import main as cli_main
 from engine.page import FULL_GRAPH_AGENTS, write_page
 from engine.results import load
-from engine.transcript import debate_views
+from engine.transcript import PREDICATES, debate_views
 from tests.support.result_dirs import simulated_run
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -39,7 +39,7 @@ HOSTILE = '</script><script>window.__pwned = 1</script><img src=x onerror="windo
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    """Run folders of three simulated runs, their views as dicts, and the hand-edited extras."""
+    """Run folders of three simulated runs and their DebateViews, plus two hand-edited views."""
     out = tmp_path_factory.mktemp("runs")
     simulated_run(
         out / "group",
@@ -53,20 +53,20 @@ def stored(tmp_path_factory):
     )
     simulated_run(out / "cortex", n_questions=2, protocol="cortex", agents=4, rounds=2, similarity=word_overlap)
     simulated_run(out / "wide", n_questions=1, protocol="mad", agents=FULL_GRAPH_AGENTS + 6, rounds=2)
-    views = [v.to_dict() for v in debate_views(load(out))]
+    views = debate_views(load(out))
     # a debate whose model text and question try to break out of the page
-    hostile = copy.deepcopy(next(v for v in views if v["protocol"] == "group"))
-    hostile["question_id"] = "hostile"
-    hostile["question"] = HOSTILE
-    hostile["rounds"][0]["turns"][0]["text"] = HOSTILE
-    hostile["rounds"][0]["turns"][1]["answer"] = HOSTILE
+    hostile = copy.deepcopy(next(v for v in views if v.protocol == "group"))
+    hostile.question_id = "hostile"
+    hostile.question = HOSTILE
+    hostile.rounds[0].turns[0].text = HOSTILE
+    hostile.rounds[0].turns[1].answer = HOSTILE
     # a CortexDebate round with a pruned edge (stored by folders that keep them)
-    pruned = copy.deepcopy(next(v for v in views if v["protocol"] == "cortex"))
-    pruned["question_id"] = "pruned"
-    turn = pruned["rounds"][1]["turns"][0]
-    turn["pruned"] = [a for a in range(4) if a != turn["agent_id"] and a not in turn["read"]][:1]
-    assert turn["pruned"], "the Cortex debate should keep fewer than all peers"
-    return out, views, hostile, pruned
+    pruned = copy.deepcopy(next(v for v in views if v.protocol == "cortex"))
+    pruned.question_id = "pruned"
+    turn = pruned.rounds[1].turns[0]
+    turn.pruned = [a for a in range(4) if a != turn.agent_id and a not in turn.read][:1]
+    assert turn.pruned, "the Cortex debate should keep fewer than all peers"
+    return out, [*views, hostile, pruned]
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +81,12 @@ def browser():
 
 @pytest.fixture(scope="module")
 def page(stored, browser, tmp_path_factory):
-    """The page of every stored debate plus the two hand-edited ones, open in the browser."""
-    _, views, hostile, pruned = stored
-    path = write_page([*views, hostile, pruned], tmp_path_factory.mktemp("page") / "debates.html", title="t")
+    """The page of every stored debate and the two hand-edited ones, open in the browser; the
+    views as the page's data (dicts) and as DebateViews."""
+    _, views = stored
+    path = write_page(views, tmp_path_factory.mktemp("page") / "debates.html", title="t")
     browser.get(path.as_uri())
-    return browser, [*views, hostile, pruned]
+    return browser, [v.to_dict() for v in views], views
 
 
 def severe(driver) -> list[str]:
@@ -116,7 +117,7 @@ def expected_edges(rnd) -> set[tuple[int, int]]:
 
 
 def test_every_debate_renders_without_a_browser_error(page):
-    driver, views = page
+    driver, views, _ = page
     assert severe(driver) == []
     assert len(items(driver)) == len(views)
     for i in range(len(views)):
@@ -126,7 +127,7 @@ def test_every_debate_renders_without_a_browser_error(page):
 
 
 def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
-    driver, views = page
+    driver, views, _ = page
     view = next(v for v in views if v["protocol"] == "group")
     select(driver, views, view)
     drawn = graphs(driver)
@@ -156,17 +157,16 @@ def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
     assert "round 0 — first answers" in driver.find_element("css selector", "#detail h3").text
 
 
-def test_filters_and_search_change_the_list(page):
-    driver, views = page
+def test_filters_keep_what_debate_show_selects_and_search_narrows(page):
+    driver, views, objects = page
+    for name, keep in PREDICATES.items():  # wrong, right, disagree, changed: the page's filters
+        driver.find_element("css selector", f'button[data-filter="{name}"]').click()
+        shown = {int(li.get_attribute("data-index")) for li in items(driver)}
+        assert shown == {i for i, v in enumerate(objects) if keep(v)}, name
     wrong = [v for v in views if v["correct"] is False]
-    assert wrong and len(wrong) < len(views)  # the simulated runs have both
-    driver.find_element("css selector", 'button[data-filter="wrong"]').click()
-    shown = items(driver)
-    assert len(shown) == len(wrong)
-    assert {int(li.get_attribute("data-index")) for li in shown} == {views.index(v) for v in wrong}
-    driver.find_element("css selector", 'button[data-filter="right"]').click()
-    assert len(items(driver)) == sum(v["correct"] is True for v in views)
+    assert wrong and len(wrong) < len(views)  # the simulated runs have both: the filter changed the list
     driver.find_element("css selector", 'button[data-filter="all"]').click()
+    assert len(items(driver)) == len(views)
     search = driver.find_element("css selector", "#search")
     search.send_keys("pruned")
     assert [li.get_attribute("data-index") for li in items(driver)] == [str(len(views) - 1)]
@@ -177,7 +177,7 @@ def test_filters_and_search_change_the_list(page):
 
 
 def test_model_text_is_shown_as_text_and_runs_nothing(page):
-    driver, views = page
+    driver, views, _ = page
     hostile = next(v for v in views if v["question_id"] == "hostile")
     select(driver, views, hostile)
     assert driver.execute_script("return window.__pwned === undefined")
@@ -190,7 +190,7 @@ def test_model_text_is_shown_as_text_and_runs_nothing(page):
 
 
 def test_pruned_edges_are_dashed_and_weights_set_the_width(page):
-    driver, views = page
+    driver, views, _ = page
     pruned = next(v for v in views if v["question_id"] == "pruned")
     select(driver, views, pruned)
     turn = pruned["rounds"][1]["turns"][0]
@@ -210,7 +210,7 @@ def test_pruned_edges_are_dashed_and_weights_set_the_width(page):
 
 
 def test_a_wide_debate_is_drawn_compact_with_every_agent(page):
-    driver, views = page
+    driver, views, _ = page
     wide = next(v for v in views if v["n_agents"] > FULL_GRAPH_AGENTS)
     select(driver, views, wide)
     for svg in graphs(driver):
@@ -220,7 +220,8 @@ def test_a_wide_debate_is_drawn_compact_with_every_agent(page):
 
 
 def test_debate_show_html_writes_the_page_and_a_screenshot(stored, browser, tmp_path, capsys):
-    out, views, _, _ = stored
+    out, objects = stored
+    views = [v.to_dict() for v in objects[:-2]]  # the stored ones, not the two hand-edited
     html = tmp_path / "p" / "show.html"
     assert cli_main(["show", str(out / "group"), "--html", str(html), "--wrong"]) == 0
     assert "wrote" in capsys.readouterr().out
