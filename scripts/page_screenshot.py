@@ -31,6 +31,9 @@ def find_chromium() -> tuple[str, str] | str:
         return f"no Chromium found (none of {', '.join(BROWSERS)} on PATH, CHROME_BIN unset)"
     if not driver:
         return "no chromedriver found (not on PATH, CHROMEDRIVER unset): apt-get install chromium-driver"
+    for path in (browser, driver):
+        if not os.access(path, os.X_OK):
+            return f"{path} (CHROME_BIN / CHROMEDRIVER) is not an executable file"
     try:
         import selenium  # noqa: F401
     except ImportError:

@@ -80,12 +80,17 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def page(stored, browser, tmp_path_factory):
-    """The page of every stored debate and the two hand-edited ones, open in the browser; the
-    views as the page's data (dicts) and as DebateViews."""
+def page_file(stored, tmp_path_factory):
     _, views = stored
-    path = write_page(views, tmp_path_factory.mktemp("page") / "debates.html", title="t")
-    browser.get(path.as_uri())
+    return write_page(views, tmp_path_factory.mktemp("page") / "debates.html", title="t")
+
+
+@pytest.fixture
+def page(stored, browser, page_file):
+    """The page of every stored debate and the two hand-edited ones, freshly opened in the
+    browser; the views as the page's data (dicts) and as DebateViews."""
+    _, views = stored
+    browser.get(page_file.as_uri())
     return browser, [v.to_dict() for v in views], views
 
 
@@ -233,3 +238,17 @@ def test_debate_show_html_writes_the_page_and_a_screenshot(stored, browser, tmp_
     png = tmp_path / "page.png"
     assert page_screenshot.main([str(html), str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_old_folders_debate_says_what_it_lacks(browser, tmp_path):
+    """A debate with only the columns old folders have (no question text, kinds, groups, graph):
+    one line per thing it lacks, and still every agent drawn."""
+    lacks = ["question text not stored (folder written before it existed)", "call kinds not stored"]
+    turns = [{"agent_id": a, "node": a, "answer": str(a % 2), "read": [], "text": "x"} for a in range(3)]
+    old = {"run_id": "r", "question_id": "q", "n_agents": 3, "gold": "1", "rounds": [{"turns": turns}], "lacks": lacks}
+    browser.get(write_page([old], tmp_path / "old.html").as_uri())
+    assert [e.text for e in browser.find_elements("css selector", "#detail .lacks")] == [f"⚠ {line}" for line in lacks]
+    (svg,) = graphs(browser)
+    assert len(svg.find_elements("css selector", "g.agent-node")) == 3
+    assert "not stored" in browser.find_element("css selector", "#question-text").text
+    assert severe(browser) == []
