@@ -212,7 +212,8 @@ read, its answer graded ✓/✗, the reply shortened to two lines, tokens), the 
 round's vote and the final answer. With several questions selected, one line per question is
 listed first, then the first --limit debates are shown (default 1; 0: the list only). Graph
 nodes: agents 0, 1, ...; S<g> is the summary of group g; '*' marks an agent that changed its
-answer; ✓/✗ grade an answer against the gold with the run's grader."""
+answer; ★ the strong model's agents (--models); ✓/✗ grade an answer against the gold with
+the run's grader."""
 
 
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:

@@ -57,7 +57,7 @@ def _value(x: Any) -> Any:
     if x is None:
         return None
     if hasattr(x, "tolist") and not isinstance(x, str):
-        return x.tolist()
+        x = x.tolist()  # a numpy scalar or array
     if isinstance(x, float) and math.isnan(x):
         return None
     try:

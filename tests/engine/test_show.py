@@ -279,3 +279,27 @@ def test_show_a_bad_run_id_is_one_line_and_exit_2(old_dir, capsys, monkeypatch):
     assert err.strip().splitlines() == [f"debate: error: {old_dir}: no run 'nope' here; runs: mad-3, sparse-3"]
     code, _, err = _show(capsys, monkeypatch, old_dir / "missing")
     assert code == 2 and "no such directory" in err
+
+
+def test_side_calls_come_after_the_turns_and_weights_are_kept(tmp_path, capsys, monkeypatch):
+    import numpy as np
+
+    simulated_run(tmp_path / "prd", n_questions=1, protocol="prd", agents=3, rounds=2)
+    (v,) = debate_views(load(tmp_path / "prd"))
+    turns = v.rounds[1].turns
+    assert [(t.agent_id, t.side) for t in turns[:3]] == [(0, False), (1, False), (2, False)]
+    reviews = turns[3:]
+    assert reviews and all(t.side and t.answer is None and t.kind == "prd_review" for t in reviews)
+    assert all(len(t.read) == 1 and t.read != [t.agent_id] for t in reviews)  # one judged peer each
+    assert [sorted(t.read) for t in turns[:3]] == [[1, 2], [0, 2], [0, 1]]  # the revision reads its reviewers
+
+    out = tmp_path / "cortex"
+    simulated_run(out, n_questions=1, protocol="cortex", agents=4, rounds=3, similarity=lambda t: np.eye(len(t)))
+    r = load(out)
+    (v,) = debate_views(r)
+    stored = {(g["round"], g["dst"]): list(g["weights"]) for g in r.graphs.to_dict("records")}
+    debated = [t for rv in v.rounds for t in rv.turns if t.read]
+    assert debated and all(t.weights == stored[(t.round, t.agent_id)] for t in debated)
+    code, text, _ = _show(capsys, monkeypatch, out)
+    t = debated[0]
+    assert code == 0 and f"{t.read[0]}:{t.weights[0]:.2f}" in text

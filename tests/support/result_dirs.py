@@ -101,8 +101,8 @@ def full(agents, rounds, prompt, completion):
 def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
     """A run folder made in-process on the simulated model (``actors.local_run.run_local``, no
     Ray): its questions, calls and graphs written through the sink as a run writes them, and its
-    runs row. ``options`` are RunConfig fields (protocol, agents, rounds, ...); ``similarity``:
-    run_local's (CortexDebate). Returns the config."""
+    runs row. ``options`` are RunConfig fields (protocol, agents, rounds, ...); ``similarity``
+    (texts -> matrix) for the protocols that ask for one. Returns the config."""
     from actors.local_run import run_local
     from backends.simulated_backend import SimulatedBackend
     from engine.config import RunConfig
@@ -111,7 +111,7 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
 
     cfg = RunConfig(backend="simulated", **options)
     backend = SimulatedBackend(reply_tokens=12, accuracy=accuracy, follow=0.3)
-    rows = run_local(cfg, arithmetic_questions(n_questions, seed=3), backend, similarity=similarity)
+    rows = run_local(cfg, arithmetic_questions(n_questions, seed=3), backend, similarity)
     sink = ParquetSink(out)
     for row, log in rows:
         labels = {"run_id": row["run_id"], "backend": "simulated", "simulated": True, "attempt": row["attempt"]}
