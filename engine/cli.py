@@ -184,7 +184,11 @@ def show_command(args: argparse.Namespace) -> int:
         if args.html:
             return html_command(args)
         show(args.dir, args.run, args.question, args.only, args.full, args.limit)
-    except (ResultsError, OSError) as exc:
+    except ResultsError as exc:  # the folder named once, by the message or here
+        where = "" if str(exc).startswith(str(args.dir)) else f"{args.dir}: "
+        print(f"debate: error: {where}{exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
         print(f"debate: error: {args.dir}: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -147,7 +147,7 @@
         { class: "qitem" + (state.selected === i ? " sel" : ""), "data-index": i },
         el("div", {}, markEl(d.correct), " ", el("span", { class: "qid" }, fmt(d.question_id)),
           has(d.final_answer) ? el("span", { class: "muted" }, " \u2192 " + short(String(d.final_answer), 24)) : null),
-        el("div", { class: "sub" }, `${fmt(d.protocol)} \u00b7 ${fmt(d.run_id)}`)
+        el("div", { class: "sub" }, `${fmt(d.protocol)} \u00b7 ${fmt(d.run_id)}` + (d.simulated ? " \u00b7 SIMULATED" : ""))
       );
       li.addEventListener("click", () => select(i, true));
       list.appendChild(li);
@@ -179,6 +179,7 @@
     detail.appendChild(
       el("h2", {}, markEl(d.correct), " ", fmt(d.question_id), el("span", { class: "muted" }, ` \u00b7 ${fmt(d.protocol)} \u00b7 run ${fmt(d.run_id)}`))
     );
+    if (d.simulated) detail.appendChild(el("div", { class: "simulated", id: "simulated" }, "SIMULATED model: test data, not a model's answers"));
     for (const line of d.lacks || []) detail.appendChild(el("div", { class: "lacks" }, "\u26a0 " + fmt(line)));
     detail.appendChild(el("div", { class: "qtext", id: "question-text" }, has(d.question) ? String(d.question) : "(question text not stored)"));
     const facts = el("div", { class: "facts" });

@@ -165,6 +165,8 @@ def header(view: DebateView) -> list[RenderableType]:
     """The debate's title, options, question text, gold and what the folder lacks."""
     title = f"run {view.run_id} · question {view.question_id} · {view.protocol or '?'}"
     parts: list[RenderableType] = [Rule(Text(title, style="bold"))]
+    if view.simulated:
+        parts.append(Text("SIMULATED model: test data, not a model's answers", style="bold red"))
     opts = "  ".join(f"{k}={v}" for k, v in view.options.items())
     if opts:
         parts.append(Text(opts, style="cyan"))

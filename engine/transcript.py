@@ -170,7 +170,8 @@ class DebateView:
     final_answer / correct / tie / errored: the question row's (after ``debate rescore``, its
     latest grading). options: the run options of :data:`HEADER_OPTIONS` the run sets. tokens:
     ``{"prompt": ..., "completion": ...}`` summed over its calls. lacks: one line per thing the
-    folder does not store (question text, groups, the graph, prompts, ...).
+    folder does not store (question text, groups, the graph, prompts, ...). simulated: the
+    simulated model answered (test data; shown labelled as such).
     """
 
     run_id: str
@@ -192,6 +193,8 @@ class DebateView:
     options: dict[str, Any]
     lacks: list[str]
     run_dir: str | None = None
+    backend: str | None = None  # the backend that answered (vllm, transformers, openai, simulated)
+    simulated: bool = False  # answered by the simulated model (test data, never a result)
 
     def final_answers(self) -> dict[int, str | None]:
         """Each agent's latest answer after the last round (silent agents keep theirs)."""
@@ -514,6 +517,8 @@ def _view(
         options=_options(run),
         lacks=_lacks(q, calls, graphs, turns, inferred),
         run_dir=_value(q.get("run_dir")),
+        backend=_value(q.get("backend")) or _value(run.get("backend")),
+        simulated=bool(_value(q.get("simulated")) or _value(run.get("simulated"))),
     )
 
 

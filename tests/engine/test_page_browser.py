@@ -160,6 +160,7 @@ def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
         for b in first:
             assert (fill[a] == fill[b]) == (first[a] == first[b])
     assert "round 0 — first answers" in driver.find_element("css selector", "#detail h3").text
+    assert view["simulated"] and "SIMULATED" in driver.find_element("css selector", "#simulated").text
 
 
 def test_filters_keep_what_debate_show_selects_and_search_narrows(page):
@@ -251,4 +252,5 @@ def test_an_old_folders_debate_says_what_it_lacks(browser, tmp_path):
     (svg,) = graphs(browser)
     assert len(svg.find_elements("css selector", "g.agent-node")) == 3
     assert "not stored" in browser.find_element("css selector", "#question-text").text
+    assert browser.find_elements("css selector", "#simulated") == []  # not simulated: no label
     assert severe(browser) == []

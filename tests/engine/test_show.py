@@ -246,6 +246,7 @@ def test_show_prints_the_debate_with_its_summaries(group_dir, capsys, monkeypatc
     rows = [line for line in out.splitlines() if line[:2] in ("0 ", "1 ", "2 ", "3 ")]
     assert len(rows) >= 4 * 4  # each agent in each round
     assert "prompts not stored" in out
+    assert "SIMULATED model" in out  # simulated data is labelled as such
     assert max(len(line) for line in out.splitlines()) <= 120
 
 
@@ -278,7 +279,7 @@ def test_show_a_bad_run_id_is_one_line_and_exit_2(old_dir, capsys, monkeypatch):
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [f"debate: error: {old_dir}: no run 'nope' here; runs: mad-3, sparse-3"]
     code, _, err = _show(capsys, monkeypatch, old_dir / "missing")
-    assert code == 2 and "no such directory" in err
+    assert code == 2 and err.strip() == f"debate: error: {old_dir / 'missing'}: no such directory"
 
 
 def test_side_calls_come_after_the_turns_and_weights_are_kept(tmp_path, capsys, monkeypatch):
