@@ -244,8 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     export_p.add_argument(
         "--table",
         default="questions",
-        choices=("questions", "runs", "calls", "graphs"),
-        help="questions (default; with the run options joined on), runs, calls or graphs",
+        choices=("questions", "runs", "calls", "graphs", "prompts"),
+        help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
     )
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)
