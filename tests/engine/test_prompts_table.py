@@ -138,3 +138,15 @@ def test_a_ledger_passes_each_text_on_once():
     assert ledger.new(texts) == texts
     assert ledger.new(texts) == {}
     assert ledger.new({"x": ("user", "new"), keys[0]: texts[keys[0]]}) == {"x": ("user", "new")}
+
+
+def test_prompts_rows_are_checked_and_exported(tmp_path):
+    from engine.results import SchemaError, export
+
+    sink = ParquetSink(tmp_path / "run")
+    with pytest.raises(SchemaError, match="missing \\['attempt', 'backend', 'content'"):
+        sink.write("prompts", [{"run_id": "r", "message": "k", "role": "user"}])
+    _run_and_store(tmp_path / "run2", protocol="mad", agents=2, rounds=2)
+    got = export(tmp_path / "run2", tmp_path / "p.csv", table="prompts")
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0].startswith("run_id,message,role,content") and len(got.prompts) > 0
