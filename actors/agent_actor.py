@@ -34,7 +34,7 @@ from actors.remote import actor
 from engine.config import AgentSpec
 from engine.debate import call_seed, question_key
 from engine.extract import extract_answer
-from engine.prompts import PromptSet, build_messages, with_image
+from engine.prompts import MessageLedger, PromptSet, build_messages, stored_messages, with_image
 from engine.protocols.base import SUMMARIZER
 from engine.records import CallRecord, GenRequest, GenResult, Message, Turn, TurnResult
 
@@ -56,18 +56,23 @@ class AgentSetup:
     cache: Any = None
     cache_namespace: str = ""
     retries: int = 0
+    store_prompts: bool = True
 
 
 class AgentCore:
     """The pure part of an agent (no Ray, no memory): prompts for a :class:`Turn` and the parsed
     record of its reply. The agent's transcript belongs to the debate (:class:`engine.debate.DebateLog`)
-    and comes with every turn."""
+    and comes with every turn. With ``store_prompts`` each record names its request's messages
+    (``CallRecord.prompt``) and the result carries their texts (``TurnResult.messages``)."""
 
-    def __init__(self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool):
+    def __init__(
+        self, agent_id: int, spec: AgentSpec, prompts: PromptSet, simulated: bool, store_prompts: bool = False
+    ):
         self.agent_id = agent_id
         self.spec = spec
         self.prompts = prompts
         self.simulated = simulated
+        self.store_prompts = store_prompts
 
     def _oracle(self, turn: Turn, answers: list[str | None], kind: str) -> dict[str, Any]:
         """What the SIMULATED model reads (nothing for a real one). ``judging``: a side call, whose
@@ -153,6 +158,7 @@ class AgentCore:
                 res.text, turn.question.task, len(turn.question.choices) or 4, marked_only=res.finish_reason == "length"
             )
         call, summary = turn.call, turn.is_summary
+        keys, texts = stored_messages(req.messages) if self.store_prompts else (None, {})
         return TurnResult(
             CallRecord(
                 question_id=turn.question.qid,
@@ -173,8 +179,10 @@ class AgentCore:
                 group=call.group,
                 truncated_messages=res.truncated_messages,
                 side=turn.is_side,
+                prompt=keys,
             ),
             user,
+            texts,
         )
 
 
@@ -195,11 +203,17 @@ class AgentGroupActor:
         # Requests to one replica made in the same event-loop turn (any hosted agent's turns in
         # any question) travel as one streamed call (actors/batching.py); keyed by replica handle.
         self._to_replica = MicroBatcher(self._open_replica_stream)
+        # prompt messages whose texts this process already returned in this run: a turn's result
+        # carries only new ones (the coordinator stores them; they travel through Ray once)
+        self.shipped = MessageLedger()
 
     def configure(self, setups: list[AgentSetup]) -> int:
         """Host exactly these agents from now on (replacing any earlier run's); returns the pid."""
         self.setups = {s.agent_id: s for s in setups}
-        self.cores = {s.agent_id: AgentCore(s.agent_id, s.spec, s.prompts, s.simulated) for s in setups}
+        self.cores = {
+            s.agent_id: AgentCore(s.agent_id, s.spec, s.prompts, s.simulated, s.store_prompts) for s in setups
+        }
+        self.shipped = MessageLedger()
         return os.getpid()
 
     async def ready(self) -> int:
@@ -249,8 +263,11 @@ class AgentGroupActor:
         core, setup = self.cores[agent], self.setups[agent]  # a turn for an agent not hosted here is a bug
         req, user = core.request(turn)
         if turn.round == 0 and not turn.is_summary and not turn.is_side and setup.cache is not None:
-            return await self._first_round(core, setup, turn, req, user)
-        return core.record(turn, req, await self._generate(setup, req), user)
+            out = await self._first_round(core, setup, turn, req, user)
+        else:
+            out = core.record(turn, req, await self._generate(setup, req), user)
+        out.messages = self.shipped.new(out.messages)
+        return out
 
     async def _first_round(
         self, core: AgentCore, setup: AgentSetup, turn: Turn, req: GenRequest, user: Message | None

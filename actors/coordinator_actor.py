@@ -49,6 +49,7 @@ from actors.batching import MicroBatcher
 from actors.remote import actor
 from engine.config import RunConfig
 from engine.debate import debate
+from engine.prompts import MessageLedger
 from engine.records import CallRecord, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 
@@ -124,6 +125,9 @@ class CoordinatorActor:
         # readers keep only the calls of the attempt that finished each question.
         self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated, "attempt": attempt}
         self.retries = max(0, int(cfg.call_retries))
+        # prompt messages already sent to the writer in this run (each agent group ships a text
+        # once per process; several groups may ship the same system prompt or question)
+        self.stored = MessageLedger()
         self.progress_state = {
             "questions_done": 0,
             "calls": 0,
@@ -210,7 +214,9 @@ class CoordinatorActor:
                     )
                     self.progress_state["call_retries"] += 1
                     epoch = await self._restore(g, epoch)
-                return await self.to_agents.submit(g, turn)
+                out = await self.to_agents.submit(g, turn)
+                self._write_messages(out)
+                return out
             except Exception as exc:
                 if not _agent_lost(exc):
                     raise  # a bug in the agent: stops the run
@@ -229,6 +235,14 @@ class CoordinatorActor:
             return await self.embedder.similarity.remote(texts)
         except ray.exceptions.RayActorError as exc:  # gone for good (restarts used up)
             raise ServiceLost(f"the embedding actor is gone: {type(exc).__name__}") from exc
+
+    def _write_messages(self, result: TurnResult) -> None:
+        """Send the prompt messages of ``result`` that the writer has not had yet (the prompts
+        table): as soon as the result arrives, whether or not its call row is written later."""
+        fresh = self.stored.new(result.messages) if result.messages else {}
+        if fresh:
+            rows = [{"message": k, "role": role, "content": text, **self.labels} for k, (role, text) in fresh.items()]
+            self.writer.write.remote("prompts", rows)
 
     def _write_step(self, records: list[CallRecord], graph: list[dict[str, Any]]) -> None:
         rows = []

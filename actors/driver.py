@@ -563,6 +563,7 @@ class DebateRunner:
                 cache,
                 namespaces.get(spec.model, ""),
                 max(0, int(cfg.call_retries)),
+                cfg.store_prompts,
             )
             for i, spec in enumerate(specs)
         ]

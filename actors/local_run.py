@@ -31,7 +31,7 @@ def run_local(
     get_protocol(cfg.protocol)  # first: importing the protocol registers its prompt stages
     prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
     simulated = bool(getattr(backend, "simulated", False))
-    agents = [AgentCore(i, spec, prompts, simulated) for i, spec in enumerate(cfg.agent_specs())]
+    agents = [AgentCore(i, spec, prompts, simulated, cfg.store_prompts) for i, spec in enumerate(cfg.agent_specs())]
     labels = {"run_id": cfg.run_id(), "backend": cfg.backend, "simulated": simulated, "attempt": "local"}
 
     async def call(turn: Turn) -> TurnResult:

@@ -292,8 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     export_p.add_argument(
         "--table",
         default="questions",
-        choices=("questions", "runs", "calls", "graphs"),
-        help="questions (default; with the run options joined on), runs, calls or graphs",
+        choices=("questions", "runs", "calls", "graphs", "prompts"),
+        help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
     )
     show_p = sub.add_parser(
         "show",

@@ -75,7 +75,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "rounds",
         int,
         2,
-        "total rounds including the first answer (cot/sc: 1)",
+        "total rounds including the first answer (cot/sc: 1); every output numbers them from 0 (round 0: "
+        "the first answers)",
         low=1,
         bound_error="must be at least 1, rounds count the first answer",
     ),
@@ -397,6 +398,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "already started on this machine, or a new local one)",
     ),
     _opt("progress", bool, True, "progress bar of the questions on stderr (default on)"),
+    _opt(
+        "store_prompts",
+        bool,
+        True,
+        "store the messages every call sent (the prompts table, each distinct text once; calls.prompt "
+        "lists a call's); off leaves both empty (default on)",
+    ),
     # simulated backend only (labelled "simulated" in every output row)
     Option(
         "sim_accuracy",

@@ -70,32 +70,43 @@ class Reads:
     in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0.
     Nodes are agents (0, 1, ...) and summaries (:func:`~engine.protocols.base.summary_node`:
     -1 - the summary's group). ``group``: for a summary, the group it summarises; for an agent,
-    its group (:attr:`AgentCall.group`); None otherwise."""
+    its group (:attr:`AgentCall.group`); None otherwise. ``pruned``: parallel to ``srcs``, True
+    for an edge the protocol pruned (:attr:`AgentCall.pruned`: not read); None when none was."""
 
     round: int
     dst: int
     srcs: list[int]
     weights: list[float] | None = None
     group: int | None = None
+    pruned: list[bool] | None = None
 
 
 def call_reads(round_: int, call: Call) -> Reads | None:
     """Who ``call`` reads: an agent call reads its ``peers`` (or, when it reads summaries,
-    :attr:`AgentCall.summaries`, as summary nodes); a summary call (node
+    :attr:`AgentCall.summaries`, as summary nodes; or :attr:`AgentCall.reads` when set), then
+    the edges pruned from it (:attr:`AgentCall.pruned`, flagged); a summary call (node
     :func:`~engine.protocols.base.summary_node` of its group) reads its ``sources``. None when it
-    reads nobody (a first answer, a self-check)."""
+    reads nobody and nothing was pruned (a first answer, a plain self-check)."""
+    pruned: list[bool] | None = None
     if isinstance(call, AgentCall):
         dst, weights, group = call.agent, call.weights, call.group
-        srcs = [summary_node(g) for g in call.summaries] if call.summaries else call.peers
+        if call.reads is not None:
+            srcs = list(call.reads)
+        else:
+            srcs = [summary_node(g) for g in call.summaries] if call.summaries else list(call.peers)
+        if call.pruned:
+            weights = [*(weights if weights is not None else [1.0] * len(srcs)), *(w for _, w in call.pruned)]
+            pruned = [False] * len(srcs) + [True] * len(call.pruned)
+            srcs += [a for a, _ in call.pruned]
     else:
-        dst, srcs, weights, group = summary_node(call.group), call.sources, None, call.group
+        dst, srcs, weights, group = summary_node(call.group), list(call.sources), None, call.group
     if not srcs:
         return None
     if weights is not None:
         weights = [float(w) for w in weights]
         if all(w == 1.0 for w in weights):
             weights = None
-    return Reads(round_, dst, list(srcs), weights, group)
+    return Reads(round_, dst, srcs, weights, group, pruned)
 
 
 def graded_columns(
@@ -147,6 +158,8 @@ class DebateLog:
     reads: list[Reads] = field(default_factory=list)  # one entry per call that read anybody
     histories: dict[int, list[Message]] = field(default_factory=dict)
     answers: dict[int, str | None] = field(default_factory=dict)
+    # prompt message texts by key that came with the results (TurnResult.messages)
+    messages: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def turn(self, round_: int, call: Call, key: int) -> Turn:
         """What the agent needs for ``call``: for an agent call, its transcript and latest answer."""
@@ -162,6 +175,7 @@ class DebateLog:
         the transcript and the latest answer alone."""
         rec = result.record
         self.records.append(rec)
+        self.messages.update(result.messages)
         reads = call_reads(round_, call)
         if reads is not None:
             self.reads.append(reads)
@@ -233,11 +247,14 @@ class DebateLog:
     @property
     def edges(self) -> list[tuple[int, int, int, float]]:
         """Every information edge as ``(round, src, dst, weight)``, in call order: one tuple per
-        edge, for tests and small debates (the log itself keeps :attr:`reads`)."""
+        edge read (pruned ones left out), for tests and small debates (the log itself keeps :attr:`reads`)."""
         return [
             (r.round, s, r.dst, w)
             for r in self.reads
-            for s, w in zip(r.srcs, r.weights if r.weights is not None else [1.0] * len(r.srcs))
+            for s, w, cut in zip(
+                r.srcs, r.weights if r.weights is not None else [1.0] * len(r.srcs), r.pruned or [False] * len(r.srcs)
+            )
+            if not cut
         ]
 
     def graph_rows(self, start: int = 0) -> list[dict[str, Any]]:
@@ -252,6 +269,7 @@ class DebateLog:
                 "srcs": r.srcs,
                 "weights": r.weights,
                 "dst_group": r.group,
+                "pruned": r.pruned,
             }
             for r in self.reads[start:]
         ]

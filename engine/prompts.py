@@ -32,6 +32,7 @@ answer, and an agent that reads no peer is asked to double-check its answer.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -220,6 +221,40 @@ def message_text(message: Message) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+
+def message_hash(role: str, text: str) -> str:
+    """A prompt message's key in the prompts table (:data:`engine.results.PROMPTS_SCHEMA`): 16 hex
+    digits of sha256 over its role, a NUL and its text."""
+    return hashlib.sha256(f"{role}\x00{text}".encode()).hexdigest()[:16]
+
+
+def stored_messages(messages: list[Message]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """A request's messages as the run stores them: their keys in order (:func:`message_hash`)
+    and each key's (role, text). Image parts are left out (the question's image is
+    ``questions.image``)."""
+    keys, texts = [], {}
+    for m in messages:
+        text = message_text(m)
+        key = message_hash(m["role"], text)
+        keys.append(key)
+        texts[key] = (m["role"], text)
+    return keys, texts
+
+
+class MessageLedger:
+    """The prompt messages a sender has already passed on in this run, so that each text travels
+    (and is stored) once however many calls share it: a system prompt, a question, an earlier
+    reply in every later turn's transcript. Holds only the keys (16 characters each)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def new(self, texts: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+        """The entries of ``texts`` not passed on before; they count as passed on from now."""
+        fresh = {k: v for k, v in texts.items() if k not in self.seen}
+        self.seen.update(fresh)
+        return fresh
 
 
 def has_images(messages: list[Message]) -> bool:

@@ -83,12 +83,17 @@ class CallRecord:
     reused: bool = False  # a first-round reply served from the cache (same text and token counts as the original)
     truncated_messages: int = 0  # messages dropped from the prompt to fit the model's context
     side: bool = False  # a side call (AgentCall.side: a review or score BY agent_id OF peers), not a turn
+    # the request's messages in order, as prompts-table keys (engine.prompts.message_hash); None
+    # when the run stores no prompts (--no-store-prompts) or the call never reached an agent
+    prompt: list[str] | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The calls table's columns of this record (a shallow copy; ``peers`` a new list).
         Not ``dataclasses.asdict``: its deep copy costs a Python call per peer."""
         row = {name: getattr(self, name) for name in _RECORD_FIELDS}
         row["peers"] = list(self.peers)
+        if self.prompt is not None:
+            row["prompt"] = list(self.prompt)
         return row
 
 
@@ -126,10 +131,15 @@ class Turn:
 @dataclass
 class TurnResult:
     """What an agent returns for a :class:`Turn`: the call's record and, for an agent turn, the
-    user message it sent (the debate log appends it and the reply to the agent's history)."""
+    user message it sent (the debate log appends it and the reply to the agent's history).
+
+    ``messages``: the texts of the request's messages that its sender has not shipped before in
+    this run, by key (``record.prompt``'s hashes -> (role, text)); the prompts table stores them
+    (:data:`engine.results.PROMPTS_SCHEMA`)."""
 
     record: CallRecord
     user: Message | None = None
+    messages: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 class ServiceLost(RuntimeError):

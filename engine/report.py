@@ -829,7 +829,7 @@ def _plot_by_round(
             yerr = [[max(0.0, y - b[0]) for y, b in zip(ys, bounds)], [max(0.0, b[1] - y) for y, b in zip(ys, bounds)]]
         seeds = len(members)
         ax.errorbar(
-            [t + 1 + shift for t in range(len(ys))],
+            [t + shift for t in range(len(ys))],
             ys,
             yerr=yerr,
             marker=marker,
@@ -840,8 +840,8 @@ def _plot_by_round(
             label=label + (f" ({seeds} seeds)" if seeds > 1 else ""),
         )
     longest = max((len(r[key]) for r in pts), default=1)
-    ax.set_xticks(range(1, longest + 1))
-    ax.set_xlabel("round (1 = first answer)")
+    ax.set_xticks(range(longest))
+    ax.set_xlabel("round (0 = first answer)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)

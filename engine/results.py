@@ -5,6 +5,7 @@ A run directory holds one sub-directory per table, each a set of Parquet part fi
     OUT/calls/part-<writer>-00000.parquet     one row per LLM call
     OUT/questions/part-<writer>-00000.parquet one row per question
     OUT/graphs/part-<writer>-00000.parquet    one row per call that read other agents' outputs
+    OUT/prompts/part-<writer>-00000.parquet   one row per distinct prompt message (--store-prompts)
     OUT/runs/<run_id>.parquet                 one row per run (rewritten at the end)
 
 Read them all with :func:`load` (pandas DataFrames of every run under a folder, de-duplicated,
@@ -18,11 +19,22 @@ row per call that read anybody — ``dst`` the reader (an agent id, or -1 for a 
 ``srcs`` the agents it read (a list, in the order the call read them) and ``weights`` their edge
 weights in the same order, null when they are all 1.0 (every protocol but CortexDebate). Row
 ``(round, dst, srcs=[a, b], weights=null)`` stands for the edges ``a -> dst`` and ``b -> dst``
-of weight 1. A fully connected round of 1,000 agents is 1,000 rows (not 10^6). A reader may
-have several rows in a round (PRD's reviews, one per judged agent, then its revision). Take
-the edges apart with :func:`graph_edges` (or :func:`read_edges`): one row per edge ``(round,
-src, dst, weight)``, as run directories written before this layout stored them; those older
-parts (columns ``src``, ``dst``, ``weight``) are still read, by :func:`read_table` in this layout.
+of weight 1. ``pruned`` (CortexDebate's sparse graph only; null otherwise) flags, parallel to
+``srcs``, the edges eq. 11 pruned: the reader did not read those sources, and ``weights`` holds
+their eq. 9 weights too; the kept sources come first. A fully connected round of 1,000 agents
+is 1,000 rows (not 10^6). A reader may have several rows in a round (PRD's reviews, one per
+judged agent, then its revision). Take the edges apart with :func:`graph_edges` (or
+:func:`read_edges`): one row per edge ``(round, src, dst, weight, pruned)``, as run directories
+written before this layout stored them; those older parts (columns ``src``, ``dst``,
+``weight``) are still read, by :func:`read_table` in this layout.
+
+What is stored in ``prompts`` (:data:`PROMPTS_SCHEMA`): every distinct message the agents sent,
+once per run, keyed by ``message`` (:func:`engine.prompts.message_hash` of its role and text);
+``calls.prompt`` lists a call's keys in order, so a system prompt, a question or a reply quoted in
+every later transcript is stored once however many calls sent it. :meth:`Results.messages`
+rebuilds a call's messages. Image parts are not stored (the question's image is
+``questions.image``); a prompt the replica cut to fit (``calls.truncated_messages``) is stored
+as the agent sent it.
 """
 
 from __future__ import annotations
@@ -72,6 +84,9 @@ CALLS_SCHEMA = pa.schema(
         ("truncated_messages", pa.int32()),  # --context-overflow truncate: messages dropped from this prompt
         ("side", pa.bool_()),  # a side call (a review / score by agent_id of peers): not a turn, no answer
         ("attempt", pa.string()),
+        # the call's messages in order, as keys of the prompts table; null with --no-store-prompts,
+        # for a call that never reached an agent, and in parts written before the column existed
+        ("prompt", pa.list_(pa.string())),
     ]
 )
 
@@ -141,6 +156,9 @@ GRAPHS_SCHEMA = pa.schema(
         # group (GroupDebate, S2-MAD); null otherwise, and in parts written before the column
         # existed (where every summary of a round was the one node -1)
         ("dst_group", pa.int32()),
+        # parallel to srcs: True for an edge CortexDebate's eq. 11 pruned (not read; its weight is
+        # the eq. 9 weight before pruning); null when none of the row's edges was pruned
+        ("pruned", pa.list_(pa.bool_())),
     ]
 )
 
@@ -157,6 +175,20 @@ EDGES_SCHEMA = pa.schema(
         ("backend", pa.string()),
         ("simulated", pa.bool_()),
         ("attempt", pa.string()),
+        ("pruned", pa.bool_()),  # graph_edges only: a pruned edge (graphs.pruned); False otherwise
+    ]
+)
+
+# One row per distinct prompt message of a run (see the module docstring).
+PROMPTS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("message", pa.string()),  # engine.prompts.message_hash(role, content): calls.prompt's keys
+        ("role", pa.string()),
+        ("content", pa.string()),  # the message's text (image parts left out)
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("attempt", pa.string()),  # the attempt that stored it first (readers keep one row per key)
     ]
 )
 
@@ -181,8 +213,9 @@ SCHEMAS = {
     "graphs": GRAPHS_SCHEMA,
     "runs": RUNS_SCHEMA,
     "answers": ANSWERS_SCHEMA,
+    "prompts": PROMPTS_SCHEMA,
 }
-STREAMED = ("calls", "questions", "graphs")
+STREAMED = ("calls", "questions", "graphs", "prompts")
 
 
 # Columns a writer may leave out (null): set later by someone else, or only for some rows.
@@ -269,6 +302,7 @@ class ParquetSink:
         self._parts: dict[str, int] = {t: 0 for t in STREAMED}
         self._last_flush = time.monotonic()
         self.rows_written: dict[str, int] = {t: 0 for t in STREAMED}
+        self._messages: set[tuple[str, str]] = set()  # (run_id, message) of prompts rows taken
         for t in (*STREAMED, "runs"):
             (self.out / t).mkdir(parents=True, exist_ok=True)
 
@@ -277,10 +311,23 @@ class ParquetSink:
             raise ValueError(f"unknown table {table!r}")
         rows = list(rows)
         check_rows(table, rows)
+        if table == "prompts":
+            rows = self._new_messages(rows)
         self._buffers[table].extend(rows)
         due = time.monotonic() - self._last_flush >= self.flush_seconds
         if due or any(len(b) >= self.flush_rows for b in self._buffers.values()):
             self.flush()
+
+    def _new_messages(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompts rows whose (run_id, message) this sink has not taken before: each message
+        once per run, however many senders shipped it."""
+        fresh = []
+        for r in rows:
+            key = (r["run_id"], r["message"])
+            if key not in self._messages:
+                self._messages.add(key)
+                fresh.append(r)
+        return fresh
 
     def flush(self) -> None:
         for table, rows in self._buffers.items():
@@ -340,6 +387,7 @@ def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
             "srcs": pa.ListArray.from_arrays(offsets, old.column("src").combine_chunks()),
             "weights": pa.ListArray.from_arrays(offsets, weight, mask=ones),
             "dst_group": pa.nulls(old.num_rows, pa.int32()),
+            "pruned": pa.nulls(old.num_rows, pa.list_(pa.bool_())),
         }
         parts.append(pa.Table.from_arrays([converted[c] for c in cols], schema=schema))
     return pa.concat_tables(parts)
@@ -347,8 +395,9 @@ def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
 
 def graph_edges(graphs: pa.Table) -> pa.Table:
     """The graphs table (:data:`GRAPHS_SCHEMA`) as one row per information edge, in
-    :data:`EDGES_SCHEMA` (``src``, ``dst``, ``weight``: 1.0 where ``weights`` is null), in row
-    order and each row's sources in order. Vectorised (pyarrow), no Python object per edge."""
+    :data:`EDGES_SCHEMA` (``src``, ``dst``, ``weight``: 1.0 where ``weights`` is null;
+    ``pruned``: False where ``pruned`` is null), in row order and each row's sources in order.
+    Vectorised (pyarrow), no Python object per edge."""
     srcs = graphs.column("srcs").combine_chunks()
     row = pc.list_parent_indices(srcs)
     weights = graphs.column("weights").combine_chunks()
@@ -360,13 +409,20 @@ def graph_edges(graphs: pa.Table) -> pa.Table:
         pa.array(np.ones(len(row), dtype=np.float64)),
     )
     filled = pc.if_else(has, weights, ones)
+    if "pruned" in graphs.column_names:
+        flags = graphs.column("pruned").combine_chunks()
+        falses = pa.ListArray.from_arrays(ones.offsets, pa.array(np.zeros(len(row), dtype=bool)))
+        pruned = pc.list_flatten(pc.if_else(pc.is_valid(flags), flags, falses))
+    else:
+        pruned = pa.array(np.zeros(len(row), dtype=bool))
     out = {
         name: pc.take(graphs.column(name), row)
         for name in EDGES_SCHEMA.names
-        if name in graphs.column_names and name not in ("srcs", "weights")
+        if name in graphs.column_names and name not in ("srcs", "weights", "pruned")
     }
     out["src"] = pc.list_flatten(srcs)
     out["weight"] = pc.list_flatten(filled)
+    out["pruned"] = pruned
     names = [n for n in EDGES_SCHEMA.names if n in out]
     return pa.Table.from_arrays([out[n] for n in names], schema=pa.schema([EDGES_SCHEMA.field(n) for n in names]))
 
@@ -401,7 +457,7 @@ def latest_grades(table: pa.Table, keys: tuple[str, ...] = GRADED_KEYS["question
 
 
 # ----------------------------------------------------------------------------- reading result folders
-TABLES = ("calls", "questions", "graphs", "runs", "answers")  # a run directory's table folders
+TABLES = ("calls", "questions", "graphs", "runs", "answers", "prompts")  # a run directory's table folders
 
 
 class ResultsError(UserError, ValueError):
@@ -460,7 +516,7 @@ def complete_calls(calls, questions):
     return out.to_pandas() if was_pandas else out
 
 
-LOADED = ("runs", "questions", "calls", "graphs")  # the tables load() returns, in this order
+LOADED = ("runs", "questions", "calls", "graphs", "prompts")  # the tables load() returns, in this order
 # Run options named like a runs column get this prefix (runs.backend is the backend that ran,
 # config_backend the one asked for, e.g. auto); protocol is left out: the same value by construction.
 OPTION_PREFIX = "config_"
@@ -475,15 +531,25 @@ class Results:
     list and dict options as JSON text, so they group and compare). ``questions``: one row per
     question of a run, with the run's options joined on (a question's own column wins: its
     ``protocol``, ``backend``). ``calls`` and ``graphs``: the rows of the finished attempt of
-    each question. Every frame has ``run_dir``, the folder the rows came from. ``notes``: what
-    the folders lack (columns written before they existed read as null / NaN) and what was left
-    out as a duplicate."""
+    each question. ``prompts``: one row per distinct prompt message of a run (``run_id``,
+    ``message``); :meth:`messages` rebuilds a call's. Every frame has ``run_dir``, the folder the
+    rows came from. ``notes``: what the folders lack (columns written before they existed read as
+    null / NaN; tables written before they existed load empty) and what was left out as a duplicate."""
 
     runs: pd.DataFrame
     questions: pd.DataFrame
     calls: pd.DataFrame
     graphs: pd.DataFrame
+    prompts: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+
+    def messages(self, call: Any) -> list[dict[str, str]]:
+        """The messages one call sent, ``[{"role", "content"}, ...]`` in order: ``call`` is a row
+        of :attr:`calls` (a pandas row or a dict with ``run_id`` and ``prompt``). Raises
+        :class:`ResultsError` for a call stored without its prompt (``--no-store-prompts``, a
+        call that never reached an agent, a folder written before prompts were stored) or one
+        whose messages are missing from :attr:`prompts`."""
+        return call_messages(self.prompts, call)
 
     def table(self, name: str) -> pd.DataFrame:
         """One of :data:`LOADED` by name; :class:`ResultsError` for another name."""
@@ -491,6 +557,22 @@ class Results:
             raise ResultsError(f"unknown table {name!r}: one of {', '.join(LOADED)}")
         frame: pd.DataFrame = getattr(self, name)
         return frame
+
+
+def call_messages(prompts: pd.DataFrame, call: Any) -> list[dict[str, str]]:
+    """A call's messages from a prompts frame (:meth:`Results.messages`, which see)."""
+    keys = call["prompt"]
+    if keys is None or (isinstance(keys, float) and np.isnan(keys)):
+        raise ResultsError(
+            f"run {call['run_id']}: this call was stored without its prompt (--no-store-prompts, a call "
+            "that never reached an agent, or a folder written before prompts were stored)"
+        )
+    run = prompts[prompts["run_id"] == call["run_id"]]
+    texts = dict(zip(run["message"], zip(run["role"], run["content"])))
+    missing = [k for k in keys if k not in texts]
+    if missing:
+        raise ResultsError(f"run {call['run_id']}: prompt message {missing[0]} is not in the prompts table")
+    return [{"role": texts[k][0], "content": texts[k][1]} for k in keys]
 
 
 def run_options(config_json: str | None) -> dict[str, Any]:
@@ -521,11 +603,13 @@ def _lacking(run_dir: Path, table: str) -> list[str]:
 
 
 def _read_dir(run_dir: Path, notes: list[str]) -> dict[str, pa.Table]:
-    """The four tables of one run directory, each with a ``run_dir`` column: questions in force
+    """The tables of one run directory (:data:`LOADED`), each with a ``run_dir`` column: questions in force
     (:func:`latest_grades`), calls and graphs of finished question attempts (:func:`complete_calls`)."""
     tables = {name: read_table(run_dir, name) for name in LOADED}
     tables["calls"] = complete_calls(tables["calls"], tables["questions"])
     tables["graphs"] = complete_calls(tables["graphs"], tables["questions"])
+    if not (run_dir / "prompts").is_dir():
+        notes.append(f"{run_dir}: no prompts table (written before prompts were stored): no call's messages")
     for name in LOADED:
         lacking = _lacking(run_dir, name)
         if lacking:
@@ -590,6 +674,8 @@ def load(path: str | Path) -> Results:
             for run_id, run_dir in frame.loc[~keep, ["run_id", "run_dir"]].drop_duplicates().itertuples(index=False):
                 notes.append(f"run {run_id} is also in {run_dir}: left out, the rows of {chosen[run_id]} count")
         frames[name] = frame[keep].reset_index(drop=True)
+    # a message stored by several attempts of a run (a resumed run) counts once
+    frames["prompts"] = frames["prompts"].drop_duplicates(["run_id", "message"]).reset_index(drop=True)
     runs = _ranked(frames["runs"]).drop_duplicates("run_id", keep="last").sort_index().reset_index(drop=True)
     options = pd.DataFrame([run_options(c) for c in runs["config"]], index=runs.index)
     options = options.drop(columns=["protocol"], errors="ignore").rename(
@@ -605,6 +691,7 @@ def load(path: str | Path) -> Results:
         questions=frames["questions"],
         calls=frames["calls"],
         graphs=frames["graphs"],
+        prompts=frames["prompts"],
         notes=list(dict.fromkeys(notes)),
     )
 

@@ -67,6 +67,12 @@ class AgentCall:
                   S2-MAD's inter-group rounds, MAD's ``--memory summary``): its information edges
                   then run from those summaries (:func:`summary_node`) to the agent, not from
                   ``peers`` (which stay, in ``calls.peers``, the agents the summaries were made of).
+    reads:        the graph nodes this call reads, in the order shown, where they mix agents and
+                  summaries (ChatEval's summarizer talk: the agents' messages, then the summary,
+                  node -1); None: the ``summaries``' nodes, else ``peers``.
+    pruned:       (agent, weight) of every edge into this agent that the protocol pruned (CortexDebate
+                  eq. 11): not read; recorded in the graphs table after the read edges, flagged
+                  ``pruned``, with its weight before pruning.
     """
 
     agent: int
@@ -80,6 +86,8 @@ class AgentCall:
     side: bool = False
     group: int | None = None
     summaries: list[int] = field(default_factory=list)
+    reads: list[int] | None = None
+    pruned: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass

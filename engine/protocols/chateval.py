@@ -63,7 +63,9 @@ Choices where the paper is vague:
   round; the engine reads every round's answers (``answers_by_round``), so every prompt ends with
   the task's ``$format``.
 * **Who reads whom** (records' ``peers``, graph edges): the agents whose messages a call shows,
-  in the order shown; a summary records as ``sources`` every agent whose messages it read.
+  in the order shown; a summary records as ``sources`` every agent whose messages it read. In the
+  graphs table the summary is the node -1 (summary call ``dst``; a turn that shows it reads it
+  from -1, after the agents whose messages it shows).
 """
 
 from __future__ import annotations
@@ -75,7 +77,18 @@ from typing import Any
 
 from engine.cost_model import ChatStage, Cost, Sizes, sys_tokens
 from engine.options import ConfigError, Option
-from engine.protocols.base import SUMMARIZER, AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
+from engine.protocols.base import (
+    SUMMARIZER,
+    AgentCall,
+    Context,
+    Outcome,
+    ProtocolGen,
+    Reply,
+    Step,
+    SummaryCall,
+    summary_node,
+    vote,
+)
 from engine.protocols.spec import ProtocolSpec
 
 log = logging.getLogger(__name__)
@@ -225,7 +238,10 @@ def speaking_order(n_agents: int, talk: str) -> list[list[int]]:
 
 
 def _turn(agent: int, round_: int, role: Role, new: list[ChatLine]) -> AgentCall:
-    """Agent ``agent``'s call, showing the chat lines ``new`` (everything since its last turn)."""
+    """Agent ``agent``'s call, showing the chat lines ``new`` (everything since its last turn).
+    Its graph edges run from each speaker shown, in order; a summary shown is the summary node
+    (-1, :func:`~engine.protocols.base.summary_node` of group 0), not the agents behind it."""
+    speakers = list(dict.fromkeys(line.speaker for line in new))
     return AgentCall(
         agent=agent,
         stage="chateval_first" if round_ == 0 else "chateval_turn",
@@ -233,6 +249,7 @@ def _turn(agent: int, round_: int, role: Role, new: list[ChatLine]) -> AgentCall
         values={"name": role.name, "role": role.description, "history": render_history(new)},
         peer_answers=[line.answer for line in new],
         memory="full",
+        reads=[summary_node(0) if sp == SUMMARIZER else sp for sp in speakers] if SUMMARIZER in speakers else None,
     )
 
 

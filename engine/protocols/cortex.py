@@ -22,8 +22,9 @@ Phase 3: majority vote over the last round's extracted answers (eq. 14).
 
 The math lives in :mod:`topologies.cortex`; this module does the prompts, reads confidences
 from text and keeps the record. Every call carries ``peers`` (who it reads: the edges
-``i -> j`` left after pruning) and ``weights`` (their eq. 9 weights *before* pruning to 0/1), so
-the graphs table holds each round's weighted sparse graph. ``Outcome.info`` has, per round, the
+``i -> j`` left after pruning), ``weights`` (their eq. 9 weights *before* pruning to 0/1) and
+``pruned`` (the edges pruned, with their eq. 9 weights), so the graphs table holds each round's
+whole weighted graph, the pruned edges flagged (``graphs.pruned``). ``Outcome.info`` has, per round, the
 full weight matrix, the means, R, I, S, the raw and recalibrated confidences and which replies had
 no readable confidence. Above :data:`MATRIX_INFO_MAX_AGENTS` agents the two N x N matrices (W and
 I: 10^6 numbers per round at N = 1,000, tens of MB of JSON per question row) are left out of
@@ -477,6 +478,9 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         calls = []
         for j in range(n):
             peers = rnd.peers[j]
+            kept = set(peers)
+            # the edges eq. 11 pruned from j, with their eq. 9 weights (graphs.pruned)
+            pruned = [(i, float(rnd.weights[i, j])) for i in range(n) if i != j and i not in kept]
             if peers:
                 calls.append(
                     AgentCall(
@@ -487,6 +491,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
                         peer_answers=list(map(answers.__getitem__, peers)),
                         memory=memory,
                         weights=rnd.peer_weights(j),
+                        pruned=pruned,
                     )
                 )
             else:
@@ -498,6 +503,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
                         values={"previous": texts[j]},
                         peer_answers=[answers[j]],
                         memory=memory,
+                        pruned=pruned,
                     )
                 )
         replies = yield Step(d, calls)  # step 3 (eq. 13)

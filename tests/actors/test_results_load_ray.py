@@ -43,6 +43,24 @@ def test_load_matches_what_the_runs_stored(runs_dir):
     assert len(r.graphs) and set(r.graphs.run_id) == set(r.runs.run_id)
 
 
+def test_every_call_rebuilds_from_the_prompts_table(runs_dir):
+    """Agent groups ship each message's text once and the writer stores it once per run: every
+    key a call names is in the prompts table, nothing else is, and a call rebuilds its transcript."""
+    r = load(runs_dir)
+    assert r.calls.prompt.notna().all()
+    named = {(run, k) for run, keys in zip(r.calls.run_id, r.calls.prompt) for k in keys}
+    assert named == set(zip(r.prompts.run_id, r.prompts.message))
+    for run_dir in r.runs.run_dir:
+        stored = read_table(run_dir, "prompts").column("message").to_pylist()
+        assert len(stored) == len(set(stored))
+    c = r.calls
+    later = c[(c["round"] == 1) & (c.agent_id == 0)].iloc[0]
+    first = c[(c["round"] == 0) & (c.agent_id == 0) & (c.question_id == later.question_id) & (c.run_id == later.run_id)]
+    (first_msgs,), msgs = [r.messages(row) for _, row in first.iterrows()], r.messages(later)
+    assert msgs[0] == first_msgs[0] and msgs[0]["role"] == "user"  # the question, as first sent
+    assert msgs[1] == {"role": "assistant", "content": first.iloc[0].text} and msgs[2]["role"] == "user"
+
+
 def test_a_resumed_run_leaves_out_its_interrupted_attempt(runs_dir, tmp_path):
     """What a killed attempt leaves behind (calls and graph rows of a question it never finished,
     under another attempt id) is not loaded; the question's finished attempt is."""

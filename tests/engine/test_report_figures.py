@@ -87,6 +87,26 @@ def test_figures_in_png_pdf_and_svg(sim_sweep, tmp_path):
 
 
 @pytest.mark.ray
+def test_by_round_figures_number_rounds_from_0(sim_sweep, tmp_path, monkeypatch):
+    """Rounds are 0-based as the tables store them: a 2-round run draws rounds 0 and 1."""
+    import matplotlib.axes
+
+    bars = []
+    orig = matplotlib.axes.Axes.errorbar
+
+    def spy(self, x, y, *a, **kw):
+        bars.append((self, list(x)))
+        return orig(self, x, y, *a, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", spy)
+    build_report(sim_sweep, tmp_path / "r")
+    by_round = [(ax, x) for ax, x in bars if ax.get_xlabel() == "round (0 = first answer)"]
+    assert len({id(ax) for ax, _ in by_round}) == 2  # consensus and accuracy by round
+    assert all(x == pytest.approx([0, 1], abs=0.1) for _, x in by_round)
+    assert all(list(ax.get_xticks()) == [0, 1] for ax, _ in by_round)
+
+
+@pytest.mark.ray
 def test_figure_points_are_seed_means_with_t_intervals(sim_sweep, tmp_path, monkeypatch):
     import matplotlib.axes
 

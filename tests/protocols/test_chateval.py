@@ -13,7 +13,7 @@ from engine.config import ConfigError, RunConfig
 from engine.options import Option
 from engine.prompts import PromptSet
 from engine.protocols import get_protocol
-from engine.protocols.base import SUMMARIZER, AgentCall, Context, Reply, Step, SummaryCall
+from engine.protocols.base import SUMMARIZER, AgentCall, Context, Reply, Step, SummaryCall, summary_node
 from engine.protocols.chateval import DEFAULT_ROLES, Role, agent_roles, chateval_cost
 from engine.tasks import arithmetic_questions
 from tests.support.protocol_driver import drive
@@ -338,9 +338,14 @@ def test_records_graph_and_label_of_a_summarizer_run():
     summary = [r for r in log.records if r.agent_id == SUMMARIZER]
     assert [(r.round, r.kind, r.peers) for r in summary] == [(0, "chateval_summary", [0, 1, 2])]
     assert sorted((r, s, d) for r, s, d, _ in log.edges if r == 0) == [(0, 0, -1), (0, 1, -1), (0, 2, -1)]
-    assert sorted((s, d) for r, s, d, _ in log.edges if r == 1) == [
-        (s, d) for s in range(3) for d in range(3) if s != d
-    ]
+    # round 1: each agent reads the other agents' round-0 messages, then the summary: node -1
+    # (not the agents behind it), in the order the chat shows them
+    for dst in range(3):
+        assert [s for r, s, d, _ in log.edges if r == 1 and d == dst] == [s for s in range(3) if s != dst] + [-1]
+    turns = [g for g in log.graph_rows() if g["round"] == 1 and g["dst"] >= 0]
+    assert len(turns) == 3 and all(g["dst_group"] is None and g["pruned"] is None for g in turns)
+    (summary_row,) = [g for g in log.graph_rows() if g["dst"] < 0]
+    assert summary_row["dst"] == summary_node(0) == -1 and summary_row["dst_group"] == 0
     data = RunData(run_dir=None, run_id="x", run={}, config=cfg.to_dict(), questions=[], calls=None)
     assert base_label(data) == "chateval 3x2 summarizer (SIMULATED)"
     cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_roles=OWN_ROLES)

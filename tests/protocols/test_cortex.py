@@ -530,3 +530,50 @@ def test_an_agent_with_no_readable_score_gets_the_lowest():
     steps, out = play_peer(cfg, [["5", "4", "6"], ["5", "4", "6"]], scores)
     assert out.info["rounds"][0]["peer_scores"]["score"] == [2.0, 1.0, 2.0]
     assert [c.peers for c in steps[2].calls] == [[2], [0, 2], [0]]  # mean 5/3: agent 1 (1.0) is dropped
+
+
+def test_pruned_edges_are_in_the_graph_with_their_weights():
+    """graphs holds each reader's kept edges, then the edges eq. 11 pruned (flagged), all with
+    their eq. 9 weights (info's W[i][j] for edge i -> j); read_edges carries the flag."""
+    import pyarrow as pa
+
+    from engine.debate import call_reads
+    from engine.results import graph_edges, rows_table
+
+    cfg = RunConfig(protocol="cortex", agents=3, rounds=3)
+    answers = [["5", "4", "6"], ["5", "4", "4"], ["4", "5", "4"]]
+    steps, _, out = play(cfg, answers, CONF, [COS0, COS1])
+    for d in (1, 2):
+        w = out.info["rounds"][d - 1]["W"]
+        for c in steps[d].calls:
+            reads = call_reads(d, c)
+            kept = out.info["rounds"][d - 1]["peers"][c.agent]
+            cut = [i for i in range(3) if i != c.agent and i not in kept]
+            assert reads.srcs == kept + cut
+            assert reads.pruned == ([False] * len(kept) + [True] * len(cut) if cut else None)
+            assert reads.weights == pytest.approx([w[i][c.agent] for i in kept + cut], rel=1e-9)
+    rows = [
+        {"run_id": "r", "question_id": "q1", "round": d, "dst": r.dst, "srcs": r.srcs, "weights": r.weights}
+        | {"pruned": r.pruned}
+        for d in (1, 2)
+        for r in [call_reads(d, c) for c in steps[d].calls]
+    ]
+    edges = graph_edges(rows_table("graphs", rows)).to_pylist()
+    assert len(edges) == 2 * 3 * 2  # every ordered pair, each round, kept or pruned
+    assert sum(e["pruned"] for e in edges) == 2 + 3  # round 1: 0 -> 1, 0 -> 2; round 2: 3 of 6
+    assert [(e["src"], e["dst"]) for e in edges if e["round"] == 1 and not e["pruned"]] == [
+        (1, 0),
+        (2, 0),
+        (2, 1),
+        (1, 2),
+    ]
+    assert [(e["src"], e["dst"]) for e in edges if e["round"] == 1 and e["pruned"]] == [(0, 1), (0, 2)]
+    assert pa.types.is_boolean(graph_edges(rows_table("graphs", rows)).schema.field("pruned").type)
+
+
+def test_a_full_graph_prunes_nothing():
+    from engine.debate import call_reads
+
+    cfg = RunConfig(protocol="cortex", agents=3, rounds=2, cortex_graph="full")
+    steps, _, _ = play(cfg, [["5", "4", "6"], ["5", "4", "4"]], CONF, [COS0])
+    assert all(call_reads(1, c).pruned is None and len(call_reads(1, c).srcs) == 2 for c in steps[1].calls)

@@ -81,7 +81,15 @@ def test_log_counts_tokens_and_edges():
     assert row["correct"] and row["prompt_tokens"] == 40 and row["effective_rounds"] == 2
     assert row["consensus"] == [2 / 3, 1.0]
     assert log.graph_rows() == [
-        {"question_id": "q1", "round": 1, "dst": 2, "srcs": [0, 1], "weights": [0.5, 2.0], "dst_group": None}
+        {
+            "question_id": "q1",
+            "round": 1,
+            "dst": 2,
+            "srcs": [0, 1],
+            "weights": [0.5, 2.0],
+            "dst_group": None,
+            "pruned": None,
+        }
     ]
     assert log.edges == [(1, 0, 2, 0.5), (1, 1, 2, 2.0)]
 
