@@ -355,10 +355,11 @@
         const old = edges.get(key);
         edges.set(key, { src, dst, weight: old ? Math.max(old.weight, w) : w, pruned: false });
       });
-      for (const src of t.pruned || []) {
+      (t.pruned || []).forEach((src, k) => {
         const key = src + ">" + dst;
-        if (src !== dst && !edges.has(key)) edges.set(key, { src, dst, weight: 0, pruned: true });
-      }
+        const w = Array.isArray(t.pruned_weights) && has(t.pruned_weights[k]) ? t.pruned_weights[k] : null;
+        if (src !== dst && !edges.has(key)) edges.set(key, { src, dst, weight: 0, before: w, pruned: true });
+      });
     }
     return [...edges.values()];
   }
@@ -405,7 +406,7 @@
         "stroke-dasharray": e.pruned ? "4 3" : null, "marker-end": `url(#${id}${e.pruned ? "p" : "a"})`,
         "data-src": e.src, "data-dst": e.dst,
       });
-      tip(line, `${nodeName(e.src)} \u2192 ${nodeName(e.dst)}` + (e.pruned ? " (pruned)" : weighted ? ` weight ${fmt(e.weight)}` : ""));
+      tip(line, `${nodeName(e.src)} \u2192 ${nodeName(e.dst)}` + (e.pruned ? " (pruned" + (has(e.before) ? `, weight ${fmt(e.before)} before pruning` : "") + ")" : weighted ? ` weight ${fmt(e.weight)}` : ""));
       eg.appendChild(line);
       if (weighted && !e.pruned && edges.length <= 12) {
         eg.appendChild(sv("text", { x: (x1 + x2) / 2 + 3, y: (y1 + y2) / 2 - 3, "font-size": 9, fill: "#333" }, fmt(e.weight)));

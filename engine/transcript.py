@@ -93,14 +93,16 @@ class Turn:
     read:      the nodes it read: its ``graphs`` row when stored (summary nodes for an inter-group
                turn), else ``calls.peers``.
     weights:   one edge weight per ``read`` node (CortexDebate), None when all are 1.0.
-    pruned:    nodes pruned from its reading this round, when the folder says (else empty).
+    pruned:    nodes CortexDebate pruned from its reading this round (``graphs.pruned``; empty
+               otherwise and in folders that predate the column); ``pruned_weights`` their
+               weights before pruning.
     answer:    the answer the grader read: the latest ``debate rescore`` reading (the ``answers``
                table) when there is one, else ``calls.answer``; None for a summary or side call.
     correct:   ``answer`` graded against the gold with the run's grader
                (:func:`engine.extract.answers_equal`); None when there is no answer, gold or task.
     text:      the reply; None in folders that did not store it.
-    prompt:    the chat messages sent ([{"role", "content"}]) when the folder stores prompts;
-               None otherwise (a hook for a prompts table).
+    prompt:    the chat messages sent ([{"role", "content"}], from the ``prompts`` table);
+               None when the call was stored without them (``--no-store-prompts``, old folders).
     """
 
     agent_id: int
@@ -123,6 +125,7 @@ class Turn:
     error: str | None
     finish_reason: str | None
     prompt: list[dict[str, str]] | None = None
+    pruned_weights: list[float] | None = None
 
     @property
     def meaning(self) -> str | None:
@@ -313,6 +316,7 @@ def _turns(
     gold: str | None,
     task: str | None,
     rescored: dict[AnswerKey, str | None] | None = None,
+    texts: Messages | None = None,
 ) -> tuple[list[Turn], bool]:
     """Every call of one question as a :class:`Turn`, in stored order; also whether any round
     had to be inferred (folders whose calls lack ``round``: the k-th call of an agent is round k)."""
@@ -341,7 +345,7 @@ def _turns(
         agent = SUMMARIZER if agent is None else agent
         peers = _ints(row.get("peers")) or []
         rows_here = by_dst.get((rnd, node), [])
-        read, weights = peers, None
+        read, weights, pruned, pruned_w = peers, None, [], None
         if rows_here and (peers or len(rows_here) == 1):
             k = used.get((rnd, node), 0)
             if k < len(rows_here):
@@ -350,6 +354,13 @@ def _turns(
                 read = _ints(g.get("srcs")) or []
                 w = _value(g.get("weights"))
                 weights = None if w is None else [float(x) for x in w]
+                cut = _value(g.get("pruned"))
+                if cut is not None and any(cut):  # Cortex: the pruned edges follow the kept ones
+                    cut = [bool(x) for x in cut]
+                    pruned = [n for n, x in zip(read, cut) if x]
+                    pruned_w = None if weights is None else [v for v, x in zip(weights, cut) if x]
+                    read = [n for n, x in zip(read, cut) if not x]
+                    weights = None if weights is None else [v for v, x in zip(weights, cut) if not x]
         summary = agent == SUMMARIZER
         side = bool(_value(row.get("side")) or False)
         kind = _value(row.get("kind"))
@@ -369,7 +380,8 @@ def _turns(
                 summary=summary,
                 read=read,
                 weights=weights,
-                pruned=[],
+                pruned=pruned,
+                pruned_weights=pruned_w,
                 answer=answer,
                 correct=_grade(answer, gold, task),
                 text=_value(row.get("text")),
@@ -378,9 +390,34 @@ def _turns(
                 latency_s=_value(row.get("latency_s")),
                 error=_value(row.get("error")),
                 finish_reason=_value(row.get("finish_reason")),
+                prompt=_prompt(row, texts),
             )
         )
     return turns, inferred
+
+
+Messages = dict[tuple[str, str], dict[str, str]]  # (run_id, message key) -> {"role", "content"}
+
+
+def prompt_texts(results: Results) -> Messages:
+    """Every stored prompt message of the runs loaded, by (run_id, message key)."""
+    p = results.prompts
+    if p.empty:
+        return {}
+    return {
+        (r, k): {"role": role, "content": content}
+        for r, k, role, content in zip(p["run_id"], p["message"], p["role"], p["content"])
+    }
+
+
+def _prompt(row: dict[str, Any], texts: Messages | None) -> list[dict[str, str]] | None:
+    """A call's messages from its ``prompt`` keys; None without keys or when one is missing."""
+    keys = _value(row.get("prompt")) if "prompt" in row else None
+    if keys is None or not texts:
+        return None
+    run_id = str(row.get("run_id"))
+    found = [texts.get((run_id, str(k))) for k in keys]
+    return None if any(m is None for m in found) else [dict(m) for m in found if m is not None]
 
 
 def _rounds(turns: list[Turn], q: dict[str, Any]) -> list[RoundView]:
@@ -462,7 +499,7 @@ def debate_view(results: Results, run_id: str, question_id: str) -> DebateView:
     sel = qs[(qs["run_id"] == run_id) & (qs["question_id"] == question_id)]
     if sel.empty:
         raise ResultsError(f"no question {question_id!r} in run {run_id!r}")
-    return _view(results, sel.iloc[0].to_dict(), rescored=rescored_answers(results))
+    return _view(results, sel.iloc[0].to_dict(), rescored=rescored_answers(results), texts=prompt_texts(results))
 
 
 def _view(
@@ -471,6 +508,7 @@ def _view(
     calls: pd.DataFrame | None = None,
     graphs: pd.DataFrame | None = None,
     rescored: dict[AnswerKey, str | None] | None = None,
+    texts: Messages | None = None,
 ) -> DebateView:
     """One question row's view; ``calls`` and ``graphs`` its rows when the caller grouped them."""
     run_id, qid = str(q["run_id"]), str(q["question_id"])
@@ -483,7 +521,7 @@ def _view(
     runs = results.runs[results.runs["run_id"] == run_id]
     run = runs.iloc[0].to_dict() if len(runs) else {}
     gold, task = _value(q.get("gold")), _value(q.get("task"))
-    turns, inferred = _turns(calls, graphs, gold, task, rescored)
+    turns, inferred = _turns(calls, graphs, gold, task, rescored, texts)
     rounds = _rounds(turns, q)
     n_agents = _int(q.get("n_agents")) or _int(run.get("agents")) or 0
     n_agents = max([n_agents, *(t.agent_id + 1 for t in turns)])
@@ -548,10 +586,11 @@ def debate_views(
     graphs = {k: v for k, v in results.graphs.groupby(["run_id", "question_id"], sort=False)}
     empty_c, empty_g = results.calls.iloc[0:0], results.graphs.iloc[0:0]
     rescored = rescored_answers(results)
+    texts = prompt_texts(results)
     views = []
     for q in qs.to_dict("records"):
         key = (q["run_id"], q["question_id"])
-        v = _view(results, q, calls.get(key, empty_c), graphs.get(key, empty_g), rescored)
+        v = _view(results, q, calls.get(key, empty_c), graphs.get(key, empty_g), rescored, texts)
         if only is None or PREDICATES[only](v):
             views.append(v)
     return views

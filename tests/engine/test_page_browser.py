@@ -60,12 +60,11 @@ def stored(tmp_path_factory):
     hostile.question = HOSTILE
     hostile.rounds[0].turns[0].text = HOSTILE
     hostile.rounds[0].turns[1].answer = HOSTILE
-    # a CortexDebate round with a pruned edge (stored by folders that keep them)
-    pruned = copy.deepcopy(next(v for v in views if v.protocol == "cortex"))
+    # a CortexDebate debate whose round 1 pruned edges (graphs.pruned), under a searchable id
+    pruned = copy.deepcopy(
+        next(v for v in views if v.protocol == "cortex" and any(t.pruned for t in v.rounds[1].turns))
+    )
     pruned.question_id = "pruned"
-    turn = pruned.rounds[1].turns[0]
-    turn.pruned = [a for a in range(4) if a != turn.agent_id and a not in turn.read][:1]
-    assert turn.pruned, "the Cortex debate should keep fewer than all peers"
     return out, [*views, hostile, pruned]
 
 
@@ -199,14 +198,11 @@ def test_pruned_edges_are_dashed_and_weights_set_the_width(page):
     driver, views, _ = page
     pruned = next(v for v in views if v["question_id"] == "pruned")
     select(driver, views, pruned)
-    turn = pruned["rounds"][1]["turns"][0]
+    stored = {(src, t["node"]) for t in pruned["rounds"][1]["turns"] for src in t["pruned"]}
     svg = graphs(driver)[1]
-    (line,) = svg.find_elements("css selector", "line.edge.pruned")
-    assert (int(line.get_attribute("data-src")), int(line.get_attribute("data-dst"))) == (
-        turn["pruned"][0],
-        turn["node"],
-    )
-    assert line.get_attribute("stroke-dasharray")
+    lines = svg.find_elements("css selector", "line.edge.pruned")
+    assert {(int(e.get_attribute("data-src")), int(e.get_attribute("data-dst"))) for e in lines} == stored
+    assert stored and all(e.get_attribute("stroke-dasharray") for e in lines)
     kept = svg.find_elements("css selector", "line.edge:not(.pruned)")
     assert kept and not any(e.get_attribute("stroke-dasharray") for e in kept)
     if any(w != 1 for t in pruned["rounds"][1]["turns"] for w in t["weights"] or []):

@@ -87,7 +87,7 @@ def test_group_debate_view_matches_the_stored_rows(group_dir):
                 assert s.summary and s.node == -1 - s.group and s.answer is None
                 assert sorted(s.read) == sorted(a for a, g in group_of.items() if g == s.group)
         assert any(rv.summaries for rv in v.rounds)
-        assert v.lacks == ["prompts not stored"]
+        assert v.lacks == []  # a folder written now stores everything
         assert json.loads(json.dumps(v.to_dict()))["rounds"][1]["turns"][0]["agent_id"] == 0
 
 
@@ -245,7 +245,7 @@ def test_show_prints_the_debate_with_its_summaries(group_dir, capsys, monkeypatc
     assert "S1,S0" in out or "S0,S1" in out  # an inter-group turn reads both summaries
     rows = [line for line in out.splitlines() if line[:2] in ("0 ", "1 ", "2 ", "3 ")]
     assert len(rows) >= 4 * 4  # each agent in each round
-    assert "prompts not stored" in out
+    assert "prompts not stored" not in out
     assert "SIMULATED model" in out  # simulated data is labelled as such
     assert max(len(line) for line in out.splitlines()) <= 120
 
@@ -298,9 +298,31 @@ def test_side_calls_come_after_the_turns_and_weights_are_kept(tmp_path, capsys, 
     simulated_run(out, n_questions=1, protocol="cortex", agents=4, rounds=3, similarity=lambda t: np.eye(len(t)))
     r = load(out)
     (v,) = debate_views(r)
-    stored = {(g["round"], g["dst"]): list(g["weights"]) for g in r.graphs.to_dict("records")}
+    graph_rows = {(g["round"], g["dst"]): g for g in r.graphs.to_dict("records")}
     debated = [t for rv in v.rounds for t in rv.turns if t.read]
-    assert debated and all(t.weights == stored[(t.round, t.agent_id)] for t in debated)
+    for t in debated:  # the stored row: kept edges, then the pruned ones (flagged), with weights
+        g = graph_rows[(t.round, t.agent_id)]
+        assert t.read + t.pruned == list(g["srcs"])
+        assert t.weights + (t.pruned_weights or []) == list(g["weights"])
+        cut = g["pruned"]
+        assert t.pruned == ([s for s, x in zip(g["srcs"], cut) if x] if cut is not None else [])
+    assert any(t.pruned for t in debated)  # this run prunes: the check above saw pruned edges
     code, text, _ = _show(capsys, monkeypatch, out)
     t = debated[0]
     assert code == 0 and f"{t.read[0]}:{t.weights[0]:.2f}" in text
+
+
+def test_every_turn_carries_the_messages_it_was_sent(group_dir):
+    r = load(group_dir)
+    views = debate_views(r)
+    key = ("question_id", "round", "agent_id", "kind", "group")
+    calls = {tuple(c[k] for k in key): c for c in r.calls.fillna({"group": -9}).to_dict("records")}
+    n = 0
+    for v in views:
+        for rv in v.rounds:
+            for t in rv.turns + rv.summaries:
+                call = calls[(v.question_id, t.round, t.agent_id, t.kind, -9 if t.group is None else t.group)]
+                assert t.prompt == r.messages(call) and t.prompt[-1]["role"] == "user"
+                n += 1
+    assert n == len(r.calls)
+    assert "prompts not stored" not in {line for v in views for line in v.lacks}

@@ -118,6 +118,10 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
         sink.write("questions", [{**row, "wall_s": 0.0}])
         sink.write("calls", [{**rec.to_row(), **labels} for rec in log.records])
         sink.write("graphs", [{**g, **labels} for g in log.graph_rows()])
+        sink.write(
+            "prompts",
+            [{"message": k, "role": role, "content": text, **labels} for k, (role, text) in log.messages.items()],
+        )
     sink.flush()
     sink.write_run(
         {
