@@ -231,12 +231,16 @@
     else head.append(el("b", {}, `agent ${fmt(t.agent_id)}`));
     if (has(t.model)) head.append(` \u00b7 ${t.model}`);
     if (t.side || (has(t.kind) && t.kind !== "answer" && !summary)) head.append(el("span", { class: "muted" }, ` \u00b7 ${fmt(t.kind)}${t.side ? " (side call)" : ""}`));
-    if (!summary && !t.side) head.append(" \u00b7 answer ", el("b", {}, has(t.answer) ? short(String(t.answer), 40) : "none"), " ", markEl(t.correct));
+    if (!summary && !t.side) {
+      if (has(t.answer)) head.append(" \u00b7 answer ", el("b", {}, short(String(t.answer), 40)), " ", markEl(t.correct) || "");
+      else head.append(" \u00b7 ", el("b", {}, "no answer"));
+    }
     const tok = [];
     if (has(t.prompt_tokens) || has(t.completion_tokens)) tok.push(`${fmt(t.prompt_tokens)} + ${fmt(t.completion_tokens)} tokens`);
     if (has(t.latency_s)) tok.push(t.latency_s < 0.001 ? "<0.001 s" : `${fmt(t.latency_s)} s`);
-    if (Array.isArray(t.read) && t.read.length) tok.push(`read ${t.read.map(nodeName).join(", ")}`);
-    if (Array.isArray(t.pruned) && t.pruned.length) tok.push(`pruned ${t.pruned.map(nodeName).join(", ")}`);
+    const withWeight = (nodes, ws) => nodes.map((n, k) => nodeName(n) + (Array.isArray(ws) && has(ws[k]) ? ` (weight ${fmt(ws[k])})` : ""));
+    if (Array.isArray(t.read) && t.read.length) tok.push(`read ${withWeight(t.read, t.weights).join(", ")}`);
+    if (Array.isArray(t.pruned) && t.pruned.length) tok.push(`pruned ${withWeight(t.pruned, t.pruned_weights).join(", ")}`);
     if (tok.length) head.append(el("span", { class: "muted" }, " \u00b7 " + tok.join(" \u00b7 ")));
     if (has(t.error)) head.append(" ", el("span", { class: "bad" }, "error"));
     const block = el("details", { class: "turn" + (has(t.error) ? " errored" : ""), "data-agent": t.agent_id }, head);
@@ -287,7 +291,9 @@
     const ring = (k, rad) => Math.max(k > 1 ? (k * (2 * nr + 14)) / (2 * Math.PI) : 0, rad);
     if (groups.length >= 2) {
       const members = groups.map((g) => agents.filter((a) => a.group === g));
-      const radii = members.map((m) => (m.length <= 1 ? 0 : ring(m.length, 3.8 * nr)));
+      // members on the upper 240 degrees of a ring (no two opposite: no line between two passes
+      // the centre) and the summary below it, off every line between two members
+      const radii = members.map((m) => (m.length <= 1 ? 0 : ring(Math.ceil(1.5 * m.length), 3.8 * nr)));
       const big = Math.max(...radii) + 2 * nr + 70; // room for the answer labels beside the nodes
       const R = groups.length === 2 ? big : big / Math.sin(Math.PI / groups.length);
       groups.forEach((g, j) => {
@@ -296,13 +302,14 @@
         const cx = R * Math.cos(ang), cy = R * Math.sin(ang);
         const m = members[j];
         m.forEach((a, k) => {
-          const t = -Math.PI / 2 + (2 * Math.PI * k) / Math.max(1, m.length);
-          pos.set(a.id, outward({ x: cx + radii[j] * Math.cos(t), y: cy + radii[j] * Math.sin(t) + (m.length === 1 ? 2.6 * nr : 0), r: nr }, t));
+          const t = -Math.PI / 2 + (m.length <= 1 ? 0 : (k / (m.length - 1) - 0.5) * ((4 * Math.PI) / 3));
+          pos.set(a.id, outward({ x: cx + radii[j] * Math.cos(t), y: cy + radii[j] * Math.sin(t), r: nr }, t));
         });
-        pos.set(-1 - g, { x: cx, y: cy, r: nr * 0.9 });
-        const half = Math.max(radii[j], m.length === 1 ? 2.6 * nr : 0) + nr + 10;
-        const wide = half + 36; // the labels left and right of the nodes stay inside the box
-        boxes.push({ group: g, x: cx - wide, y: cy - half - 12, w: 2 * wide, h: 2 * half + 24 });
+        const sy = cy + 0.5 * radii[j] + 3.2 * nr;
+        pos.set(-1 - g, { x: cx, y: sy, r: nr * 0.9 });
+        const top = Math.min(...m.map((a) => pos.get(a.id).y), sy) - nr - 26;
+        const wide = radii[j] + nr + 46; // the labels left and right of the nodes stay inside the box
+        boxes.push({ group: g, x: cx - wide, y: top, w: 2 * wide, h: sy + nr + 12 - top });
       });
     } else {
       const R = n <= 1 ? 0 : ring(n, n <= 4 ? 5 * nr : 7 * nr);
@@ -364,6 +371,16 @@
     return [...edges.values()];
   }
 
+  // the summary nodes a round has: its summary calls and the summaries its turns read
+  function summariesIn(r) {
+    const present = new Set();
+    for (const t of [...(r.turns || []), ...(r.summaries || [])]) {
+      if (has(t.node) && t.node < 0) present.add(t.node);
+      for (const x of [...(t.read || []), ...(t.pruned || [])]) if (x < 0) present.add(x);
+    }
+    return present;
+  }
+
   function drawGraph(d, r, n, cmap, lay) {
     const v = lay.view;
     const scale = lay.compact ? 1.6 : Math.min(1, 640 / Math.max(v.w, v.h));
@@ -408,14 +425,12 @@
       });
       tip(line, `${nodeName(e.src)} \u2192 ${nodeName(e.dst)}` + (e.pruned ? " (pruned" + (has(e.before) ? `, weight ${fmt(e.before)} before pruning` : "") + ")" : weighted ? ` weight ${fmt(e.weight)}` : ""));
       eg.appendChild(line);
-      if (weighted && !e.pruned && edges.length <= 12) {
-        eg.appendChild(sv("text", { x: (x1 + x2) / 2 + 3, y: (y1 + y2) / 2 - 3, "font-size": 9, fill: "#333" }, fmt(e.weight)));
-      }
     }
     svg.appendChild(eg);
+    const present = summariesIn(r);
     for (const s of lay.summaries) {
       const p = lay.pos.get(s);
-      if (!p) continue;
+      if (!p || !present.has(s)) continue; // a summary exists from the round it is made
       const g = sv("g", { class: "summary-node", "data-node": s });
       g.appendChild(sv("rect", { x: p.x - p.r, y: p.y - p.r, width: 2 * p.r, height: 2 * p.r, rx: 3, fill: "#e8e8e8", stroke: "#20303f", "stroke-width": 1.5 }));
       if (!lay.compact) g.appendChild(sv("text", { x: p.x, y: p.y + 4, "text-anchor": "middle", "font-size": 11, fill: "#20303f" }, `S${-1 - s}`));
@@ -459,7 +474,7 @@
     if (has(d.gold) && !rows.some(([a]) => cmap.right.has(a))) box.appendChild(el("div", { class: "muted" }, `gold ${short(String(d.gold), 28)}: nobody`));
     if ([...answersOf(r).values()].some((t) => has(t.error))) box.appendChild(el("div", {}, el("span", { class: "swatch", style: "border:2px dashed #c0392b" }), "the call failed"));
     if (lay.agents.some((a) => a.strong)) box.appendChild(el("div", {}, "\u2605 thick ring: strongest model"));
-    if (lay.summaries.size) box.appendChild(el("div", {}, el("span", { class: "swatch", style: "background:#e8e8e8;border-radius:2px" }), "S0, S1, \u2026: a group's summary"));
+    if (summariesIn(r).size) box.appendChild(el("div", {}, el("span", { class: "swatch", style: "background:#e8e8e8;border-radius:2px" }), "S0, S1, \u2026: a group's summary"));
     if (lay.boxes.length) box.appendChild(el("div", { class: "muted" }, "boxes: groups"));
     if (!lay.compact) {
       box.appendChild(el("div", { class: "muted" }, "arrow src \u2192 dst: dst read src"));

@@ -470,7 +470,7 @@ def _lacks(
     elif len(graphs) and "dst_group" in graphs and graphs["dst_group"].isna().all() and any(t.summary for t in turns):
         lacks.append("summary groups not stored in the graph (folder written before graphs.dst_group)")
     if turns and all(t.prompt is None for t in turns):
-        lacks.append("prompts not stored")
+        lacks.append("prompts not stored (run with --no-store-prompts, or folder written before they were stored)")
     return lacks
 
 

@@ -136,15 +136,19 @@ def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
     select(driver, views, view)
     drawn = graphs(driver)
     assert [g.get_attribute("data-round") for g in drawn] == [str(r["round"]) for r in view["rounds"]]
+    seen: list[set[int]] = []
     for svg, rnd in zip(drawn, view["rounds"], strict=True):
         assert len(svg.find_elements("css selector", "g.agent-node")) == view["n_agents"] == 4
         assert len(svg.find_elements("css selector", "g.group-box")) == 2
         summaries = {int(g.get_attribute("data-node")) for g in svg.find_elements("css selector", "g.summary-node")}
-        assert summaries == {-1, -2}
+        made = {s["node"] for s in rnd["summaries"]} | {n for t in rnd["turns"] for n in t["read"] if n < 0}
+        assert summaries == made and made <= {-1, -2}  # a summary is drawn from the round it is made
+        seen.append(summaries)
         lines = svg.find_elements("css selector", "line.edge")
         drawn_edges = {(int(e.get_attribute("data-src")), int(e.get_attribute("data-dst"))) for e in lines}
         assert drawn_edges == expected_edges(rnd) and len(lines) == len(drawn_edges)
     assert any(expected_edges(r) for r in view["rounds"])  # the check above compared real edges
+    assert {-1, -2} in seen  # the rounds after a stage draw both summaries
     strong = {a["agent_id"] for a in view["agents"] if a["strong"]}
     assert len(strong) == 1  # the one agent of the strongest model, ringed in every round
     for svg in drawn:
