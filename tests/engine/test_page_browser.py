@@ -164,6 +164,13 @@ def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
             assert (fill[a] == fill[b]) == (first[a] == first[b])
     assert "round 0 — first answers" in driver.find_element("css selector", "#detail h3").text
     assert view["simulated"] and "SIMULATED" in driver.find_element("css selector", "#simulated").text
+    # each call folds out its reply and the prompt messages it was sent (the prompts table)
+    turn = view["rounds"][-1]["turns"][0]
+    driver.execute_script("document.querySelectorAll('#detail details').forEach((d) => { d.open = true; })")
+    blocks = driver.find_elements("css selector", f'details.turn[data-agent="{turn["agent_id"]}"]')
+    shown = [b.find_element("css selector", "details.prompt pre").text for b in blocks]
+    assert len(blocks) == len(view["rounds"])  # its call in every round
+    assert turn["prompt"] and turn["prompt"][-1]["content"].split("\n")[0].strip() in shown[-1]
 
 
 def test_filters_keep_what_debate_show_selects_and_search_narrows(page):
