@@ -149,11 +149,17 @@ def summaries_table(rv: RoundView, full: bool, width: int) -> Table:
     return table
 
 
+def _graded(label: str, answer: str | None, correct: bool | None) -> Text:
+    """``label: answer ✓/✗`` (``-`` for no answer; no mark when ungraded)."""
+    line = Text(label, style="bold")
+    line.append("-" if answer is None else answer)
+    if correct is not None:
+        line.append(" ").append_text(mark(correct))
+    return line
+
+
 def _vote_line(rv: RoundView) -> Text:
-    line = Text("vote: ", style="bold")
-    line.append("-" if rv.vote is None else rv.vote)
-    if rv.vote_correct is not None:
-        line.append(" ").append_text(mark(rv.vote_correct))
+    line = _graded("vote: ", rv.vote, rv.vote_correct)
     if rv.consensus is not None:
         line.append(f"   consensus {rv.consensus:.2f}")
     if rv.changed:
@@ -189,10 +195,7 @@ def header(view: DebateView) -> list[RenderableType]:
 
 def footer(view: DebateView) -> Text:
     """The final answer, graded, with its tie / errored / early-stop flags and the tokens."""
-    line = Text("final answer: ", style="bold")
-    line.append("-" if view.final_answer is None else view.final_answer)
-    if view.correct is not None:
-        line.append(" ").append_text(mark(view.correct))
+    line = _graded("final answer: ", view.final_answer, view.correct)
     line.append(f"   gold {view.gold if view.gold is not None else '-'}")
     if view.tie:
         line.append("   tie (broken by --tie-break)", style="yellow")

@@ -432,6 +432,7 @@ def _rounds(turns: list[Turn], q: dict[str, Any]) -> list[RoundView]:
         (views[t.round].summaries if t.summary else views[t.round].turns).append(t)
     previous: dict[int, str | None] = {}
     for rv in views:
+        changed: set[int] = set()
         r = rv.round
         rv.turns.sort(key=lambda t: (t.side, t.agent_id))  # stable: a reader's calls keep their order
         rv.summaries.sort(key=lambda t: -t.node)
@@ -441,7 +442,8 @@ def _rounds(turns: list[Turn], q: dict[str, Any]) -> list[RoundView]:
         for t in rv.turns:
             if t.side:
                 continue
-            if t.agent_id in previous and previous[t.agent_id] != t.answer and t.agent_id not in rv.changed:
+            if t.agent_id in previous and previous[t.agent_id] != t.answer and t.agent_id not in changed:
+                changed.add(t.agent_id)
                 rv.changed.append(t.agent_id)
             previous[t.agent_id] = t.answer
     return views
@@ -526,13 +528,18 @@ def _view(
     n_agents = _int(q.get("n_agents")) or _int(run.get("agents")) or 0
     n_agents = max([n_agents, *(t.agent_id + 1 for t in turns)])
     strong = strong_model(run.get("models"))
-    agents = []
-    for a in range(n_agents):
-        mine = [t for t in turns if t.agent_id == a]
-        model = next((t.model for t in mine if t.model), None)
-        group = next((t.group for t in mine if t.group is not None), None)
-        distinct = {t.model for t in turns if not t.summary and t.model}
-        agents.append(AgentInfo(a, model, group, bool(strong and len(distinct) > 1 and model == strong)))
+    several = len({t.model for t in turns if not t.summary and t.model}) > 1
+    model_of: dict[int, str] = {}  # each agent's first stored model and group, in one pass
+    group_of: dict[int, int] = {}
+    for t in turns:
+        if t.model:
+            model_of.setdefault(t.agent_id, t.model)
+        if t.group is not None:
+            group_of.setdefault(t.agent_id, t.group)
+    agents = [
+        AgentInfo(a, model_of.get(a), group_of.get(a), bool(strong and several and model_of.get(a) == strong))
+        for a in range(n_agents)
+    ]
     ptok = sum(t.prompt_tokens or 0 for t in turns)
     ctok = sum(t.completion_tokens or 0 for t in turns)
     return DebateView(

@@ -28,6 +28,21 @@ def write_run(sink, run_id, cfg, questions, stale=()):
     stale: (qid, attempt, [(agent, prompt, completion)]) call rows of attempts without a question row."""
     sim = cfg["backend"] == "simulated"
     q_rows, c_rows = [], []
+
+    def call_rows(qid, attempt, calls):
+        return [
+            {
+                "run_id": run_id,
+                "question_id": qid,
+                "agent_id": a,
+                "prompt_tokens": p,
+                "completion_tokens": c,
+                "simulated": sim,
+                "attempt": attempt,
+            }
+            for a, p, c in calls
+        ]
+
     for qid, correct, cons, stopped, eff, skipped, calls in questions:
         q_rows.append(
             {
@@ -53,31 +68,9 @@ def write_run(sink, run_id, cfg, questions, stale=()):
                 "attempt": "new",
             }
         )
-        c_rows += [
-            {
-                "run_id": run_id,
-                "question_id": qid,
-                "agent_id": a,
-                "prompt_tokens": p,
-                "completion_tokens": c,
-                "simulated": sim,
-                "attempt": "new",
-            }
-            for a, p, c in calls
-        ]
+        c_rows += call_rows(qid, "new", calls)
     for qid, attempt, calls in stale:
-        c_rows += [
-            {
-                "run_id": run_id,
-                "question_id": qid,
-                "agent_id": a,
-                "prompt_tokens": p,
-                "completion_tokens": c,
-                "simulated": sim,
-                "attempt": attempt,
-            }
-            for a, p, c in calls
-        ]
+        c_rows += call_rows(qid, attempt, calls)
     sink.write("questions", complete_rows("questions", q_rows))
     sink.write("calls", complete_rows("calls", c_rows))
     sink.flush()
