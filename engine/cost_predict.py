@@ -89,6 +89,7 @@ def measure(
     their inserted blocks are built with the protocols' own helpers (the "peer" stage,
     ``group_block``).
     """
+    system = system_prompt if system_prompt is not None else prompts.system("")  # the task's "system" stage
     one = [{"role": "user", "content": "x"}]
     two = one + [{"role": "assistant", "content": "x"}]
     g_plus_f = chat_tokens(one) - content_tokens("x")
@@ -113,7 +114,7 @@ def measure(
         a2=a2,
         a3=a3,
         a4=a4,
-        system=content_tokens(system_prompt) if system_prompt else 0,
+        system=content_tokens(system) if system else 0,
         gd_intra=ms("gd_intra", "peers", peers_x),
         gd_summary=ms("gd_summary", "peers", peers_x),
         gd_inter=ms("gd_inter", "other_summaries", block_x, "own_summary"),

@@ -10,6 +10,9 @@ following math problem?") and ``$format`` (the answer-format instruction, e.g. "
   debate      a later round, showing peers' previous replies   ($question, $peers)
   peer        how one shown reply is rendered inside $peers     ($text, $agent)
   self_check  a later round in which the agent hears nobody     ($question)
+  system      the system message of every agent turn; empty by default (no system message).
+              ``--system-prompt`` (or an agent's ``system_prompt``) takes its place; the stage lets
+              a config give one per task (a paper's system prompt for math, another for pairs)
 
 Protocols add their own stages in their specs (``ProtocolSpec.stages``: GroupDebate's summary and
 inter-group prompts, S2-MAD's and CortexDebate's prompts, quoting their papers).
@@ -71,6 +74,7 @@ BASE_STAGES = {
         "Can you double check that your answer is correct? "
         "The original problem is: $question\nPlease restate your reasoning. $format"
     ),
+    "system": "",
 }
 
 _ALWAYS = {"intro", "format", "question"}
@@ -172,6 +176,10 @@ class PromptSet:
 
     def self_check(self, question: str) -> str:
         return self.render("self_check", question=question)
+
+    def system(self, question: str) -> str | None:
+        """The "system" stage rendered, or None when it is empty (the default: no system message)."""
+        return self.render("system", question=question) if self.templates.get("system") else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -291,6 +299,9 @@ def build_messages(
     agent's previous reply — our choice of keeping the first prompt: the question must stay in
     context; "none" sends only the new message.
 
+    ``system_prompt``: the system message; None takes the task's "system" stage (none when
+    that is empty, the default).
+
     ``image``: the question's image URL, attached to the first user message of what is sent
     (:func:`with_image`: the round-0 prompt when the history is sent, else the new message). The
     returned user message stays text, so transcripts hold text only and the image is sent once per
@@ -306,6 +317,8 @@ def build_messages(
     elif memory == "none":
         context = []
     msgs: list[Message] = []
+    if system_prompt is None:
+        system_prompt = prompts.system(question)
     if system_prompt:
         msgs.append({"role": "system", "content": system_prompt})
     msgs.extend(context)

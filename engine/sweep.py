@@ -68,7 +68,15 @@ from typing import Any
 import yaml
 
 from engine.accounting import mean_sd, seed_groups, seed_key
-from engine.config import PROTOCOL_OPTIONS, UNHASHED, ConfigError, RunConfig, config_from_mapping, option_readers
+from engine.config import (
+    PROTOCOL_OPTIONS,
+    UNHASHED,
+    ConfigError,
+    RunConfig,
+    config_from_mapping,
+    option_readers,
+    resolve_backend,
+)
 from engine.errors import UserError
 from engine.protocols import SPECS, validate_protocol
 from engine.results import read_table
@@ -255,6 +263,16 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
+def _resolved(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with ``--backend auto`` resolved as the run will resolve it (:meth:`RunConfig.validate`),
+    so the cell's run id and directory name are the id its run stores. Unresolvable: left as is
+    (the cell's check reports it)."""
+    try:
+        return dataclasses.replace(cfg, backend=resolve_backend(cfg.backend, cfg.device))
+    except UserError:
+        return cfg
+
+
 def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
     """The sweep's unique cells in grid order (the last grid key varies fastest), each with its
     normalised config, run id, directory ``out_dir/<run_id>`` and ``invalid`` status + error
@@ -265,7 +283,7 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
     for values in itertools.product(*spec.grid.values()):
         point = dict(zip(spec.grid, values))
         data = {"reuse_first_round": True, **spec.base, **point}
-        cfg = normalise(config_from_mapping(data, source=spec.path))
+        cfg = normalise(_resolved(config_from_mapping(data, source=spec.path)))
         run_id = cfg.run_id()
         if run_id in by_id:
             by_id[run_id].n_points += 1

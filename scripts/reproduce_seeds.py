@@ -26,12 +26,20 @@ a mean ± sd exists); the sparse paper's rows keep the first answers fixed acros
 (``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one DebateRunner
 (the model loads once; rounds 0 are shared where they can be) and resumable: re-run the command.
 
+Each row is run as its paper ran it: the paper's prompts (``prompts`` at the top of its JSON:
+system prompt, output limits, stage texts, per task; a row may add its own, e.g. CortexDebate's
+baselines) unless ``--no-paper-prompts``, and its options. An option the row's protocol does not
+read is an error in the table (it would silently not apply).
+
 Output per table: method | published values (never cut: long lists wrap under their column) |
-ours: accuracy mean ± sd over the seeds, tokens per question, total and input-token saving vs the
-table's MAD row | source of the published
-numbers; and ``OUT/<paper>/reproduce.json``. With ``--dataset`` a method that a table repeats per
-dataset column is one run: it is run and printed once, with every column's published values
-named by their dataset.
+ours: the row's own metrics under the published names (``measure`` in the table's JSON: final
+accuracy, accuracy averaged over rounds, accuracy or unanimity after round N, tokens per question,
+prompt tokens per call), mean ± sd over the seeds (± variance where the paper prints one) |
+tokens per question | total and input-token saving vs the table's MAD row | source of the
+published numbers. A row's notes (e.g. every agent on one model because ``models_map`` does not
+map every backbone) are printed under it. And ``OUT/<paper>/reproduce.json``. With
+``--dataset`` a method that a table repeats per dataset column is one run: it is run and printed
+once, with every column's published values named by their dataset.
 
 On a GPU cluster: put ``ray_address: auto`` and your models' ``placement_resources`` in the YAML
 (see cluster.yaml and the README's Cluster section), e.g.
@@ -52,6 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from engine.accounting import mean_sd  # noqa: E402
@@ -80,6 +89,7 @@ def default_seeds(paper: dict[str, Any]) -> int:
 
 def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args) -> list[dict[str, Any]]:
     """Every table row as a plan: what to run (options) or why not (skip)."""
+    paper_prompts = not getattr(args, "no_paper_prompts", False)
     models_map = user.get("models_map") or {}
     datasets = user.get("datasets") or {}
     wanted = {t.strip() for t in (args.tables or "").split(",") if t.strip()}
@@ -100,7 +110,16 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 "dataset_name": dataset_name,
                 "paper_model": row.get("model") or table.get("model"),
                 "skip": None,
+                "notes": [],
             }
+            plan["measure"] = {
+                k: v
+                for k, v in {**table.get("measure", {}), **row.get("measure", {})}.items()
+                if k in plan["published"]
+            }
+            plan["spread"] = row.get("spread") or table.get("spread", "sd")
+            for metric in plan["measure"].values():
+                check_measure(metric)
             if engine.get("unmappable") or not engine.get("protocol"):
                 plan["skip"] = engine.get("unmappable") or "no engine mapping"
                 plans.append(plan)
@@ -119,9 +138,9 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 if all(m in models_map for m in paper_models):
                     opts["models"] = ",".join(str(models_map[m]) for m in paper_models)
                 else:
-                    plan["note"] = (
-                        f"one model for all agents: map all of {', '.join(paper_models)} in "
-                        f"models_map for the paper's mix"
+                    plan["notes"].append(
+                        f"every agent on one model, not the paper's {len(paper_models)} backbones: map all of "
+                        f"{', '.join(paper_models)} in models_map for the paper's mix"
                     )
             base = {k: v for k, v in user.items() if k not in ("models_map", "datasets")}
             opts = {
@@ -144,9 +163,45 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 )
             if paper_name == "sparse":  # the sparse paper's ± columns: first answers fixed, later rounds resampled
                 opts.setdefault("first_round_seed", 0)
+            if paper_prompts:
+                opts["prompts"] = merge_prompts(paper.get("prompts") or {}, engine.get("prompts") or {})
+            check_read(paper_name, table["id"], row["method"], engine, opts)
+            if opts["protocol"] == "reconcile" and not opts.get("reconcile_samples"):
+                plan["notes"].append(
+                    "run without RECONCILE's convincing samples (the paper's prompt shows them): give "
+                    "reconcile_samples in --config"
+                )
             plan["options"] = opts
             plans.append(plan)
     return merge_same_runs(plans) if args.dataset else plans
+
+
+def merge_prompts(paper: dict[str, Any], row: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The paper's prompt overrides with a row's own on top, stage by stage within each task scope."""
+    out = {scope: dict(stages) for scope, stages in paper.items() if not scope.startswith("_")}
+    for scope, stages in row.items():
+        out.setdefault(scope, {}).update(stages)
+    return out
+
+
+class TableError(SystemExit):
+    """A paper table that cannot be what its paper ran (e.g. an option its protocol ignores)."""
+
+
+def check_read(paper: str, table: str, method: str, engine: dict[str, Any], opts: dict[str, Any]) -> None:
+    """Every protocol option a row sets must be one its protocol reads with its settings (CortexDebate
+    reads ``cortex_memory``, not ``memory``): else the row would run without it, silently."""
+    from engine.config import PROTOCOL_OPTIONS, config_from_mapping, option_readers
+    from engine.sweep import unused_options
+
+    source = f"scripts/paper_tables/{paper}.json {table}, row {method!r}"
+    cfg = config_from_mapping({k: v for k, v in opts.items() if k != "backend"}, source=source)
+    ignored = sorted(k for k in engine if k in PROTOCOL_OPTIONS and k in unused_options(cfg))
+    if ignored:
+        raise TableError(
+            f"reproduce_seeds: {source}: protocol {cfg.protocol} does not read "
+            + "; ".join(f"{k} (read by {', '.join(option_readers(k))})" for k in ignored)
+        )
 
 
 def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,6 +224,7 @@ def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(plan)
             continue
         first["columns"].append((plan["dataset_name"], plan["paper_model"], plan["published"]))
+        first["measure"] = {**plan.get("measure", {}), **first.get("measure", {})}
         first["source"] += "; " + plan["source"]
     for plan in kept.values():
         columns = plan["columns"]
@@ -183,8 +239,62 @@ def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# the metrics a table's ``measure`` may name (a published key -> one of these), read from a run's rows
+MEASURES = {
+    "accuracy": "final-vote accuracy (%)",
+    "accuracy_avg_over_rounds": "the vote's accuracy after each round, averaged over all rounds (first answers too; %)",
+    "accuracy@N": "the vote's accuracy after round N (%; round 0 = the first answers)",
+    "unanimous@N": "questions on which every agent gives the same valid answer after round N (%)",
+    "tokens_k": "prompt + completion tokens per question, in thousands",
+    "prompt_tokens_per_call": "prompt tokens of one call (one agent's input context), mean over the calls",
+}
+NOT_MEASURED = "not measured:"  # a measure naming why the engine has no such number (e.g. a chess engine's score)
+
+
+def check_measure(name: str) -> None:
+    """A ``measure`` value must be a known metric (or say why it is not measured)."""
+    if name.startswith(NOT_MEASURED) or name in MEASURES or re.sub(r"@\d+$", "@N", name) in MEASURES:
+        return
+    raise TableError(f"reproduce_seeds: measure {name!r} is not one of {', '.join(MEASURES)} (or '{NOT_MEASURED} ...')")
+
+
+def _carried(lists: Any, n: int) -> np.ndarray:
+    """Per-round lists (a question that stopped early has fewer) as an (questions x n) array, each
+    carried forward from its last round, as the run's by-round aggregates are."""
+    rows = []
+    for values in lists:
+        values = [] if values is None else [np.nan if v is None else float(v) for v in values]
+        values = values[:n] + [values[-1] if values else np.nan] * max(0, n - len(values))
+        rows.append(values)
+    return np.array(rows, dtype=float).reshape(len(rows), n)
+
+
+def measure_run(name: str, questions: Any, calls: Any, rounds: int) -> float:
+    """One run's value of metric ``name`` (:data:`MEASURES`) from its question and call rows."""
+    if name == "accuracy":
+        return 100 * float(questions["correct"].fillna(False).astype(bool).mean())
+    if name == "tokens_k":
+        return float((questions["prompt_tokens"] + questions["completion_tokens"]).sum()) / len(questions) / 1000
+    if name == "prompt_tokens_per_call":
+        ok = calls[calls["error"].isna()] if "error" in calls else calls
+        return float(ok["prompt_tokens"].mean())
+    correct = np.nan_to_num(_carried(questions["correct_by_round"], rounds), nan=0.0)
+    if name == "accuracy_avg_over_rounds":
+        return 100 * float(correct.mean())
+    which, _, n = name.partition("@")
+    at = int(n)
+    if at >= rounds:
+        return float("nan")
+    if which == "accuracy":
+        return 100 * float(correct[:, at].mean())
+    consensus = np.nan_to_num(_carried(questions["consensus"], rounds), nan=0.0)
+    return 100 * float((consensus[:, at] >= 1 - 1e-9).mean())
+
+
 def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[str, Any]:
-    """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner."""
+    """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner; its
+    metrics (``measure``) read from the runs' rows, mean and spread over the seeds."""
+    from engine.results import load
     from engine.sweep import parse_sweep, run_sweep
 
     folder = out / plan["paper"] / slug(plan["table"])
@@ -201,6 +311,20 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[
     acc = mean_sd([c.result["accuracy"] for c in done])
     tok = mean_sd([c.result["tokens"] / max(1, c.result["n_questions"]) for c in done])
     prompt = mean_sd([c.result["prompt_tokens"] / max(1, c.result["n_questions"]) for c in done])
+    measures: dict[str, dict[str, Any]] = {}
+    if done and plan.get("measure"):
+        res = load(folder / name)
+        per_run = [
+            (res.questions[res.questions["run_id"] == c.run_id], res.calls[res.calls["run_id"] == c.run_id], c)
+            for c in done
+        ]
+        for key, metric in plan["measure"].items():
+            if metric.startswith(NOT_MEASURED):
+                measures[key] = {"metric": metric}
+                continue
+            values = [measure_run(metric, q, k, c.config.rounds) for q, k, c in per_run]
+            mean, sd = mean_sd(values)
+            measures[key] = {"metric": metric, "mean": mean, "sd": sd, "values": values}
     return {
         "sweep": str(sweep_file),
         "runs": [c.run_id for c in done],
@@ -210,6 +334,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[
         "tokens_per_q": tok[0],
         "tokens_per_q_sd": tok[1],
         "prompt_per_q": prompt[0],
+        "measures": measures,
         "errors": [c.error for c in cells if c.error],
     }
 
@@ -229,6 +354,21 @@ def published_parts(values: dict[str, Any]) -> list[str]:
     return parts or ["-"]
 
 
+def ours_parts(ours: dict[str, Any], spread: str) -> list[str]:
+    """Our value of each measured published key: ``key=mean±sd`` (``±variance`` where the paper
+    prints a variance), ``key: not measured: why``; the seeds' count last."""
+    parts = []
+    for key, m in ours.get("measures", {}).items():
+        if "mean" not in m:
+            parts.append(f"{key}: {m['metric']}")
+            continue
+        sd = m["sd"]
+        spread_value = sd * sd if spread == "var" and sd == sd else sd
+        parts.append(f"{key}={fmt(m['mean'], '.1f')}±{fmt(spread_value, '.1f')}")
+    seeds = f"({ours['seeds']} seeds)"
+    return [*parts[:-1], f"{parts[-1]} {seeds}"] if parts else [seeds]
+
+
 def wrap_parts(parts: list[str], width: int) -> list[str]:
     """The parts joined with ", " on lines of at most ``width`` characters (a part longer than
     the width is wrapped at its spaces onto lines of its own): the published column is never cut."""
@@ -243,25 +383,34 @@ def wrap_parts(parts: list[str], width: int) -> list[str]:
     return lines
 
 
-PUBLISHED_WIDTH = 56
+PUBLISHED_WIDTH = 50
+OURS_WIDTH = 38
 
 
 def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
     first = table_plans[0]
     print(f"\n{first['paper']}: {first['table']} — {first['title']}" + ("  [SIMULATED model]" if simulated else ""))
-    mad = next((p for p in table_plans if p.get("ours") and p["options"]["protocol"] == "mad"), None)
-    width = PUBLISHED_WIDTH
-    header = (
-        f"{'method':28s} {'published':{width}s} {'ours: accuracy':>20s} {'tok/q':>9s} {'saving tot/in':>15s}  source"
+    spread = "variance" if first.get("spread") == "var" else "sd"
+    prompts = any(p.get("options", {}).get("prompts") for p in table_plans)
+    print(
+        f"ours: mean ± {spread} over the seeds, under the published names; prompts: "
+        + (
+            f"the paper's where it gives them (scripts/paper_tables/{first['paper']}.json)"
+            if prompts
+            else "the engine's"
+        )
     )
-    print(header)
+    mad = next((p for p in table_plans if p.get("ours") and p["options"]["protocol"] == "mad"), None)
+    width, owidth = PUBLISHED_WIDTH, OURS_WIDTH
+    print(f"{'method':28s} {'published':{width}s} {'ours':{owidth}s} {'tok/q':>9s} {'saving tot/in':>15s}  source")
     for p in table_plans:
         ours = p.get("ours")
         published = wrap_parts(published_parts(p["published"]), width)
+        mine: list[str] = []
         if ours is None:
             rest = "not run: " + p["skip"][:110]
         else:
-            acc = f"{fmt(ours['accuracy_mean'], '.3f')} ± {fmt(ours['accuracy_sd'], '.3f')} ({ours['seeds']})"
+            mine = wrap_parts(ours_parts(ours, p.get("spread", "sd")), owidth)
             saving = "-"
             if mad and mad is not p and mad["ours"]["tokens_per_q"]:
                 saving = (
@@ -270,10 +419,14 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
                 )
             elif mad is p:
                 saving = "base"
-            rest = f"{acc:>20s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s}  {p['source'][:70]}"
+            rest = f"{mine[0]:{owidth}s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s}  {p['source'][:60]}"
         print(f"{p['method'][:28]:28s} {published[0]:{width}s} {rest}")
-        for line in published[1:]:  # the rest of the published values, under their column
-            print(f"{'':28s} {line}")
+        for k in range(1, max(len(published), len(mine))):  # the rest of both columns, under them
+            left = published[k] if k < len(published) else ""
+            right = mine[k] if k < len(mine) else ""
+            print(f"{'':28s} {left:{width}s} {right}".rstrip())
+        for note in p.get("notes", []):
+            print(f"{'':28s} note: {note}")
 
 
 def main(argv=None) -> int:
@@ -292,6 +445,11 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", default="", help="comma list of table ids, e.g. 'Table 1,Table 4' (default all)")
     ap.add_argument("--out", default="runs/papers")
     ap.add_argument("--list", action="store_true", help="print what would run; run nothing")
+    ap.add_argument(
+        "--no-paper-prompts",
+        action="store_true",
+        help="run every row on the engine's default prompts, not its paper's (system prompt, limits, stage texts)",
+    )
     args = ap.parse_args(argv)
     user = yaml.safe_load(Path(args.config).read_text()) if args.config else {}
     if not isinstance(user, dict):
@@ -310,7 +468,7 @@ def main(argv=None) -> int:
                     print(
                         f"{name} | {p['table']} | {p['method']} | "
                         + (f"skip: {p['skip']}" if p["skip"] else json.dumps(p["options"], default=str))
-                        + (f" | note: {p['note']}" if p.get("note") else "")
+                        + "".join(f" | note: {n}" for n in p.get("notes", []))
                     )
                 continue
             simulated = False

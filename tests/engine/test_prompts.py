@@ -1,6 +1,6 @@
 import pytest
 
-from engine.prompts import PromptError, PromptSet, build_messages
+from engine.prompts import FORMATS, PromptError, PromptSet, build_messages
 
 
 def test_templates_exist_for_every_task_and_mention_the_answer_format():
@@ -50,3 +50,19 @@ def test_override_for_all_tasks_and_unknown_scope():
     assert p.peers_block([(3, "hi")]) == "[3] hi"
     with pytest.raises(PromptError, match="prompts.numerc"):
         PromptSet.for_task("numeric", {"numerc": {"first": "x"}})
+
+
+def test_system_stage_is_per_task_and_yields_to_an_explicit_system_prompt():
+    overrides = {"all": {"system": "Be brief. $format"}, "pair": {"system": "You rate dialogues."}}
+    numeric = PromptSet.for_task("numeric", overrides)
+    msgs, user = build_messages(numeric, "Q", "first", [], [])
+    assert msgs[0] == {"role": "system", "content": "Be brief. " + FORMATS["numeric"]} and msgs[1] is user
+    msgs, _ = build_messages(PromptSet.for_task("pair", overrides), "Q", "debate", [], [(1, "p")])
+    assert msgs[0] == {"role": "system", "content": "You rate dialogues."}
+    # an explicit system prompt (--system-prompt, an agent's) wins; "" means none at all
+    assert build_messages(numeric, "Q", "first", [], [], system_prompt="mine")[0][0]["content"] == "mine"
+    assert build_messages(numeric, "Q", "first", [], [], system_prompt="")[0][0]["role"] == "user"
+    # by default there is no system message
+    assert [m["role"] for m in build_messages(PromptSet.for_task("numeric"), "Q", "first", [], [])[0]] == ["user"]
+    with pytest.raises(PromptError, match=r"prompts.all.system: bad placeholder\(s\) \['peers'\]"):
+        PromptSet.for_task("numeric", {"all": {"system": "See $peers"}})

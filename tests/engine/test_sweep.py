@@ -237,6 +237,15 @@ def test_run_ids_and_out_dirs_are_deterministic(tmp_path):
     assert a[0].run_id.startswith("mad-") and a[2].run_id.startswith("sparse-")
 
 
+def test_an_auto_backend_cell_has_the_run_id_its_run_stores(tmp_path):
+    """``backend: auto`` is resolved before the cell's id is made, as validate() resolves it for the
+    run: the directory name and sweep.json's run_id are the id in the run's rows (joins work)."""
+    cell = expand(parse_sweep({**BASE, "backend": "auto", "protocol": "mad"}), tmp_path / "out")[0]
+    stored = RunConfig(backend="auto", limit=3, agents=4, rounds=2, protocol="mad").validate()
+    assert stored.backend != "auto" and cell.config.backend == stored.backend
+    assert cell.run_id == stored.run_id() and cell.out.name == stored.run_id()
+
+
 def test_unhashed_options_really_do_not_change_the_run_id():
     knobs = unhashed_options()
     assert {"out", "reuse_first_round", "progress", "max_batch", "ray_address"} <= knobs

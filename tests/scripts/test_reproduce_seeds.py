@@ -29,6 +29,7 @@ FAKE = {
             "title": "main",
             "dataset": "Arithmetic",
             "model": "GPT-3.5",
+            "measure": {"accuracy_pct": "accuracy", "tokens_k": "tokens_k"},
             "rows": [
                 {
                     "method": "MAD(4,3)",
@@ -113,6 +114,9 @@ def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_
     )
     printed = capsys.readouterr().out
     assert "Arithmetic: accuracy_pct=90.0±1.0," in printed and "Arithmetic: tokens_k=10.0," in printed
+    # ours: the same names, our values (percent, thousands of tokens per question), over the seeds
+    gd_line = next(line for line in printed.splitlines() if line.startswith("GD(4,3)"))
+    assert "accuracy_pct=" in gd_line.split("accuracy_pct=91.0", 1)[1] and "(2 seeds)" in printed
     assert "not run: protocol not implemented" in printed
     assert "[SIMULATED model]" in printed and "base" in printed
     # --dataset runs the MAD row of both dataset columns on one set: one run, printed once with both columns
@@ -123,6 +127,9 @@ def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_
     assert mad["columns"] == ["Arithmetic", "GSM8K"]
     assert mad["ours"]["seeds"] == gd["ours"]["seeds"] == 2 and "ours" not in rec
     assert 0 <= gd["ours"]["accuracy_mean"] <= 1 and gd["ours"]["tokens_per_q"] < mad["ours"]["tokens_per_q"]
+    measured = gd["ours"]["measures"]
+    assert measured["accuracy_pct"]["mean"] == pytest.approx(100 * gd["ours"]["accuracy_mean"])
+    assert measured["tokens_k"]["mean"] == pytest.approx(gd["ours"]["tokens_per_q"] / 1000)
     sweep = yaml.safe_load(Path(gd["ours"]["sweep"]).read_text())
     assert sweep["grid"] == {"seed": [0, 1]} and sweep["groups"] == "2+2" and sweep["protocol"] == "group"
     # resumable: a second run re-uses the finished cells
@@ -235,12 +242,16 @@ def test_the_papers_tables_map_onto_valid_run_configs():
     assert cortex[("Table 2", "Sparse Graph + Peer Evaluation (PRD)")]["options"]["cortex_weights"] == "peer"
     assert cortex[("Table 1", "PRD")]["options"]["protocol"] == "prd"
     assert cortex[("Table 1", "ND")]["options"]["topology"] == "ring"  # Neighbor Debate: our reading
-    assert not [p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args) if p["skip"]]  # every row runs
+    skipped = [p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args) if p["skip"]]
+    assert [(p["table"], p["method"]) for p in skipped] == [("Table 2", "Sparse Graph")]  # the rest runs
+    assert skipped[0]["skip"].startswith("not runnable: the paper builds the sparse graph from edge weights")
+    ours = cortex[("Table 2", "Sparse Graph + MDM (Ours)")]["options"]
+    assert ours["cortex_memory"] == "none" and "memory" not in ours  # eq. 13: CortexDebate's own key
     chateval = cortex[("Table 1", "ChatEval")]["options"]  # appendix F: a summarizer each round
     assert chateval["protocol"] == "chateval" and chateval["chateval_talk"] == "summarizer"
     reconcile = cortex[("Table 1", "RECONCILE")]["options"]  # appendix F: majority voting
     assert reconcile["protocol"] == "reconcile" and reconcile["reconcile_vote"] == "majority"
-    assert "models" not in chateval and "one model for all" in cortex[("Table 1", "ChatEval")]["note"]
+    assert "models" not in chateval and "every agent on one model" in cortex[("Table 1", "ChatEval")]["notes"][0]
     backbones = mod.load_paper("cortex")["settings"]["models"]
     mapped = {
         (p["table"], p["method"]): p
@@ -263,3 +274,125 @@ def test_the_papers_tables_map_onto_valid_run_configs():
     assert group[("Figure 9", "MAD+Group")]["options"]["memory"] == "full"
     sparse = [p for p in mod.plan_rows("sparse", mod.load_paper("sparse"), {}, args) if not p["skip"]]
     assert all(p["options"]["first_round_seed"] == 0 for p in sparse)  # the paper's fixed first answers
+
+
+def test_every_paper_row_runs_as_its_paper_ran_it_or_says_why():
+    """The check of issue 24 without running: every runnable row passes its own configuration
+    (the engine's checks, the protocol's), reads every option it sets, has a metric for every
+    published number, and its prompts are valid templates for every task."""
+    import pandas as pd  # noqa: F401  (the measures read pandas frames)
+
+    from engine.config import config_from_mapping
+    from engine.prompts import FORMATS, PromptSet
+    from engine.sweep import check_cell, normalise
+
+    mod = _script()
+    args = type("A", (), {"tables": "", "dataset": "arithmetic", "backend": "simulated", "limit": 2, "api_base": None})
+    for name in mod.PAPERS:
+        paper = mod.load_paper(name)
+        for p in mod.plan_rows(name, paper, {}, args):
+            where = f"{name} {p['table']} {p['method']}"
+            spread = ("_sd", "_var")  # accuracy_sd, tokens_sd_k, score_var: the ± of another column
+            published = [k.split(": ")[-1] for k in p["published"] if not any(m in k for m in spread)]
+            assert all(k in p["measure"] or "saving" in k for k in published), (where, published)
+            if p["skip"]:
+                assert len(p["skip"]) > 40, where  # a reason, not a bare "no"
+                continue
+            cfg = config_from_mapping(p["options"], source=where)
+            assert check_cell(normalise(cfg)) is None, where
+            for task in FORMATS:
+                PromptSet.for_task(task, p["options"].get("prompts"))
+        assert paper.get("prompts", {}).get("_source"), name  # where the paper's prompts come from
+
+
+def test_paper_prompts_apply_per_task_and_rows_add_their_own():
+    mod = _script()
+    args = type("A", (), {"tables": "", "dataset": "arithmetic", "backend": "simulated", "limit": 2, "api_base": None})
+    from engine.prompts import PromptSet
+
+    sparse = next(p for p in mod.plan_rows("sparse", mod.load_paper("sparse"), {}, args) if not p["skip"])
+    numeric = PromptSet.for_task("numeric", sparse["options"]["prompts"])
+    assert "Limit your output within 100 words" in numeric.system("Q")
+    pair = PromptSet.for_task("pair", sparse["options"]["prompts"])
+    assert "expert rater" in pair.system("Q") and "within 100 words" in pair.first("Q")
+    gd = next(p for p in mod.plan_rows("group", mod.load_paper("group"), {}, args) if p["method"].startswith("GD"))
+    assert PromptSet.for_task("choice", gd["options"]["prompts"]).system("Q").startswith("Welcome to the debate!")
+    cortex = {
+        p["method"]: p for p in mod.plan_rows("cortex", mod.load_paper("cortex"), {}, args) if p["table"] == "Table 6"
+    }
+    assert (
+        PromptSet.for_task("numeric", cortex["ND"]["options"].get("prompts"))
+        .system("Q")
+        .startswith("You are a helpful")
+    )
+    assert PromptSet.for_task("numeric", cortex["GD"]["options"].get("prompts")).system("Q").startswith("Welcome")
+    assert not cortex["MLD"]["options"].get("prompts")  # Fig. 6 is cut off: the engine's prompts
+    args.no_paper_prompts = True
+    assert all(
+        not p.get("options", {}).get("prompts") for p in mod.plan_rows("sparse", mod.load_paper("sparse"), {}, args)
+    )
+
+
+def test_an_option_the_protocol_does_not_read_is_an_error_naming_the_row(script):
+    args = type("A", (), {"tables": "", "dataset": "arithmetic", "backend": "simulated", "limit": 2, "api_base": None})
+    table = {
+        **FAKE["tables"][0],
+        "rows": [{**FAKE["tables"][0]["rows"][0], "engine": {"protocol": "cortex", "memory": "last"}}],
+    }
+    with pytest.raises(
+        script.TableError, match=r"Table 1, row 'MAD\(4,3\)': protocol cortex does not read memory \(read by "
+    ):
+        script.plan_rows("group", {**FAKE, "tables": [table]}, {}, args)
+    bad = {**FAKE["tables"][0], "measure": {"accuracy_pct": "acuracy"}}
+    with pytest.raises(script.TableError, match="measure 'acuracy' is not one of"):
+        script.plan_rows("group", {**FAKE, "tables": [bad]}, {}, args)
+
+
+def test_measures_read_each_rows_own_metric_from_its_rows():
+    import pandas as pd
+
+    mod = _script()
+    questions = pd.DataFrame(
+        {
+            "correct": [True, False],
+            "correct_by_round": [[False, True], [False, False, True]],  # the first stopped after round 1
+            "consensus": [[0.5, 1.0], [0.25, 0.5, 1.0]],
+            "prompt_tokens": [100, 300],
+            "completion_tokens": [50, 50],
+        }
+    )
+    calls = pd.DataFrame({"prompt_tokens": [10, 20, 60], "error": [None, None, "boom"]})
+    assert mod.measure_run("accuracy", questions, calls, 3) == 50.0
+    assert mod.measure_run("accuracy_avg_over_rounds", questions, calls, 3) == pytest.approx(100 * 3 / 6)
+    assert [mod.measure_run(f"accuracy@{n}", questions, calls, 3) for n in range(3)] == [0.0, 50.0, 100.0]
+    assert [mod.measure_run(f"unanimous@{n}", questions, calls, 3) for n in range(3)] == [0.0, 50.0, 100.0]
+    assert mod.measure_run("accuracy@3", questions, calls, 3) != mod.measure_run(
+        "accuracy@3", questions, calls, 3
+    )  # nan
+    assert mod.measure_run("tokens_k", questions, calls, 3) == 0.25
+    assert mod.measure_run("prompt_tokens_per_call", questions, calls, 3) == 15.0  # an error row sent nothing
+    ours = {"seeds": 3, "measures": {"score_pct": {"metric": "accuracy", "mean": 50.0, "sd": 2.0}}}
+    assert mod.ours_parts(ours, "sd") == ["score_pct=50.0±2.0 (3 seeds)"]
+    assert mod.ours_parts(ours, "var") == ["score_pct=50.0±4.0 (3 seeds)"]  # the paper prints a variance
+
+
+def test_row_notes_are_printed_in_the_table(script, capsys):
+    plan = {
+        "paper": "cortex",
+        "table": "Table 6",
+        "title": "t",
+        "method": "RECONCILE",
+        "published": {"score_pct": 60.0},
+        "source": "s",
+        "skip": None,
+        "options": {"protocol": "reconcile"},
+        "ours": {"seeds": 2, "measures": {}, "tokens_per_q": 100.0, "prompt_per_q": 80.0},
+        "notes": [
+            "every agent on one model, not the paper's 5 backbones",
+            "run without RECONCILE's convincing samples",
+        ],
+    }
+    script.print_table([plan], simulated=True)
+    printed = capsys.readouterr().out
+    assert "note: every agent on one model, not the paper's 5 backbones" in printed
+    assert "note: run without RECONCILE's convincing samples" in printed
