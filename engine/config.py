@@ -559,11 +559,18 @@ class _RunConfigMethods(_Fields):
         (:meth:`options_read`), at their values even when they are the defaults, so a changed
         default never gives an old id new results. Other protocols' options are left out: ``--tau``
         does not make a MAD run a new run, and a protocol that gains an option changes only its
-        own run ids."""
+        own run ids. A file option (``Option.hash_as``, ``--reconcile-samples``) is hashed by its
+        checked content, and left out when not given, so runs without the file keep their ids."""
         d = self.to_dict()
         read = self.options_read()
         for k in (*UNHASHED, *(name for name in PROTOCOL_OPTIONS if name not in read)):
             d.pop(k, None)
+        for name in read:  # a file option: its content, not its path; not given: left out
+            opt = PROTOCOL_OPTIONS.get(name)
+            if opt is not None and opt.hash_as is not None:
+                value = d.pop(name, None)
+                if value is not None:
+                    d[name] = opt.hash_as(value)
         per_model = {
             m: {k: v for k, v in sorted((o or {}).items()) if k in RESULT_ENGINE_KEYS}
             for m, o in sorted(self.placement_resources.items())

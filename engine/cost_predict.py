@@ -129,8 +129,8 @@ def measure(
         prd_revise=ms("prd_revise", "peers", peers_x, "feedbacks", feedback_block([q])),
         mad_summary=ms("mad_summary", "peers", peers_x),
         mad_summary_debate=ms("mad_summary_debate", None, "", "summary"),
-        reconcile_first=ms("reconcile_first", None, ""),
-        reconcile_debate=ms("reconcile_debate", "groups", ""),
+        reconcile_first=ms("reconcile_first", None, "", "samples", ""),  # measured without samples
+        reconcile_debate=ms("reconcile_debate", "groups", "", "samples", ""),
         reconcile_block=ReconcileBlock(
             header=content_tokens(group_header(1, q)),
             unread_header=content_tokens(unread_header(1)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -79,6 +80,9 @@ class Option:
     cli:      False for options given in YAML only (mappings such as ``model_info``).
     hashed:   whether the run id hashes it (engine options: False for those that change speed,
               memory or where output goes, not results; see ``engine.config.UNHASHED``).
+    hash_as:  for a file option, what the run id hashes in place of the value given (the file's
+              checked content, so a moved file keeps the run id and an edited one changes it);
+              it must give the same for the path and for what it returns.
     """
 
     name: str
@@ -95,6 +99,7 @@ class Option:
     low_open: bool = False
     bound_error: str | None = None
     hashed: bool = True
+    hash_as: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.type not in _TYPE_NAMES:

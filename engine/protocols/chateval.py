@@ -25,12 +25,20 @@ ChatEval has no early stop: all T rounds always run.
 
 What enters the chat history follows ChatEval's code (github.com/thunlp/ChatEval, agentverse):
 every non-empty message is broadcast to every agent's memory (``BasicUpdater``; ``visibility:
-all``), and the agent's prompt shows that memory as ``[speaker]: message`` lines, in order. With
-the summarizer (``llm_eval_multi_con`` with the ``summary`` memory manipulator), the summary is
-*added* to that memory as a ``[Summarizer]`` message — the round's messages stay — and the
-summarizer reads the whole memory (every message so far, earlier summaries included). An
-empty message (here: a failed call, :attr:`Reply.shown_text` empty) is not posted at all, as the
-code's updater skips empty contents.
+all``), in order. With the summarizer (``llm_eval_multi_con`` with the ``summary`` memory
+manipulator), the summary is *added* to that memory as a message from ``Summarizer`` — the
+round's messages stay — and the summarizer reads the whole memory (every message so far, earlier
+summaries included). An empty message (here: a failed call, :attr:`Reply.shown_text` empty) is
+not posted at all, as the code's updater skips empty contents.
+
+How the memory is shown differs. In the code an agent's request (``OpenAIChat._construct_messages``)
+is the role prompt (user), then every memory message as an *assistant* message ``<sender>:
+<content>``, its own and the others' alike, then the final prompt (user); the prompt's
+``${chat_history}`` is not filled. The ``[<sender>] : <content>`` lines are the summarizer's
+format (``memory_manipulator/summary.py``). Here an agent's prompt lists the others' messages
+as ``[<name>]: <text>`` lines in a user message (:func:`render_history`, ``$history``), its own
+messages being its own assistant replies (see **Memory** below); the summarizer's prompt uses
+the same lines.
 
 Prompts (stages ``chateval_first``, ``chateval_turn``, ``chateval_summary``). The first one is
 ChatEval's referee prompt as CortexDebate's Figure 8 prints it, adapted to a question instead of
@@ -180,7 +188,8 @@ class ChatLine:
 
 
 def render_history(lines: Sequence[ChatLine]) -> str:
-    """The chat lines as ChatEval's prompt shows its memory: ``[name]: text``, one per line."""
+    """The chat lines as our prompts show them: ``[name]: text``, one per line (the bracketed
+    sender of ChatEval's summarizer; its agents get ``name: text`` assistant messages)."""
     return "".join(f"[{line.name}]: {line.text}\n" for line in lines)
 
 

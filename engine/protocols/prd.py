@@ -45,6 +45,13 @@ Choices where the paper is vague (or where we differ from the authors' code):
   order (:func:`feedback_block`); a review that failed is left out of what the reviewed agent reads.
 * **Task wording.** Figure 9 says "math problem" and gives a ``\\boxed{}`` format; the revise prompt
   says "problem" and ends with the task's ``$format``, so every task of the engine works.
+  The authors' code has a second revise instruction for its multiple-choice (AQuA, ARC-c, ...)
+  and yes/no (StrategyQA) tasks: "Using the reasoning from other agents as additional advice, can
+  you give an updated answer? Examine your solution and other agents' feedback step by step. Put
+  your answer in the form (X) at the end of your response." -- no restated question. We keep
+  Figure 9's (the numeric one) for every task, so a task changes only ``$format``; the code's
+  wording is one per-task override away (``prompts: {choice: {prd_revise: ...}}``, keeping
+  ``$peers`` and ``$feedbacks``).
 * **Several rounds.** The paper runs one review-revise cycle (its code: ``rounds = 3`` calls per
   agent: create, review, revise); ``--rounds T`` runs T-1 cycles, each reviewing the latest
   solutions with the transcript grown by the earlier revisions (CortexDebate runs PRD for as many

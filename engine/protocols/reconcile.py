@@ -47,11 +47,21 @@ Facts taken from the authors' code where the paper is not explicit:
 
 Choices where the paper is vague:
 
-* **Convincing samples are left out.** Figure 7 starts both prompts with ``{convincing_samples}``:
-  few-shot human explanations that corrected other models' wrong answers, mined from each
-  data set's training split. The engine has no such data. A user can add them by overriding the
-  ``reconcile_first`` and ``reconcile_debate`` stages in the config (``prompts:``, see
-  :mod:`engine.prompts`), e.g. putting the examples in front of ``Q: $question``.
+* **Convincing samples** (``--reconcile-samples FILE``; none by default). Figure 7 starts both
+  prompts with ``{convincing_samples}``: human explanations that corrected a model's wrong
+  answer, mined from the data set's training split (the code's ``convincing/<data set>/<model>.json``).
+  The file maps a model name (as the run names it; ``"*"``: any other model) to a list of
+  ``{question, explanation, answer}`` (:func:`load_samples`; checked by ``validate()``, which puts
+  the checked samples into the config, so ``config.json`` records them and the run id hashes them,
+  not the path). As in the code (``run.py``), each agent is shown the samples of the *other*
+  models of the run, in front of both its first and its discussion prompts
+  (:func:`samples_by_agent`); with one model for all agents, that model's own. Each sample is
+  written as the code's text prompt does (``utils.prepare_context``): "Q: <question>" then "A:"
+  with the explanation and the answer, the answer in the task's answer form (\\boxed{} or (X))
+  where the code writes its JSON reply format; the code's chat models get the samples as earlier
+  user/assistant turns instead. The stages show them where they say ``$samples`` (a user override
+  of a stage without it drops them). ``Outcome.info["samples"]`` counts each agent's. The cost model
+  leaves them out. Without the file, rows are RECONCILE without its few-shot samples.
 * **Answer and confidence format.** The code asks for JSON (reasoning, answer,
   confidence_level); we keep the task's ``$format`` sentence so the engine's answer extraction
   works on every task, add the task's ``$intro`` line (the code likewise adds the options of a
@@ -79,11 +89,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from engine.cost_model import Cost, ReconcileBlock, Sizes, sys_tokens
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
-from engine.options import Option
+from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, Votes, tie_key, unanimous
 from engine.protocols.cortex import parse_confidence
 from engine.protocols.shared import EARLY_STOP
@@ -97,10 +110,13 @@ _CONFIDENCE_ASK = (
     "Also, evaluate your confidence level (between 0.0 and 1.0) to indicate the possibility of your answer "
     'being right, and write it after your final answer as "Confidence: " followed by the number.'
 )
-_INITIAL = "$intro\nQ: $question\nPlease answer the question with step-by-step reasoning. $format\n" + _CONFIDENCE_ASK
+_INITIAL = (
+    "$samples$intro\nQ: $question\nPlease answer the question with step-by-step reasoning. $format\n" + _CONFIDENCE_ASK
+)
 
 STAGES = {
-    # Figure 7, "Initial Answer Generation" (without {convincing_samples}: see the module docstring)
+    # Figure 7, "Initial Answer Generation"; $samples: the convincing samples ("" without
+    # --reconcile-samples; see the module docstring)
     "reconcile_first": _INITIAL,
     # Figure 7, "Debate": {initial_prompt}, the review instruction, the grouped solutions
     "reconcile_debate": (
@@ -175,6 +191,122 @@ def solutions_block(
         out.append(unread_header(len(g.agents)) if g.answer is None else group_header(len(g.agents), g.answer))
         out.extend(member_line(texts[j], answers[j], confidences[j]) for j in g.agents)
     return "".join(out)
+
+
+# --------------------------------------------------------------------------- convincing samples
+
+ANY_MODEL = "*"  # the samples file's entry for every model it does not name
+SAMPLE_KEYS = ("question", "explanation", "answer")
+_ANSWER_FORMS = {"numeric": "\\boxed{%s}", "math": "\\boxed{%s}", "choice": "(%s)", "pair": "(%s)"}
+
+
+class SamplesError(ConfigError):
+    """A bad ``--reconcile-samples`` file; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One convincing sample: a training question, the human explanation that corrected a
+    model's wrong answer, and its gold answer."""
+
+    question: str
+    explanation: str
+    answer: str
+
+
+def load_samples(value: Any) -> dict[str, list[dict[str, str]]]:
+    """``--reconcile-samples``: a YAML/JSON file (path) or its already loaded mapping, checked and
+    made plain: model name (as ``--model``/``--models``/``agent_settings`` give it, or ``"*"`` for
+    any other model) -> list of ``{question, explanation, answer}`` (strings; a number answer is
+    written as a string). The same mapping for the file and for what it returns, so the run id
+    (which hashes this) is the same before and after :meth:`RunConfig.validate` loads the file.
+    Raises :class:`SamplesError` naming the file and the entry."""
+    where = "--reconcile-samples"
+    data = value
+    if isinstance(value, str):
+        where = f"--reconcile-samples {value}"
+        path = Path(value)
+        if not path.is_file():
+            raise SamplesError(f"{where}: no such file")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise SamplesError(f"{where}: not valid YAML or JSON: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict) or not data:
+        raise SamplesError(f"{where}: must map model names (or {ANY_MODEL!r}) to lists of samples")
+    out: dict[str, list[dict[str, str]]] = {}
+    for model, samples in data.items():
+        if not isinstance(samples, list) or not samples:
+            raise SamplesError(f"{where}: {model!r} must be a non-empty list of samples")
+        rows = []
+        for k, sample in enumerate(samples):
+            entry = f"{where}: {model!r}[{k}]"
+            if not isinstance(sample, dict) or set(sample) != set(SAMPLE_KEYS):
+                got = sorted(map(str, sample)) if isinstance(sample, dict) else type(sample).__name__
+                raise SamplesError(f"{entry}: needs exactly the keys {', '.join(SAMPLE_KEYS)} (got {got})")
+            row = {}
+            for key in SAMPLE_KEYS:
+                v = sample[key]
+                if isinstance(v, bool) or not isinstance(v, (str, int, float)) or not str(v).strip():
+                    raise SamplesError(f"{entry}.{key}: must be a non-empty string (got {v!r})")
+                row[key] = str(v)
+            rows.append(row)
+        out[str(model)] = rows
+    return out
+
+
+def answer_form(task: str, answer: str) -> str:
+    """``answer`` written the way the task's ``$format`` asks for a final answer (``\\boxed{..}``
+    or ``(X)``)."""
+    return _ANSWER_FORMS.get(task, "%s") % answer
+
+
+def samples_block(samples: Sequence[Sample], task: str) -> str:
+    """``$samples``: the convincing samples in front of the question, as the authors' code writes
+    them in a prompt (``utils.prepare_context``): per sample "Q: <question>" and "A:" with the
+    explanation and the answer, one after another; ours writes the answer in the task's answer
+    form where theirs writes their JSON reply format. Empty without samples."""
+    return "".join(
+        f"Q: {s.question}\nA: {s.explanation} The answer is {answer_form(task, s.answer)}.\n" for s in samples
+    )
+
+
+def samples_by_agent(
+    loaded: Mapping[str, Sequence[Mapping[str, str]]] | None, models: Sequence[str]
+) -> list[list[Sample]]:
+    """The convincing samples each agent is shown (``models``: the agents' models): the samples of
+    every *other* model in the run, in the order the models first appear among the agents (the
+    authors' code shows Claude the samples of ChatGPT then Bard, and so on); a model without an
+    entry has the ``"*"`` entry's, none without one. When all agents run one model there is no
+    other model, so they are shown that model's own samples. None (no file): none."""
+    if not loaded:
+        return [[] for _ in models]
+    distinct = list(dict.fromkeys(models))
+
+    def of(model: str) -> list[Sample]:
+        return [Sample(**s) for s in loaded.get(model, loaded.get(ANY_MODEL, ()))]
+
+    if len(distinct) == 1:
+        return [of(distinct[0]) for _ in models]
+    return [[s for other in distinct if other != m for s in of(other)] for m in models]
+
+
+def _check(cfg: Any) -> None:
+    """Load ``--reconcile-samples`` into the config (so the run records the samples themselves and
+    the coordinator reads no file) and check that every model of the run has samples."""
+    if cfg.reconcile_samples is None:
+        return
+    source = cfg.reconcile_samples
+    cfg.reconcile_samples = loaded = load_samples(source)
+    if ANY_MODEL in loaded:
+        return
+    missing = [m for m in dict.fromkeys(a.model for a in cfg.agent_specs()) if m not in loaded]
+    if missing:
+        where = f"--reconcile-samples {source}" if isinstance(source, str) else "--reconcile-samples"
+        raise SamplesError(
+            f"{where}: no entry for model(s) {', '.join(map(repr, missing))} of this run; "
+            f"add them or a {ANY_MODEL!r} entry"
+        )
 
 
 # --------------------------------------------------------------------------- recalibration and vote
@@ -277,8 +409,19 @@ def reconcile(ctx: Context) -> ProtocolGen:
         "failed": [],  # [round, agent]
     }
 
+    # the convincing samples each agent is shown, in both phases (the authors' code puts them in
+    # front of every prompt); "" without --reconcile-samples
+    samples = [""] * n
+    if cfg.reconcile_samples is not None:  # loaded by validate(); a path still loads (idempotent)
+        shown = samples_by_agent(load_samples(cfg.reconcile_samples), [a.model for a in cfg.agent_specs()])
+        samples = [samples_block(s, ctx.question.task) for s in shown]
+        info["samples"] = [len(s) for s in shown]  # per agent: how many samples it was shown
+
     # Phase 1: initial response generation
-    replies = yield Step(0, [AgentCall(agent=i, stage="reconcile_first", memory="none") for i in range(n)])
+    replies = yield Step(
+        0,
+        [AgentCall(agent=i, stage="reconcile_first", values={"samples": samples[i]}, memory="none") for i in range(n)],
+    )
     prev = _read(replies, 0, info, mode, key)
     history = [prev.answers]
     stopped = False
@@ -300,7 +443,7 @@ def reconcile(ctx: Context) -> ProtocolGen:
                     agent=i,
                     stage="reconcile_debate",
                     peers=others,
-                    values={"groups": block},
+                    values={"groups": block, "samples": samples[i]},
                     peer_answers=[prev.answers[j] for j in others],
                     memory="none",
                 )
@@ -427,7 +570,7 @@ def _cost(
 
 def _label(cfg: Mapping[str, Any]) -> list[str]:
     vote = cfg.get("reconcile_vote", "weighted")
-    return [] if vote == "weighted" else [f"vote={vote}"]
+    return ([] if vote == "weighted" else [f"vote={vote}"]) + (["samples"] if cfg.get("reconcile_samples") else [])
 
 
 RECONCILE_VOTE = Option(
@@ -439,13 +582,24 @@ RECONCILE_VOTE = Option(
     choices=VOTES,
 )
 
+RECONCILE_SAMPLES = Option(
+    "reconcile_samples",
+    str,
+    None,
+    "YAML/JSON file of convincing samples: model name (or '*') -> list of {question, explanation, answer}; "
+    "each agent is shown the other models' samples in front of every prompt (default: none)",
+    also=(dict,),
+    hash_as=load_samples,
+)
+
 SPEC = ProtocolSpec(
     "reconcile",
     reconcile,
     "RECONCILE: round-table discussion showing the answers grouped with their confidences, until consensus; "
     "confidence-weighted vote (Chen, Saha & Bansal 2023)",
     "RECONCILE",
-    settings=(EARLY_STOP, RECONCILE_VOTE),
+    settings=(EARLY_STOP, RECONCILE_VOTE, RECONCILE_SAMPLES),
+    check=_check,
     stages=STAGES,
     cost=_cost,
     label_parts=_label,
@@ -453,17 +607,23 @@ SPEC = ProtocolSpec(
 )
 
 __all__ = [
+    "RECONCILE_SAMPLES",
     "RECONCILE_VOTE",
     "SPEC",
     "STAGES",
     "AnswerGroup",
+    "Sample",
+    "SamplesError",
     "group_header",
     "group_replies",
+    "load_samples",
     "member_line",
     "recalibrate",
     "reconcile",
     "revote",
     "round_vote",
+    "samples_block",
+    "samples_by_agent",
     "solutions_block",
     "unread_header",
 ]

@@ -18,10 +18,13 @@ from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, get_protocol
 from engine.protocols.reconcile import (
     ReconcileShown,
+    Sample,
     group_replies,
+    load_samples,
     recalibrate,
     reconcile_cost,
     reconcile_shown_from_records,
+    samples_block,
     solutions_block,
 )
 from engine.records import GenResult
@@ -110,7 +113,8 @@ def test_initial_round_then_grouped_solutions_for_everyone():
     assert [c.stage for c in r1] == ["reconcile_debate"] * 4 and all(c.memory == "none" for c in r1)
     # everyone reads the same grouped solutions, its own reply included (the authors' code)
     block = r1[0].values["groups"]
-    assert all(c.values == {"groups": block} for c in r1)
+    assert all(c.values == {"groups": block, "samples": ""} for c in r1)  # no samples without the file
+    assert all(c.values == {"samples": ""} for c in first) and "samples" not in out.info
     assert [c.peers for c in r1] == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]  # edges: no self-loops
     assert r1[2].peer_answers == ["4", "5", "6"]
     # groups: largest first ("4": agents 0, 2), then the singletons in first-seen order (5, then 6)
@@ -155,12 +159,12 @@ def test_rendered_discussion_prompt_follows_figure_7():
     import engine.protocols.reconcile  # noqa: F401  registers the reconcile_* stages
 
     p = PromptSet.for_task("choice")
-    first = p.render("reconcile_first", question="Which is red? (A) sky (B) blood")
+    first = p.render("reconcile_first", question="Which is red? (A) sky (B) blood", samples="")
     assert "Q: Which is red?" in first and "step-by-step reasoning" in first and "(X)" in first
     assert "confidence level (between 0.0 and 1.0)" in first
     groups = group_replies(["B", "A", "B"], [0, 1, 2])
     block = solutions_block(groups, ["t0", "t1", "t2"], ["B", "A", "B"], [0.9, 0.6, None])
-    deb = p.render("reconcile_debate", question="Which is red? (A) sky (B) blood", groups=block)
+    deb = p.render("reconcile_debate", question="Which is red? (A) sky (B) blood", groups=block, samples="")
     # {initial_prompt}, the review instruction, then the groups, then the answer format again
     assert deb.startswith(first)
     review = deb.index("Carefully review the following solutions from other agents")
@@ -254,6 +258,125 @@ def test_option_checked_and_label():
 
     assert SPECS["reconcile"].label == "RECONCILE"
     assert {"reconcile_vote", "early_stop"} <= RunConfig(protocol="reconcile").validate().options_read()
+
+
+# --------------------------------------------------------------------------- convincing samples
+
+SAMPLES = {
+    "A": [{"question": "qa1", "explanation": "ea1", "answer": "1"}],
+    "B": [
+        {"question": "qb1", "explanation": "eb1", "answer": 2},
+        {"question": "qb2", "explanation": "eb2", "answer": "3"},
+    ],
+    "C": [{"question": "qc1", "explanation": "ec1", "answer": "4"}],
+}
+
+
+def write(tmp_path, data, name="samples.yaml"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return str(path)
+
+
+def test_each_agent_sees_the_other_models_samples_in_both_phases(tmp_path):
+    config = cfg(agents=3, rounds=2, models="A*1,B*1,C*1", reconcile_samples=write(tmp_path, SAMPLES))
+    script = [[("4", "Confidence: 0.7"), ("5", "Confidence: 0.9"), ("4", "Confidence: 0.8")]] * 2
+    steps, out = play(config, script)
+    a = "Q: qa1\nA: ea1 The answer is \\boxed{1}.\n"
+    b = "Q: qb1\nA: eb1 The answer is \\boxed{2}.\nQ: qb2\nA: eb2 The answer is \\boxed{3}.\n"
+    c = "Q: qc1\nA: ec1 The answer is \\boxed{4}.\n"
+    want = [b + c, a + c, a + b]  # agent i runs the i-th model; the others' samples, in model order
+    for step in steps:
+        assert [call.values["samples"] for call in step.calls] == want
+    assert out.info["samples"] == [3, 2, 3]
+    import engine.protocols.reconcile  # noqa: F401  registers the reconcile_* stages
+
+    p = PromptSet.for_task("numeric")
+    first = p.render("reconcile_first", question="What is 2+3?", samples=want[0])
+    assert first == want[0] + p.render("reconcile_first", question="What is 2+3?", samples="")
+    assert first.startswith("Q: qb1\nA: eb1 The answer is \\boxed{2}.\nQ: qb2") and "\nCan you solve" in first
+    assert p.render("reconcile_debate", question="x", groups="", samples=want[0]).startswith(want[0] + "Can you")
+    # the run records the samples themselves, and the report label says they were used
+    assert json.loads(config.to_json())["reconcile_samples"]["B"][0] == {
+        "question": "qb1",
+        "explanation": "eb1",
+        "answer": "2",
+    }
+
+
+def test_choice_answers_one_model_and_the_star_entry(tmp_path):
+    one = {"smollm2-135m-instruct": SAMPLES["A"], "*": SAMPLES["C"]}
+    q = Question(qid="q2", task="choice", text="Red? (A) sky (B) blood", gold="B")
+    steps = drive_steps(
+        get_protocol("reconcile")(Context(q, cfg(agents=2, rounds=1, reconcile_samples=one).validate(), 1)),
+        lambda step, c: Reply("B. Confidence: 1", "B"),
+    )[0]
+    # one model: no other model, so every agent is shown its own model's samples; choice answers as (X)
+    assert [c.values["samples"] for c in steps[0].calls] == ["Q: qa1\nA: ea1 The answer is (1).\n"] * 2
+    mixed = cfg(agents=3, rounds=1, models="A*1,Z*2", reconcile_samples={"A": SAMPLES["A"], "*": SAMPLES["C"]})
+    steps = drive_steps(get_protocol("reconcile")(Context(Q, mixed.validate(), 1)), lambda s, c: Reply("5", "5"))[0]
+    shown = [c.values["samples"] for c in steps[0].calls]
+    assert shown == ["Q: qc1\nA: ec1 The answer is \\boxed{4}.\n"] + ["Q: qa1\nA: ea1 The answer is \\boxed{1}.\n"] * 2
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (None, r"samples\.yaml: no such file"),
+        ("a: [1", r"samples\.yaml: not valid YAML or JSON"),
+        ("[1, 2]", r"samples\.yaml: must map model names \(or '\*'\) to lists of samples"),
+        ({"A": []}, r"samples\.yaml: 'A' must be a non-empty list of samples"),
+        (
+            {"A": [SAMPLES["A"][0], {"question": "q", "answer": "1"}]},
+            r"samples\.yaml: 'A'\[1\]: needs exactly the keys question, explanation, answer "
+            r"\(got \['answer', 'question'\]\)",
+        ),
+        ({"A": [{"question": "q", "explanation": " ", "answer": "1"}]}, r"'A'\[0\]\.explanation: must be a non-empty"),
+        ({"A": [{"question": "q", "explanation": "e", "answer": None}]}, r"'A'\[0\]\.answer: must be a non-empty"),
+        ({"B": SAMPLES["B"]}, r"samples\.yaml: no entry for model\(s\) 'A', 'C' of this run; add them or a '\*' entry"),
+    ],
+)
+def test_bad_samples_file_is_one_line_naming_file_and_entry(tmp_path, data, message):
+    from engine.errors import UserError
+
+    path = str(tmp_path / "samples.yaml") if data is None else write(tmp_path, data)
+    with pytest.raises(UserError, match=message) as err:
+        cfg(agents=3, models="A*1,B*1,C*1", reconcile_samples=path).validate()
+    assert "\n" not in str(err.value)
+
+
+def test_run_id_hashes_the_samples_content_not_the_path(tmp_path):
+    yaml_file = write(tmp_path, "A: [{question: qa1, explanation: ea1, answer: 1}]\n", "s.yaml")
+    json_file = write(tmp_path, {"A": SAMPLES["A"]}, "s.json")
+    other = write(tmp_path, {"A": SAMPLES["B"]}, "t.json")
+    ids = {}
+    for name, path in [("yaml", yaml_file), ("json", json_file), ("other", other)]:
+        config = cfg(agents=2, model="A", backend="simulated", reconcile_samples=path)
+        ids[name] = config.run_id()
+        assert config.validate().run_id() == ids[name]  # the loaded samples hash as the file did
+    assert ids["yaml"] == ids["json"] != ids["other"]
+    assert cfg(agents=2, model="A", backend="simulated").run_id() not in ids.values()
+    from engine.report import RunData, base_label
+
+    config = {"protocol": "reconcile", "agents": 3, "rounds": 3, "reconcile_samples": {"A": SAMPLES["A"]}}
+    assert base_label(RunData(run_dir=None, run_id="r", run={}, config=config, questions=[], calls=None)) == (
+        "reconcile 3x3 samples"
+    )
+
+
+def test_simulated_run_sends_the_samples(tmp_path):
+    qs = arithmetic_questions(2, seed=1)
+    runs = {}
+    for samples in (None, {"*": SAMPLES["B"]}):
+        config = cfg(agents=2, rounds=2, backend="simulated", early_stop=False, reconcile_samples=samples).validate()
+        runs[samples is None] = [
+            r for _, log in run_local(config, qs, SimulatedBackend(accuracy=1.0)) for r in log.records
+        ]
+    block = samples_block([Sample(**s) for s in load_samples({"*": SAMPLES["B"]})["*"]], "numeric")
+    for plain, with_samples in zip(runs[True], runs[False]):
+        assert with_samples.prompt_tokens - plain.prompt_tokens == count_tokens(
+            [{"role": "user", "content": block}]
+        ) - count_tokens([{"role": "user", "content": ""}])
 
 
 def test_graded_columns_take_the_protocols_own_votes():
