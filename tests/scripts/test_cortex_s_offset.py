@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("cortex_s_offset", ROOT / "scripts" / "cortex_s_offset.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("cortex_s_offset")
 
 
 @pytest.mark.ray

@@ -3,21 +3,17 @@ per row over seeds, printed beside the published numbers; unmappable rows listed
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("reproduce_seeds", ROOT / "scripts" / "reproduce_seeds.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("reproduce_seeds")
 
 
 FAKE = {
