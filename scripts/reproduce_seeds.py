@@ -32,7 +32,7 @@ baselines) unless ``--no-paper-prompts``, and its options. An option the row's p
 read is an error in the table (it would silently not apply).
 
 Output per table: method | published values (never cut: long lists wrap under their column) |
-ours: the row's own metrics under the published names (``measure`` in the table's JSON: final
+ours: the row's own metrics under the published names (``measure`` in the table's or row's JSON: final
 accuracy, accuracy averaged over rounds, accuracy or unanimity after round N, tokens per question,
 prompt tokens per call), mean ± sd over the seeds (± variance where the paper prints one) |
 tokens per question | total and input-token saving vs the table's MAD row | source of the
