@@ -99,7 +99,7 @@ def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
 def test_a_judging_call_states_a_score_higher_when_the_judged_answer_is_right():
     """A side call (meta "judging") gets "Score: s/10 Confidence: s/10" at the exact length;
     s is 6..10 when the judged answer is the gold, 1..7 otherwise (mean 8 vs 4)."""
-    from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
+    from engine.confidence import CONFIDENCE_KEYWORD, parse_score
 
     b = SimulatedBackend(reply_tokens=12)
     right = b.generate([req(i, judging=True, peer_answers=["42"]) for i in range(400)])
