@@ -78,15 +78,23 @@ numeric / math
        ``#### Step 2`` are ignored);
     3. the last explicit final statement ("final answer: X", "my final answer
        is X"), else the last "answer is X" / "answer: X" / "answer = X"
-       (case-insensitive; ``**`` bold, ``is:``, ``$`` allowed).  X runs to the
+       ("answer must be X" too; case-insensitive; ``**`` bold, ``is:``, ``$`` allowed).  X runs to the
        end of the line (or the next line if that is empty; at most 300
        characters) and, for math, to the closing ``$`` when it starts with
        one, else to the end of the sentence and before an English connective
        ("because", "since", "so", ...); a math X of more than two words that
        still contains English words is prose and skipped.  For numeric, if X
        contains ``=`` the part after the last ``=`` is used, then the first
-       number in it;
-    4. the last number in the text (math: the last number or ``\\frac``).
+       number in it, unless that number is an operand of an expression left
+       unevaluated ("the answer is the result of 8+16*15+12"); for a reply cut off
+       at the token limit a statement that runs to the cut is skipped;
+    4. a line holding only an answer (bold, ``$..$`` allowed; numeric: a number and at
+       most two unit words; math: no ``=`` and no word): the reply's last non-empty
+       line, else its first ("**18**" followed by the explanation's other numbers);
+    5. the last number in the text (math: the last number or ``\\frac``, or a later
+       interval ``x \\in (a, b)`` / ``x \\in [a, b) \\cup (c, \\infty)``), skipping
+       a number that is negated ("307, not 308", "rather than 12") or an operand of an
+       unevaluated expression ("26 + 9*15": an echoed question).
     No number anywhere -> ``None``.
 
 choice / pair
@@ -94,17 +102,32 @@ choice / pair
     2. the last "answer is B" / "answer: B" / "Answer: (C)" / "correct option
        is B" / "answer is option B";
     3. pair only: preference phrases ("Response A is better", "A is better",
+       "Assistant A's response is better", "Assistant B provides a better response",
        "I prefer B", "better response is A", "[[A]]", "I choose B");
        choice and pair: "B is correct" / "B is the correct answer"
        (the last such phrase in the text wins);
     4. the last bold letter ``**B**`` (also ``**B) text**``);
-    5. the last line consisting only of a letter: ``B``, ``B.``, ``B)``, ``(B)``;
+    5. the last line consisting only of a letter: ``B``, ``B.``, ``B)``, ``(B)``; then the
+       first line when it opens with an option (``(D) False, True`` followed by the
+       explanation), unless the next line opens with one too (the options listed);
     6. the last ``(B)``, "option B", "choice B", "Response B" mention;
     7. weak fallback: the last standalone capital letter in range.  ``A``
        (and ``I``) is skipped here when followed by a word, so the article in
        "A robe takes ..." is never read as an answer.
     Lower-case letters are accepted only in the ``(b)`` form and after
     "answer:"/"answer is" when the letter ends the phrase (``answer: b.``).
+
+In rules 4, 6 and 7 a letter named as wrong is skipped: "(A) and (B) are wrong", "C is too
+narrow", "option D can be ruled out", "not (B)", "eliminate A".
+
+Confidence statements ("Confidence: 0.9", "I am 90% confident"; see
+:func:`engine.confidence.confidence_spans`) are blanked out before any rule runs: a
+confidence is never the answer.
+
+An answer the writer has given up never wins either (answer phrases, mentions and the
+fallback numbers and letters): its clause says so in the first person ("Initially I thought the
+answer was 12", "I first got 8", "My first answer was (B)") or the sentence goes on "which was
+wrong". The story's own "initially" ("he initially had 5000 dollars") is not a retraction.
 
 Statements reporting someone else's answer never win: an answer phrase, a
 choice mention or (in the fallbacks) a number or letter whose clause names
@@ -131,6 +154,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
+from engine.confidence import confidence_spans
 from engine.equivalence import math_equivalent
 from engine.latex import boxed_contents, brace_map
 from engine.tasks import LETTERS, TASKS
@@ -650,7 +674,7 @@ def canonical_answer(raw: str | None, task: str, n_choices: int = 4) -> str | No
 _HASH_ANS = re.compile(r"####[ \t]*+([^\n]*)")
 _ANS_PHRASE = re.compile(
     r"(?i)\banswer\b[ \t*]*+"
-    r"(?:(?:is|was|would[ \t]+be|will[ \t]+be|should[ \t]+be|equals)\b[ \t*]*+:?|:|=)"
+    r"(?:(?:is|was|would[ \t]+be|will[ \t]+be|should[ \t]+be|must[ \t]+be|has[ \t]+to[ \t]+be|equals)\b[ \t*]*+:?|:|=)"
 )
 _MAX_SEGMENT = 300  # characters of an answer segment that are looked at
 _MAX_TRIES = 25  # occurrences per rule tried, starting from the last
@@ -706,8 +730,18 @@ _OTHERS = re.compile(
 )
 # Pronouns ("they", "their") and "everyone" are not in the list: in word problems they name the
 # problem's people ("they spent 12 dollars, so the answer is 12").
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|my|me|mine|we|our|us)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Mm]ine|[Ww]e|[Oo]ur|us)\b")
 _CLAUSE_START = re.compile(r"(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b)", re.I)
+
+
+def _clause_before(text: str, pos: int) -> str:
+    """The clause that ends at ``pos``: at most 200 characters, from the last sentence end,
+    line break, "but", "however", "while" or "whereas" before ``pos``."""
+    clause = text[max(0, pos - 200) : pos]
+    cut = None
+    for m in _CLAUSE_START.finditer(clause):
+        cut = m.end()
+    return clause if cut is None else clause[cut:]
 
 
 def _is_report(text: str, pos: int) -> bool:
@@ -715,18 +749,35 @@ def _is_report(text: str, pos: int) -> bool:
     about another agent's answer rather than the writer's own: it names another agent, solution
     or group ("agent 3", "the other agents", "solution 2", "they") before ``pos``, and the writer
     ("I", "my", "we") does not speak after that."""
-    start = max(0, pos - 200)
-    clause = text[start:pos]
-    cut = None
-    for m in _CLAUSE_START.finditer(clause):
-        cut = m.end()
-    if cut is not None:
-        clause = clause[cut:]
+    clause = _clause_before(text, pos)
     others = [m.end() for m in _OTHERS.finditer(clause)]
     if not others:
         return False
     # "after reviewing their solutions, my final answer is": the writer speaks again after them
     return _FIRST_PERSON.search(clause, others[-1]) is None
+
+
+# An answer the writer has given up: "Initially I thought the answer was 12", "My first answer
+# was (B)", "I originally chose A", "the answer was 12, which was wrong".
+_RETRACTED = re.compile(
+    r"\b(?:(?i:initially|originally|previously|earlier|at[ \t]+first),?[ \t]+(?:I|we)\b|"
+    r"(?:I|we)[ \t]+(?i:initially|originally|previously|first|mistakenly|wrongly)\b|"
+    r"(?i:my|our)[ \t]+(?i:initial|original|previous|earlier|old|first|prior|earlier)[ \t]+"
+    r"(?i:answers?|guess|attempt|solution|thought|calculation|response|choice|pick)\b(?=[^.\n]*\b(?i:was|were)\b)|"
+    r"I[ \t]+(?:had[ \t]+)?(?i:thought|assumed|guessed)\b(?=[^.\n]*\b(?i:was|were|would)\b))"
+)
+_RETRACTED_AFTER = re.compile(
+    r"(?i)[^.;\n]{0,80}?\bwhich[ \t]+(?:was|is)[ \t]+(?:wrong|incorrect|a[ \t]+mistake|an[ \t]+error|mistaken)\b"
+)
+
+
+def _is_retracted(text: str, pos: int, end: int | None = None) -> bool:
+    """Whether the answer stated at ``pos`` is one the writer has given up: its clause says it was
+    the first, initial or previous answer ("Initially I thought the answer was 12", "I thought it
+    was 12"), or the sentence goes on "which was wrong" (checked from ``end``, when given)."""
+    if _RETRACTED.search(_clause_before(text, pos) + text[pos : pos + 30]):
+        return True
+    return end is not None and _RETRACTED_AFTER.match(text, end) is not None
 
 
 _FINAL_WORD = re.compile(r"(?i)\bfinal\b[^\n.]{0,20}$")
@@ -760,6 +811,8 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
                 continue
         elif re.match(r"[A-Za-z]{2,}\b", seg):
             continue
+        if marked_only and _runs_to_cut(text, m.end()):
+            continue
         val = canon(seg)
         if val is not None:
             return val
@@ -768,7 +821,9 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
     # "answer: X", that is the writer's own (a clause reporting another agent's answer is
     # skipped: see _is_report)
     for m in _final_first(list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES], text):
-        if _is_report(text, m.start()):
+        if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
+            continue
+        if marked_only and _runs_to_cut(text, m.end()):
             continue
         seg = _phrase_segment(text, m.end(), task)
         if not seg:
@@ -782,16 +837,29 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
                 if val is not None and (short or not _ENGLISH_WORD.search(_ENVIRONMENT.sub("", val))):
                     return val
         else:
+            if "=" not in seg and _starts_unevaluated(seg):
+                continue  # "the answer is the result of 8+16*15+12": the question echoed, no value
             val = _numeric_from_segment(seg)
             if val is not None:
                 return val
 
     if marked_only:  # a reply cut off at the token limit: its last number is not an answer
         return None
-    # 4. last number in the text (math: last number or \frac), outside clauses reporting others
-    nums = [x for x in _numbers_in(text) if not _is_report(text, x[0])]
+    # 4. a line that is only an answer: the last line, else the first ("18" then the explanation)
+    lone = _lone_answer(text, task)
+    if lone is not None:
+        return lone
+    # 5. last number in the text (math: last number or \frac, or an interval x \in (a, b)), outside
+    # clauses reporting others or given up, not negated ("307, not 308") and not an operand of an
+    # expression left unevaluated ("26 + 9*15")
+    nums = [x for x in _numbers_in(text) if _counts_as_result(text, x[0], x[1])]
     best_num = nums[-1] if nums else None
     if task == "math":
+        intervals = list(_INTERVAL.finditer(text))
+        if intervals and (best_num is None or intervals[-1].end() >= best_num[1]):
+            val = _math_canon(intervals[-1].group(0))
+            if val is not None:
+                return val
         fracs = list(_FRAC_TOKEN.finditer(text))
         if fracs:
             fm = fracs[-1]
@@ -801,6 +869,80 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
                     return val
     if best_num is not None:
         return _format_fraction(best_num[2])
+    return None
+
+
+def _runs_to_cut(text: str, end: int) -> bool:
+    """Whether the statement from ``end`` runs to where a cut-off reply stops (no line break,
+    no sentence end after it): its answer may be cut short ("the answer is 27 + 28 = 5")."""
+    rest = text[end:].rstrip()
+    return "\n" not in rest and _SENTENCE_END.search(rest) is None and not rest.endswith(("!", "?", "}", "$", "*"))
+
+
+_NEGATED = re.compile(r"(?i)\b(?:not|n't|rather[ \t]+than|instead[ \t]+of)[ \t]+(?:\\?\$[ \t]*)?$")
+_OPERATOR_BEFORE = re.compile(r"(?:[+*/×^]|(?<=[\w)\s])-)[ \t]*(?:\\?\$)?$")
+_OPERATOR_AFTER = re.compile(r"(?:[A-Za-z](?![A-Za-z]))?[ \t]*(?:[+*/×^]|-(?=[ \t]*[\d(]))")
+
+
+def _counts_as_result(text: str, start: int, end: int) -> bool:
+    """Whether the number at ``text[start:end]`` can be the reply's answer in the last-number
+    fallback: not in a clause reporting another agent's answer or one given up, not negated
+    ("307, not 308", "rather than 12"), not an operand of an expression left unevaluated
+    ("26 + 9*15 + 11 - 18*28": an echoed question)."""
+    before = text[max(0, start - 24) : start]
+    if _NEGATED.search(before) or _OPERATOR_BEFORE.search(before) or _OPERATOR_AFTER.match(text, end):
+        return False
+    return not (_is_report(text, start) or _is_retracted(text, start))
+
+
+def _starts_unevaluated(seg: str) -> bool:
+    """Whether the first number of an answer segment is an operand of an expression
+    ("8+16*15+12-29*25"), so the segment names no value."""
+    nums = _numbers_in(seg)
+    return bool(nums) and _OPERATOR_AFTER.match(seg, nums[0][1]) is not None
+
+
+# "x \in (2, 5)", "x \in [-1, 3) \cup (4, \infty)": a solution set written as an interval
+_INTERVAL_PART = r"[(\[][^()\[\]\n$]{1,60},[^()\[\]\n$]{1,60}[)\]]"
+_INTERVAL = re.compile(
+    r"\b[a-zA-Z][ \t]*\\in[ \t]*(?:\\left)?"
+    + _INTERVAL_PART
+    + r"(?:[ \t]*\\cup[ \t]*(?:\\left)?"
+    + _INTERVAL_PART
+    + r")*"
+)
+
+
+def _lone_answer(text: str, task: str) -> str | None:
+    """The answer on a line that holds nothing else (bold, ``$..$`` and a trailing period allowed):
+    the reply's last non-empty line, else its first, so an answer written first and explained
+    after ("**18**" then "16 - 3 - 4 = 9 eggs ...") is not the explanation's last number.
+    Numeric: a number, optionally followed by one or two words (a unit: "18 dollars"). Math: an
+    expression with no English word of four letters or more and no ``=`` (after a leading
+    ``x =``). A confidence line is not an answer (masked before)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    for line in (lines[-1], lines[0]) if len(lines) > 1 else (lines[0],):
+        seg = line.strip()
+        if len(seg) > 120:
+            continue
+        seg = re.sub(r"^[-+][ \t]+", "", seg.lstrip(" \t>#*_")).rstrip(" \t*_").rstrip(".").strip()  # "- " bullet
+        if not seg or len(seg) > 80:
+            continue
+        if task == "numeric":
+            m = re.fullmatch(r"(?:\\?\$)?([-+]?[\d.,]+(?:/\d+)?)(?:[ \t]+[A-Za-z]{2,}){0,2}", seg.replace("$", ""))
+            val = _numeric_from_segment(m.group(1)) if m else None
+        else:
+            body = re.sub(r"^[A-Za-z][ \t]*=", "", seg.replace("$", "")).strip()
+            bare = re.sub(r"\\[A-Za-z]+", "", re.sub(r"\\(?:text|mbox|mathrm)\{[^{}]*\}", "", body))
+            if not body or "=" in body or ":" in body or re.search(r"[A-Za-z]{2,}", bare):
+                continue  # an equation or a sentence ("The sum is $-2$."), not an answer alone
+            if not re.search(r"[\d\\]", body):
+                continue
+            val = _math_canon(seg)
+        if val is not None:
+            return val
     return None
 
 
@@ -814,8 +956,9 @@ _CHOICE_ANS = re.compile(
     r"(?i:\banswer\b|\bcorrect\s+(?:option|choice|response|letter)"
     r"|\bbest\s+(?:option|choice)|\bfinal\s+choice)"
     r"[ \t*]*+"
-    r"(?P<sep>(?i:is\b|was\b|would[ \t]+be\b|will[ \t]+be\b|should[ \t]+be\b)|:|=)?"
-    r"[ \t*:]*+"
+    r"(?P<sep>(?i:is\b|was\b|would[ \t]+be\b|will[ \t]+be\b|should[ \t]+be\b|must[ \t]+be\b"
+    r"|has[ \t]+to[ \t]+be\b)|:|=)?"
+    r"[ \t*:]*+(?:(?i:clearly|likely|probably|definitely|therefore|thus|indeed)[ \t]+)?"
     r"(?:(?i:option|choice|letter|response)[ \t]*+)?" + _L + r"(?![A-Za-z0-9])"
 )
 
@@ -824,10 +967,20 @@ _REFS = r"(?i:response|dialogue|assistant|output|answer|option|model|candidate|s
 _PAIR_PHRASES = [
     # "Response A is better", "A is clearly better", "(B) is preferred"
     re.compile(
-        r"(?:" + _REFS + r"[ \t]*+)?(?<![\w'’])\(?(?P<L>[AB])\)?[ \t]+(?i:is|was|seems|appears)[ \t]++"
+        r"(?:" + _REFS + r"[ \t]*+)?(?<![\w'’])\(?(?P<L>[AB])\)?"
+        r"(?:['’]s(?:[ \t]+(?i:response|answer|reply|output|completion|summary|dialogue))?)?"
+        r"[ \t]+(?i:is|was|seems|appears)[ \t]++"
         r"(?i:(?:clearly|much|slightly|significantly|far|definitely|the)[ \t]+)*"
         r"(?i:better|preferred|superior|stronger|best|more[ \t]+(?:helpful|accurate|relevant|informative|"
         r"complete|correct|appropriate|useful|harmless|honest|detailed|coherent|truthful|faithful))\b"
+    ),
+    # "Assistant A provides a better response", "Response B gives the more accurate answer"
+    re.compile(
+        r"(?:" + _REFS + r"[ \t]*+)(?P<L>[AB])(?![\w'’])[ \t]+"
+        r"(?i:provides|gives|offers|has|writes|delivers|produces|is)[ \t]+(?i:a|an|the)[ \t]+"
+        r"(?i:(?:clearly|much|slightly|far)[ \t]+)?"
+        r"(?i:better|stronger|superior|more[ \t]+(?:helpful|accurate|relevant|informative|complete|correct|"
+        r"appropriate|useful|detailed|coherent|truthful|faithful))\b"
     ),
     # "I prefer B", "preference: Response A"
     re.compile(
@@ -867,6 +1020,52 @@ _FOLLOWED_BY_WORD = re.compile(r"[ \t]++[A-Za-z]")
 _STANDALONE = re.compile(r"(?<![\w'’\-./\\])(?P<L>[A-Z])(?![\w'’\-/])(?!\.[A-Za-z])")
 
 
+# A letter named as wrong: "(A) and (B) are wrong", "C is too narrow", "option D can be ruled out";
+# or after "not", "except", "rather than", "eliminate".
+_DISMISSED_AFTER = re.compile(
+    r"\)?(?:(?:[ \t]*+,[ \t]*+(?:(?:and|or|nor)[ \t]+)?|[ \t]++(?:and|or|nor)[ \t]+)"
+    r"(?:(?i:option|choice)[ \t]+)?\(?[A-Z]\)?)*"
+    r"(?:['’]s[ \t]+\w+)?[ \t]+(?i:(?:is|are|was|were|seems?|appears?|looks?)[ \t]+(?:also[ \t]+|clearly[ \t]+|"
+    r"definitely[ \t]+|both[ \t]+|all[ \t]+|then[ \t]+)*(?:wrong|incorrect|false|not\b|too\b|unlikely|invalid|"
+    r"irrelevant|inaccurate|incomplete|implausible|worse|weaker|eliminated|excluded|ruled[ \t]+out|a[ \t]+distractor|"
+    r"only[ \t]+partially|partially)|(?:can|could|should|must)[ \t]+be[ \t]+(?:ruled[ \t]+out|eliminated|excluded|"
+    r"discarded|dismissed|rejected)|(?:doesn't|does[ \t]+not|don't|do[ \t]+not|fails?[ \t]+to)\b)"
+)
+_DISMISSED_BEFORE = re.compile(
+    r"(?i:\b(?:not|except|rather[ \t]+than|instead[ \t]+of|eliminat\w*|rul\w*[ \t]+out|exclud\w*|discard\w*|"
+    r"reject\w*|against)[ \t]+(?:(?:options?|choices?|answers?)[ \t]+)?(?:\*\*)?\(?)$"
+)
+
+
+def _dismissed(text: str, start: int, end: int) -> bool:
+    """Whether the letter mention at ``text[start:end]`` names an option as wrong rather than
+    choosing it: "(A) and (B) are wrong", "C is too narrow", "not (B)", "we can rule out D"."""
+    if _DISMISSED_AFTER.match(text, end):
+        return True
+    return _DISMISSED_BEFORE.search(text[max(0, start - 30) : start]) is not None
+
+
+_OPTION_LINE = re.compile(r"[ \t>*#]*+(?:\((?P<P>[A-Za-z])\)|(?P<L>[A-Z])[).:])(?:[ \t]|$)")
+
+
+def _first_line_option(text: str, n: int) -> str | None:
+    """The letter a reply's first line opens with ("(D) False, True", "B) 4", "C. 2"), the
+    answer written first; None when the second line opens with an option too (the options
+    listed, not one chosen) or the line dismisses it ("(A) is incorrect, ...")."""
+    lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
+    if not lines:
+        return None
+    m = _OPTION_LINE.match(lines[0])
+    if (
+        m is None
+        or (len(lines) > 1 and _OPTION_LINE.match(lines[1]))
+        or _dismissed(lines[0], m.start(), m.end(m.lastgroup or 0))
+    ):
+        return None
+    letter = (m.group("P") or m.group("L")).upper()
+    return letter if _in_range(letter, n) else None
+
+
 def _letter_from_box(content: str, n: int) -> str | None:
     s = _strip_text_cmds(content.replace("$", "")).strip()
     m = re.fullmatch(r"\(\s*([A-Za-z])\s*\)|\(?\s*([A-Z])\s*\)?[.:]?(?:[.:)]\s+.*)?", s, re.S)
@@ -892,7 +1091,7 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
     # 2. "final answer: B", then "answer is B" / "answer: (c)" (not in a clause reporting
     # another agent's answer)
     for m in _final_first(list(reversed(list(_CHOICE_ANS.finditer(text)))), text):
-        if _is_report(text, m.start()):
+        if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
             continue
         body = m.group("body")
         sep = m.group("sep")
@@ -914,24 +1113,33 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
 
     # 3. preference / "B is correct" phrases
     best: tuple[int, str] | None = None
-    patterns = (_PAIR_PHRASES if task == "pair" else []) + [_IS_CORRECT]
-    for pat in patterns:
+    for pat in (_PAIR_PHRASES if task == "pair" else []) + [_IS_CORRECT]:
         for m in pat.finditer(text):
             letter = m.group("L")
-            if _is_report(text, m.start()):
+            if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
                 continue
             if _in_range(letter, n) and (best is None or m.start() >= best[0]):
                 best = (m.start(), letter)
     if best is not None:
         return best[1]
 
-    # 4. **B**, 5. line that is just "B" / "B." / "(B)", 6. "(B)" / "option B" (6 and 7 are
-    # mentions, not markers: skipped for a reply cut off at the token limit)
-    for pat in (_BOLD, _LINE_ALONE) if marked_only else (_BOLD, _LINE_ALONE, _MENTION):
-        for m in reversed(list(pat.finditer(text))):
+    # 4. **B**, 5. line that is just "B" / "B." / "(B)", then a first line opening with an option
+    # ("(D) False, True" then the explanation), 6. "(B)" / "option B" (6 and 7 are mentions, not
+    # markers: skipped for a reply cut off at the token limit)
+    patterns: tuple[re.Pattern[str] | None, ...] = (_BOLD, _LINE_ALONE, None) + (() if marked_only else (_MENTION,))
+    for rule in patterns:
+        if rule is None:
+            first = _first_line_option(text, n)
+            if first is not None:
+                return first
+            continue
+        for m in reversed(list(rule.finditer(text))):
             letter = (m.group("P") or m.group("L") or "").upper()
-            if _in_range(letter, n) and not (pat is _MENTION and _is_report(text, m.start())):
-                return letter
+            if not _in_range(letter, n) or (rule is not _LINE_ALONE and _dismissed(text, m.start(), m.end())):
+                continue
+            if rule is _MENTION and (_is_report(text, m.start()) or _is_retracted(text, m.start())):
+                continue
+            return letter
 
     # 7. weak fallback: last standalone capital letter; "A"/"I" followed by a
     # word are the article/pronoun, not an answer.
@@ -939,7 +1147,9 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
         return None
     for m in reversed(list(_STANDALONE.finditer(text))):
         letter = m.group("L")
-        if not _in_range(letter, n) or _is_report(text, m.start()):
+        if not _in_range(letter, n) or _is_report(text, m.start()) or _dismissed(text, m.start(), m.end()):
+            continue
+        if _is_retracted(text, m.start()):
             continue
         if letter in "AI" and _FOLLOWED_BY_WORD.match(text, m.end()):
             continue
@@ -950,6 +1160,19 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
 # --------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------
+
+
+def _mask_confidence(text: str) -> str:
+    """``text`` with its confidence statements ("Confidence: 0.9", "I am 90% confident"; see
+    :func:`engine.confidence.confidence_spans`) blanked out, positions kept: a confidence is
+    never the answer."""
+    spans = confidence_spans(text)
+    if not spans:
+        return text
+    chars = list(text)
+    for a, b in spans:
+        chars[a:b] = " " * (b - a)
+    return "".join(chars)
 
 
 def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only: bool = False) -> str | None:
@@ -964,7 +1187,7 @@ def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only:
     n = _n_letters(task, n_choices)
     if text is None:
         return None
-    text = str(text).translate(_UNICODE_FIX)
+    text = _mask_confidence(str(text).translate(_UNICODE_FIX))
     if not text.strip():
         return None
     if task in ("numeric", "math"):

@@ -66,6 +66,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from engine.confidence import CONFIDENCE_KEYWORD, parse_score
 from engine.cost_model import Cost, Sizes, sys_tokens
 from engine.options import ConfigError
 from engine.protocols.base import (
@@ -79,7 +80,6 @@ from engine.protocols.base import (
     read_judgements,
     vote,
 )
-from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
 from engine.protocols.spec import ProtocolSpec
 from topologies import make_topology
 

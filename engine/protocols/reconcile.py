@@ -94,11 +94,11 @@ from typing import Any
 
 import yaml
 
+from engine.confidence import parse_confidence
 from engine.cost_model import Cost, ReconcileBlock, Sizes, sys_tokens
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, Votes, tie_key, unanimous
-from engine.protocols.cortex import parse_confidence
 from engine.protocols.shared import EARLY_STOP
 from engine.protocols.spec import ProtocolSpec
 

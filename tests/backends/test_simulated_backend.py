@@ -91,7 +91,7 @@ def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
     cut = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "length")
     done = GenResult("First 40 + 2 = 42, and then 42 * 3", 10, 16, 0.1, "stop")
     assert core.record(turn, request, cut, user).record.answer is None
-    assert core.record(turn, request, done, user).record.answer == "3"
+    assert core.record(turn, request, done, user).record.answer == "42"  # "42 * 3" is left unevaluated
     marked = GenResult("The answer is 42. Let me check 42 * 3", 10, 16, 0.1, "length")
     assert core.record(turn, request, marked, user).record.answer == "42"
 
@@ -99,7 +99,7 @@ def test_a_reply_cut_at_the_token_limit_has_no_answer_unless_marked():
 def test_a_judging_call_states_a_score_higher_when_the_judged_answer_is_right():
     """A side call (meta "judging") gets "Score: s/10 Confidence: s/10" at the exact length;
     s is 6..10 when the judged answer is the gold, 1..7 otherwise (mean 8 vs 4)."""
-    from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
+    from engine.confidence import CONFIDENCE_KEYWORD, parse_score
 
     b = SimulatedBackend(reply_tokens=12)
     right = b.generate([req(i, judging=True, peer_answers=["42"]) for i in range(400)])

@@ -424,7 +424,7 @@ def test_unknown_task_raises():
 
 def test_code_in_text_is_not_evaluated_and_huge_inputs_are_fast():
     assert extract_answer("__import__('os').system('exit 1')", "numeric") == "1"
-    assert extract_answer("2**1000000", "numeric") == "1000000"
+    assert extract_answer("2**1000000", "numeric") is None  # an expression left unevaluated, not an answer
     assert canonical_answer("9" * 5000, "numeric") is None
     nasty = [
         "The answer is " + "1 + " * 20000 + "1",

@@ -6,10 +6,11 @@ import math
 import numpy as np
 import pytest
 
+from engine.confidence import parse_confidence
 from engine.config import ConfigError, RunConfig
 from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, Similarity, Step, get_protocol
-from engine.protocols.cortex import model_size, parse_confidence
+from engine.protocols.cortex import model_size
 from engine.tasks import Question
 from tests.support.protocol_driver import drive
 from topologies.cortex import (
@@ -444,13 +445,13 @@ def test_full_graph_reads_everyone_by_descending_weight_and_self_weights_skip_em
     ],
 )
 def test_parse_score_on_a_ten_point_scale(text, value):
-    from engine.protocols.cortex import parse_score
+    from engine.confidence import parse_score
 
     assert parse_score(text) == pytest.approx(value)
 
 
 def test_parse_score_unreadable_and_the_confidence_keyword():
-    from engine.protocols.cortex import CONFIDENCE_KEYWORD, parse_score
+    from engine.confidence import CONFIDENCE_KEYWORD, parse_score
 
     for text in (None, "", "Score: high", "Give a score from 1 to 10", "Score: 150", "Score: 12/10", "Confidence: 7"):
         assert parse_score(text) is None, text
