@@ -122,7 +122,9 @@ narrow", "option D can be ruled out", "not (B)", "eliminate A".
 
 Confidence statements ("Confidence: 0.9", "I am 90% confident"; see
 :func:`engine.confidence.confidence_spans`) are blanked out before any rule runs: a
-confidence is never the answer.
+confidence is never the answer. So is a peer's reply the writer quotes as the debate prompts
+show them, a fenced block after a label naming another agent or group ("One agent solution:
+```...```", "Agent 2: ```...```"): a reply that echoes its prompt is read from its own words.
 
 An answer the writer has given up never wins either (answer phrases, mentions and the
 fallback numbers and letters): its clause says so in the first person ("Initially I thought the
@@ -1162,11 +1164,21 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
 # --------------------------------------------------------------------------
 
 
+# a peer's reply quoted in a fenced block after a label naming another agent or group, as the
+# debate prompts show them ("One agent solution: ```...```", "Agent 2: ```...```", "One group
+# response: ```...```"); an unclosed block runs to the end of the text
+_QUOTED_PEER = re.compile(
+    r"(?is)\b(?:(?:one|another|the\s+other|other)\s+)?(?:agent|group|peer)s?\b[^\n`:]{0,30}:[ \t]*\n?[ \t]*```"
+    r".*?(?:```|\Z)"
+)
+
+
 def _mask_confidence(text: str) -> str:
     """``text`` with its confidence statements ("Confidence: 0.9", "I am 90% confident"; see
-    :func:`engine.confidence.confidence_spans`) blanked out, positions kept: a confidence is
-    never the answer."""
-    spans = confidence_spans(text)
+    :func:`engine.confidence.confidence_spans`) and the peers' replies it quotes (an echoed
+    "One agent solution: ```...```" block) blanked out, positions kept: neither is the
+    writer's answer."""
+    spans = confidence_spans(text) + [m.span() for m in _QUOTED_PEER.finditer(text)]
     if not spans:
         return text
     chars = list(text)

@@ -169,3 +169,25 @@ def test_a_pair_verdict_naming_the_assistant(text, want):
 )
 def test_an_unevaluated_or_cut_off_expression_is_no_answer(text, truncated, want):
     _read(text, "numeric", want, truncated)
+
+
+# ------------------------------------------------------------------ a peer's reply echoed from the prompt
+@pytest.mark.parametrize(
+    "text, task, want",
+    [
+        ("5 + 3 * 4 = 5 + 12 = 17\n\nOne agent solution: ```I add them and get 32.```\n", "numeric", "17"),
+        ("My total is 64.\nOne agent solution: ```She spends 8 a week, so 416.``` Using the reasoning", "numeric", "64"),
+        ("x = 4\n\nAgent 2: ```Subtracting gives \\boxed{7}.```", "math", "4"),
+        ("The sum is 11.\nOne group response: ```The group agrees on (12).```", "numeric", "11"),
+        ("(C) is right.\n\nOne agent solution: ```I think the answer is (A).```", "choice", "C"),
+        # the quote is unclosed (the reply was cut inside it): still the peer's
+        ("I get 9.\nOne agent solution: ```The answer is 12 because", "numeric", "9"),
+        # near misses: the writer's own fenced work and an agreement stated in its own words are read
+        ("My solution: ```3 * 4 = 12```", "numeric", "12"),
+        ("One agent solution: ```\\boxed{5}```\nI agree: the answer is 5.", "numeric", "5"),
+        # a reply that only echoes a peer has no answer of its own
+        ("One agent solution: ```The answer is 40.```", "numeric", None),
+    ],
+)
+def test_a_peers_reply_echoed_from_the_prompt_is_not_the_writers_answer(text, task, want):
+    _read(text, task, want)
