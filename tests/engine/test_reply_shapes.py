@@ -176,7 +176,7 @@ def test_an_unevaluated_or_cut_off_expression_is_no_answer(text, truncated, want
     "text, task, want",
     [
         ("5 + 3 * 4 = 5 + 12 = 17\n\nOne agent solution: ```I add them and get 32.```\n", "numeric", "17"),
-        ("My total is 64.\nOne agent solution: ```She spends 8 a week, so 416.``` Using the reasoning", "numeric", "64"),
+        ("My total is 64.\nOne agent solution: ```She spends 8 a week: 416.``` Using the", "numeric", "64"),
         ("x = 4\n\nAgent 2: ```Subtracting gives \\boxed{7}.```", "math", "4"),
         ("The sum is 11.\nOne group response: ```The group agrees on (12).```", "numeric", "11"),
         ("(C) is right.\n\nOne agent solution: ```I think the answer is (A).```", "choice", "C"),
