@@ -17,6 +17,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +44,37 @@ def find_chromium() -> tuple[str, str] | str:
 
 def start_browser(width: int = 1400, height: int = 1000) -> Any:
     """A headless Chromium WebDriver whose browser log (console errors, uncaught exceptions) is
-    kept; :class:`RuntimeError` when :func:`find_chromium` finds none. Call ``quit()`` after."""
+    kept; :class:`RuntimeError` when :func:`find_chromium` finds none. Call ``quit()`` after: it
+    also removes the browser's profile and temporary files (Chromium, stopped by its driver,
+    leaves its temporary folders behind otherwise)."""
     found = find_chromium()
     if isinstance(found, str):
         raise RuntimeError(found)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    scratch = tempfile.mkdtemp(prefix="debate-browser-")
+
+    class Browser(webdriver.Chrome):
+        def quit(self) -> None:
+            try:
+                super().quit()
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+
     options = webdriver.ChromeOptions()
     options.binary_location = found[0]
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"):
         options.add_argument(arg)
     options.add_argument(f"--window-size={width},{height}")
+    options.add_argument(f"--user-data-dir={os.path.join(scratch, 'profile')}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service(found[1]))
+    service = Service(found[1], env={**os.environ, "TMPDIR": scratch})  # the browser's temporary folders
+    try:
+        return Browser(options=options, service=service)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,17 @@ def test_an_old_folders_debate_says_what_it_lacks(browser, tmp_path):
     assert "not stored" in browser.find_element("css selector", "#question-text").text
     assert browser.find_elements("css selector", "#simulated") == []  # not simulated: no label
     assert severe(browser) == []
+
+
+def test_the_browser_leaves_no_temporary_folders_behind():
+    """Chromium stopped by its driver leaves its temporary folders (``org.chromium.Chromium.*``);
+    start_browser gives it its own, which quit() removes."""
+    found = page_screenshot.find_chromium()
+    if isinstance(found, str):
+        pytest.skip(f"no headless browser for the page test: {found}")
+    tmp = Path(tempfile.gettempdir())
+    before = set(tmp.glob("org.chromium.*")) | set(tmp.glob("debate-browser-*"))
+    driver = page_screenshot.start_browser()
+    driver.get("about:blank")
+    driver.quit()
+    assert set(tmp.glob("org.chromium.*")) | set(tmp.glob("debate-browser-*")) <= before
