@@ -77,7 +77,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         kind: dict[str, Any] = (
             {"action": argparse.BooleanOptionalAction}
             if opt.type is bool
-            else {"type": opt.type, "choices": choices.get(opt.name, opt.choices)}
+            else {"type": str if opt.parse else opt.type, "choices": choices.get(opt.name, opt.choices)}
         )
         (protocol_group if protocol else p).add_argument(
             opt.flag, dest=opt.name, default=None, help=help_text and help_text.replace("%", "%%"), **kind

@@ -472,6 +472,22 @@ class _RunConfigMethods(_Fields):
     """What a :data:`RunConfig` computes from its fields (the fields: :data:`ENGINE_OPTIONS` and
     :data:`PROTOCOL_OPTIONS`)."""
 
+    def __post_init__(self) -> None:
+        """Read option values given as text (``density: 2/5``, ``Option.parse``; text that does
+        not parse is left for :meth:`validate` to report), then let the protocol derive options
+        from others (``ProtocolSpec.resolve``: sparse's ``--degree``), so the run id, taken
+        before any check, is the same for every way of giving one setting."""
+        for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
+            value = getattr(self, opt.name)
+            if opt.parse is not None and isinstance(value, str):
+                try:
+                    setattr(self, opt.name, opt.parse(value, opt.flag))
+                except ConfigError:
+                    pass
+        spec = SPECS.get(self.protocol)
+        if spec is not None and spec.resolve is not None:
+            spec.resolve(self)
+
     # ------------------------------------------------------------------ derived
     def _shape(self) -> tuple[int, int]:
         spec = SPECS.get(self.protocol)
@@ -560,10 +576,12 @@ class _RunConfigMethods(_Fields):
         default never gives an old id new results. Other protocols' options are left out: ``--tau``
         does not make a MAD run a new run, and a protocol that gains an option changes only its
         own run ids. A file option (``Option.hash_as``, ``--reconcile-samples``) is hashed by its
-        checked content, and left out when not given, so runs without the file keep their ids."""
+        checked content, and left out when not given, so runs without the file keep their ids. A
+        protocol option with ``hashed=False`` is another way to give a hashed one (sparse's
+        ``--degree`` sets ``--density``, which is hashed) and is left out."""
         d = self.to_dict()
         read = self.options_read()
-        for k in (*UNHASHED, *(name for name in PROTOCOL_OPTIONS if name not in read)):
+        for k in (*UNHASHED, *(name for name, opt in PROTOCOL_OPTIONS.items() if name not in read or not opt.hashed)):
             d.pop(k, None)
         for name in read:  # a file option: its content, not its path; not given: left out
             opt = PROTOCOL_OPTIONS.get(name)

@@ -17,6 +17,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, cast
 
 from engine.errors import UserError
@@ -79,10 +80,15 @@ class Option:
               the protocol reads them.
     cli:      False for options given in YAML only (mappings such as ``model_info``).
     hashed:   whether the run id hashes it (engine options: False for those that change speed,
-              memory or where output goes, not results; see ``engine.config.UNHASHED``).
+              memory or where output goes, not results; see ``engine.config.UNHASHED``; a
+              protocol option: False for another way to give a hashed one, ``--degree``).
     hash_as:  for a file option, what the run id hashes in place of the value given (the file's
               checked content, so a moved file keeps the run id and an edited one changes it);
               it must give the same for the path and for what it returns.
+    parse:    reads the value as text (the flag's, or a YAML string) when the type's own reading
+              is not enough: :func:`parse_number` takes ``2/5`` for a float. The flag passes its
+              text through; a RunConfig parses string values when made, and its check reports
+              text that does not parse (the ConfigError ``parse`` raises, naming the flag).
     """
 
     name: str
@@ -100,6 +106,7 @@ class Option:
     bound_error: str | None = None
     hashed: bool = True
     hash_as: Callable[[Any], Any] | None = None
+    parse: Callable[[str, str], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.type not in _TYPE_NAMES:
@@ -137,6 +144,8 @@ class Option:
         """Raise a ConfigError naming the flag when ``value`` is not a valid value of this option."""
         if value is None and self.default is None:
             return
+        if self.parse is not None and isinstance(value, str):
+            value = self.parse(value, self.flag)  # raises on text it cannot read
         if not any(_is_type(value, t) for t in (self.type, *self.also)):
             kinds = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in (self.type, *self.also))
             raise ConfigError(f"{self.flag} must be {kinds} (got {value!r})")
@@ -149,6 +158,15 @@ class Option:
             if below or (self.high is not None and value > self.high):
                 why = self.bound_error or f"must be within {_bounds(self.low, self.high, self.low_open)}"
                 raise ConfigError(f"{self.flag} {why} (got {value})")
+
+
+def parse_number(text: str, flag: str) -> float:
+    """A number written as a decimal or a fraction (``0.4``, ``2/5``, ``1``) as a float, read
+    exactly (:class:`fractions.Fraction`, never ``eval``); a ConfigError naming ``flag`` otherwise."""
+    try:
+        return float(Fraction(text.strip().replace(" ", "")))
+    except (ValueError, ZeroDivisionError):
+        raise ConfigError(f"{flag} {text!r} is not a number or a fraction such as 2/5") from None
 
 
 def _is_type(value: Any, typ: type) -> bool:
@@ -186,4 +204,4 @@ def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict
     return out
 
 
-__all__ = ["ConfigError", "Option", "merge_options"]
+__all__ = ["ConfigError", "Option", "merge_options", "parse_number"]

@@ -9,7 +9,7 @@ maps options to lists of values, and the sweep runs their cross product::
     agents: 4
     grid:
       protocol: [mad, sparse]
-      density: [0.3333333333333333, 1.0]
+      density: [1/3, 1]
       seed: [1, 2]
 
 ``out:`` at the top level is the sweep directory when ``--out`` is not given. First-round reuse
@@ -34,11 +34,14 @@ error and skipped; the sweep fails only if no cell is valid. Options that do not
 (they are not part of :meth:`RunConfig.run_id`: ``out``, ``reuse_first_round``, ``progress``,
 ``max_batch``, ...) cannot be grid axes, since their cells would share one run id.
 
-Layout. Cell ``c`` writes a normal run directory ``DIR/<run_id>/`` (``calls/``, ``questions/``,
-``graphs/``, ``runs/``; exactly what ``debate run --out DIR/<run_id>`` writes) where ``run_id`` is
-the deterministic :meth:`RunConfig.run_id` of its normalised config, so the same file always
-maps a cell to the same directory. ``DIR/sweep.json`` is the manifest: the file, the grid, and per
-cell its params, run id, directory, status (``pending``, ``partial``, ``running``,
+Layout. Cell ``c`` writes a normal run directory ``DIR/<name>/`` (``calls/``, ``questions/``,
+``graphs/``, ``runs/``; exactly what ``debate run --out DIR/<name>`` writes), named by
+:func:`cell_dir_name`: a readable prefix, then the hash of the deterministic
+:meth:`RunConfig.run_id` of its normalised config (``sparse_n6_r3_d0.4_s1-1a2b3c4d5e`` for run
+``sparse-1a2b3c4d5e``), so the same file always maps a cell to the same directory. The run id
+(in every row and in the manifest) stays the id; a folder is only where a run is. A sweep
+started before folders had names keeps its ``DIR/<run_id>/`` folders. ``DIR/sweep.json`` is the
+manifest: the file, the grid, and per cell its params, run id, directory, status (``pending``, ``partial``, ``running``,
 ``finished``, ``invalid``, ``error``), error and, when finished, accuracy and tokens. It is
 rewritten (atomically) when a cell starts and ends.
 
@@ -59,6 +62,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -241,9 +245,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
 class Cell:
     index: int  # position among the sweep's unique cells, in grid order
     params: dict[str, Any]  # the grid values this cell reads (after normalisation)
-    config: RunConfig  # normalised, ``out`` set to DIR/<run_id>
+    config: RunConfig  # normalised, ``out`` set to ``out`` below
     run_id: str
-    out: Path
+    out: Path  # DIR/<cell_dir_name> (DIR/<run_id> in a sweep started before folder names)
     error: str | None = None  # why the cell is invalid (or why its run failed)
     n_points: int = 1  # grid points that normalised to this cell
     status: str = "pending"
@@ -273,10 +277,31 @@ def _resolved(cfg: RunConfig) -> RunConfig:
         return cfg
 
 
+def cell_dir_name(cfg: RunConfig, run_id: str) -> str:
+    """A cell's folder name: protocol, agents, rounds, density (when the cell reads one) and seed,
+    then the hash of ``run_id`` (``sparse_n6_r3_d0.4_s1-1a2b3c4d5e``). The hash alone tells cells
+    apart; the prefix is for people listing the folder."""
+    parts = [cfg.protocol, f"n{cfg.agents}", f"r{cfg.rounds}"]
+    density = getattr(cfg, "density", None)
+    if isinstance(density, (int, float)):
+        parts.append(f"d{density:.4g}")
+    parts.append(f"s{cfg.seed}")
+    prefix = re.sub(r"[^A-Za-z0-9._-]+", "-", "_".join(parts))
+    return f"{prefix}-{run_id.rsplit('-', 1)[-1]}"
+
+
+def _cell_dir(out_dir: Path, cfg: RunConfig, run_id: str) -> Path:
+    """``out_dir/<cell_dir_name>``, or ``out_dir/<run_id>`` where a sweep started before folder
+    names (its cells named by run id alone) already wrote it, so that sweep resumes."""
+    named = out_dir / cell_dir_name(cfg, run_id)
+    old = out_dir / run_id
+    return old if not named.exists() and old.is_dir() else named
+
+
 def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
     """The sweep's unique cells in grid order (the last grid key varies fastest), each with its
-    normalised config, run id, directory ``out_dir/<run_id>`` and ``invalid`` status + error
-    when it cannot run."""
+    normalised config, run id, directory ``out_dir/<name>`` (:func:`cell_dir_name`) and
+    ``invalid`` status + error when it cannot run."""
     out_dir = Path(out_dir)
     cells: list[Cell] = []
     by_id: dict[str, Cell] = {}
@@ -288,7 +313,8 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
         if run_id in by_id:
             by_id[run_id].n_points += 1
             continue
-        cfg.out = str(out_dir / run_id)
+        cell_out = _cell_dir(out_dir, cfg, run_id)
+        cfg.out = str(cell_out)
         unused = unused_options(cfg)
         params = {k: getattr(cfg, k) for k in spec.grid if k not in unused}
         error = check_cell(cfg)
@@ -297,7 +323,7 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
             params=params,
             config=cfg,
             run_id=run_id,
-            out=out_dir / run_id,
+            out=cell_out,
             error=error,
             status="invalid" if error else "pending",
         )
@@ -365,7 +391,7 @@ def manifest(spec: SweepSpec, cells: list[Cell], out_dir: str | Path) -> dict[st
             {
                 "index": c.index,
                 "run_id": c.run_id,
-                "dir": c.run_id,
+                "dir": c.out.name,
                 "status": c.status,
                 "params": c.params,
                 "n_points": c.n_points,

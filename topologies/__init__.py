@@ -16,13 +16,15 @@ debate, ``2/(N-1)`` for the neighbour ring, ``k/(N-1)`` for a k-regular graph.
 with probability ``D``, redrawn each round.
 """
 
-from .base import Topology, TopologyError
+from .base import Topology, TopologyError, fmt_ratio
 from .factory import CENTRALITY_MEASURES, KINDS, centrality_order, make_topology
 from .probmad import ProbMAD
 from .static import (
     StaticTopology,
+    check_degree,
     from_edges,
     fully_connected,
+    nearest_regular_degree,
     parse_edges,
     possible_regular_densities,
     regular,
@@ -39,6 +41,9 @@ __all__ = [
     "fully_connected",
     "regular",
     "regular_degree",
+    "nearest_regular_degree",
+    "check_degree",
+    "fmt_ratio",
     "possible_regular_densities",
     "ring",
     "star",

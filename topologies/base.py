@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import math
 import operator
+from fractions import Fraction
 from typing import Any
 
 import networkx as nx
@@ -48,6 +49,14 @@ def fmt_num(x: float) -> str:
     if x == int(x):
         return str(int(x))
     return f"{x:.6g}"
+
+
+def fmt_ratio(k: int, m: int) -> str:
+    """``k/m`` as ``--density`` accepts it exactly: a decimal when it has a short exact one (``2/5``
+    -> ``0.4``, ``5/5`` -> ``1``), else the reduced fraction (``1/3``, ``500/999``)."""
+    exact = Fraction(k, m)
+    short = fmt_num(float(exact))
+    return short if Fraction(short) == exact else f"{exact.numerator}/{exact.denominator}"
 
 
 def check_n(n: Any) -> int:

@@ -26,13 +26,15 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .base import Topology, TopologyError, check_n, check_unit_interval, fmt_num
+from .base import Topology, TopologyError, check_n, check_unit_interval, fmt_num, fmt_ratio
 
 __all__ = [
     "StaticTopology",
     "fully_connected",
     "regular",
     "regular_degree",
+    "nearest_regular_degree",
+    "check_degree",
     "possible_regular_densities",
     "ring",
     "star",
@@ -186,19 +188,51 @@ LISTED_DENSITIES = 10  # more possible densities than this: the message names th
 
 
 def _possible_text(n: int, asked: float | None = None) -> str:
-    """The densities a regular graph on ``n`` agents can have: all of them when there are few,
-    else the rule and the ones nearest ``asked`` (one short line at 1,000 agents)."""
+    """The densities a regular graph on ``n`` agents can have, each as ``--density`` accepts it
+    (``0.4``, ``1/3``; :func:`topologies.base.fmt_ratio`): all of them when there are few, else
+    the rule and the ones nearest ``asked`` (one short line at 1,000 agents)."""
     opts = possible_regular_densities(n)
     if not opts:
         return f"densities possible for {n} agent{'s' if n != 1 else ''}: only 0 (no communication)"
     if len(opts) <= LISTED_DENSITIES or asked is None:
-        return f"densities possible for {n} agents: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in opts)
+        return f"densities possible for {n} agents: " + ", ".join(f"{fmt_ratio(k, n - 1)} (k={k})" for k, _ in opts)
     rule = "k an even number" if n % 2 else "any whole number k"
     nearest = sorted(sorted(opts, key=lambda kd: abs(kd[1] - asked))[:2])
     return (
         f"densities possible for {n} agents: k/{n - 1} for {rule} of peers from {opts[0][0]} to {opts[-1][0]}; "
-        f"nearest: " + ", ".join(f"{fmt_num(d)} (k={k})" for k, d in nearest)
+        f"nearest: " + ", ".join(f"{fmt_ratio(k, n - 1)} (k={k})" for k, _ in nearest)
     )
+
+
+SNAP_TOL = 1e-3  # a density this close to a possible one is taken as that one (with a note)
+
+
+def nearest_regular_degree(n: int, density: float, tol: float = SNAP_TOL) -> int | None:
+    """The degree ``k`` of the regular graph on ``n`` agents whose density ``k/(n-1)`` is nearest
+    ``density``, when it is within ``tol`` (the lower ``k`` on a tie); None when none is, or for
+    one agent. Used to snap a density given in decimals (``0.333`` for 4 agents -> ``k = 1``)."""
+    if n < 2:
+        return None
+    ks = [k for k in range(n) if (n * k) % 2 == 0]
+    best = min(ks, key=lambda k: (abs(density - k / (n - 1)), k))
+    return best if abs(density - best / (n - 1)) <= tol else None
+
+
+def check_degree(n: int, k: int) -> None:
+    """Raise :class:`TopologyError` naming ``--degree`` unless a ``k``-regular graph on ``n``
+    agents exists (``0 <= k <= n-1`` and ``n*k`` even)."""
+    if n > 1 and 0 <= k <= n - 1 and (n * k) % 2 == 0:
+        return
+    ks = [kk for kk, _ in possible_regular_densities(n)]
+    if len(ks) > LISTED_DENSITIES:
+        possible = f"{'even numbers' if n % 2 else 'whole numbers'} {ks[0]} to {ks[-1]}"
+    else:
+        possible = ", ".join(map(str, [0, *ks]))
+    if k < 0 or k > n - 1:
+        why = f"an agent has 0 to {n - 1} peers"
+    else:
+        why = f"a {k}-regular graph needs agents x k even and {n} x {k} = {n * k} is odd"
+    raise TopologyError(f"--degree {k} with --agents {n}: no regular graph ({why}); degrees possible: {possible}")
 
 
 def regular_degree(n: int, density: float) -> int:

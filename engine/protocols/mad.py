@@ -24,16 +24,27 @@ summaries; the debate prompt is our ``debate`` prompt with the summary in place 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 
 from engine.cost_model import Cost, Sizes
 from engine.formatting import fmt_num
-from engine.options import ConfigError, Option
+from engine.options import ConfigError, Option, parse_number
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
 from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode, resolve_memory
 from engine.protocols.spec import ProtocolSpec
-from topologies import Topology, make_topology
+from topologies import (
+    Topology,
+    TopologyError,
+    check_degree,
+    fmt_ratio,
+    make_topology,
+    nearest_regular_degree,
+    regular_degree,
+)
+
+log = logging.getLogger(__name__)
 
 
 def build_topology(ctx_cfg) -> Topology:
@@ -44,8 +55,7 @@ def build_topology(ctx_cfg) -> Topology:
         return _topology("full", n)
     if cfg.protocol == "probmad":
         return _topology("probmad", n, cfg.density, seed=cfg.seed)
-    kind = cfg.topology or ("edges" if cfg.edges else "regular")
-    return _topology(kind, n, cfg.density, cfg.edges, cfg.center, cfg.seed)
+    return _topology(_graph_kind(cfg), n, cfg.density, cfg.edges, cfg.center, cfg.seed)
 
 
 @functools.lru_cache(maxsize=8)
@@ -252,9 +262,20 @@ DENSITY = Option(
     "density",
     float,
     None,
-    "density D = 2|E|/(N(N-1)) of the regular graph (sparse) or the probability of reading each peer (probmad)",
+    "density D = 2|E|/(N(N-1)) of the regular graph (sparse; within 1e-3 of a possible one is taken "
+    "as it) or the probability of reading each peer (probmad); a decimal or a fraction such as 2/5",
     low=0.0,
     high=1.0,
+    parse=parse_number,
+)
+DEGREE = Option(
+    "degree",
+    int,
+    None,
+    "peers per agent k of the regular graph: --density k/(N-1) (give either)",
+    low=0,
+    bound_error="must be >= 0 peers",
+    hashed=False,  # it sets --density, which the run id hashes: --degree 2 and --density 0.4 are one run
 )
 TOPOLOGY = Option(
     "topology", str, None, "regular (needs --density), ring, star, edges (needs --edges), full", choices=TOPOLOGY_KINDS
@@ -262,15 +283,69 @@ TOPOLOGY = Option(
 EDGES = Option("edges", str, None, "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)")
 CENTER = Option("center", int, 0, "the hub of --topology star", low=0)
 
+_noted: set[str] = set()  # snap notes already logged by this process
+
+
+def _graph_kind(cfg) -> str:
+    return cfg.topology or ("edges" if cfg.edges else "regular")
+
+
+def _resolve_sparse(cfg) -> None:
+    """Sparse on a regular graph (``ProtocolSpec.resolve``): ``--degree k`` alone sets
+    ``--density k/(N-1)``; a density with no regular graph but within 1e-3 of one (``0.333`` for 4
+    agents) becomes that one, with a one-line note (logged once). A density the graph builder
+    already accepts is kept as given, so the run ids of earlier runs stay. What cannot be resolved
+    is left for :func:`_check_density` to report."""
+    n = cfg.agents
+    if _graph_kind(cfg) != "regular" or not isinstance(n, int) or n < 2:
+        return
+    k = cfg.degree
+    if isinstance(k, int) and cfg.density is None and 0 <= k <= n - 1:
+        cfg.density = k / (n - 1)
+        return
+    d = cfg.density
+    if not isinstance(d, (int, float)) or isinstance(d, bool) or not 0 <= d <= 1:
+        return
+    try:
+        regular_degree(n, d)
+        return
+    except TopologyError:
+        near = nearest_regular_degree(n, d)
+    if near is None:
+        return
+    cfg.density = near / (n - 1)
+    note = (
+        f"--density {d:g} with --agents {n} has no regular graph; using the nearest, "
+        f"{fmt_ratio(near, n - 1)} (k={near})"
+    )
+    if note not in _noted:
+        _noted.add(note)
+        log.warning(note)
+
 
 def _check_density(cfg) -> None:
-    """--density / --edges given where the protocol needs them (RunConfig.validate)."""
+    """--density / --degree / --edges given where the protocol needs them (RunConfig.validate)."""
     if cfg.protocol == "probmad" and cfg.density is None:
         raise ConfigError("--density is required with --protocol probmad (probability of seeing each peer)")
     if cfg.protocol == "sparse":
-        kind = cfg.topology or ("edges" if cfg.edges else "regular")
+        kind = _graph_kind(cfg)
+        if kind == "regular" and cfg.degree is not None:
+            n, k = cfg.n_agents, cfg.degree
+            try:
+                check_degree(n, k)
+            except TopologyError as exc:
+                raise ConfigError(str(exc)) from None
+            try:
+                agrees = cfg.density is None or regular_degree(n, cfg.density) == k
+            except TopologyError:
+                agrees = False
+            if not agrees:
+                raise ConfigError(
+                    f"--degree {k} and --density {cfg.density:g} disagree with --agents {n} "
+                    f"(degree {k} is density {fmt_ratio(k, n - 1)}); give one of them"
+                )
         if kind == "regular" and cfg.density is None:
-            raise ConfigError("--density is required with --protocol sparse and a regular topology")
+            raise ConfigError("--density (or --degree) is required with --protocol sparse and a regular topology")
         if kind == "edges" and not cfg.edges:
             raise ConfigError("--edges is required with --topology edges (e.g. '0-1,1-2,2-0')")
 
@@ -281,8 +356,8 @@ def _check_sparse(cfg) -> None:
 
 
 def _sparse_unused(cfg) -> set[str]:
-    kind = cfg.topology or ("edges" if cfg.edges else "regular")
-    return set() if kind == "star" else {"center"}
+    kind = _graph_kind(cfg)
+    return ({"center"} if kind != "star" else set()) | ({"degree"} if kind != "regular" else set())
 
 
 def _memory_label(cfg) -> list[str]:
@@ -339,9 +414,10 @@ SPECS = (
         topology_debate,
         "sparse MAD on a regular graph of --density, or --topology (Li et al. 2024)",
         "sparse MAD",
-        settings=(DENSITY, TOPOLOGY, EDGES, CENTER, FORGETTING, MEMORY, TALK),
+        settings=(DENSITY, DEGREE, TOPOLOGY, EDGES, CENTER, FORGETTING, MEMORY, TALK),
         unused=_sparse_unused,
         check=_check_sparse,
+        resolve=_resolve_sparse,
         stages=SUMMARY_STAGES,
         validate=validate,
         topology=build_topology,

@@ -57,6 +57,9 @@ class ProtocolSpec:
     shape:            (agents, rounds) the protocol really uses (CoT: one agent, one round).
     check:            the config's own checks, run by ``RunConfig.validate`` (a ConfigError naming
                       the flag, e.g. a missing ``--density``).
+    resolve:          sets options derived from others whenever a RunConfig is made, before its
+                      run id is taken (sparse: ``--density`` from ``--degree``, or snapped to the
+                      nearest possible one); lenient: what it cannot resolve is left for ``check``.
     validate:         deeper checks before a run starts (a TopologyError naming ``--density`` and
                       ``--agents`` when no graph exists; models; groups).
     stages:           prompt stages the protocol adds (:mod:`engine.prompts`); ``stage_fields``:
@@ -83,6 +86,7 @@ class ProtocolSpec:
     unused: Callable[[Any], set[str]] = _none
     shape: Callable[[Any], tuple[int, int]] = _as_configured
     check: Callable[[Any], None] | None = None
+    resolve: Callable[[Any], None] | None = None
     validate: Callable[[Any], None] | None = None
     stages: Mapping[str, str] = field(default_factory=dict)
     stage_fields: Mapping[str, set[str]] = field(default_factory=dict)

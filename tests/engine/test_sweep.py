@@ -24,6 +24,7 @@ from engine.results import ParquetSink, read_table
 from engine.sweep import (
     MANIFEST,
     SweepError,
+    cell_dir_name,
     disk_status,
     expand,
     load_sweep,
@@ -224,7 +225,8 @@ def test_run_ids_and_out_dirs_are_deterministic(tmp_path):
     a = expand(parse_sweep(data), tmp_path / "out")
     b = expand(parse_sweep(json.loads(json.dumps(data))), tmp_path / "out")
     assert [c.run_id for c in a] == [c.run_id for c in b]
-    assert all(c.out == tmp_path / "out" / c.run_id and c.config.out == str(c.out) for c in a)
+    assert all(c.out == tmp_path / "out" / cell_dir_name(c.config, c.run_id) for c in a)
+    assert all(c.config.out == str(c.out) and c.out.name.endswith(c.run_id.split("-")[1]) for c in a)
     # the cell's run id is `debate run`'s for the same (normalised) options: reuse and out do not count
     by_hand = RunConfig(backend="simulated", limit=3, agents=4, rounds=2, progress=False, protocol="mad", seed=2)
     assert a[1].run_id == by_hand.run_id()
@@ -243,7 +245,7 @@ def test_an_auto_backend_cell_has_the_run_id_its_run_stores(tmp_path):
     cell = expand(parse_sweep({**BASE, "backend": "auto", "protocol": "mad"}), tmp_path / "out")[0]
     stored = RunConfig(backend="auto", limit=3, agents=4, rounds=2, protocol="mad").validate()
     assert stored.backend != "auto" and cell.config.backend == stored.backend
-    assert cell.run_id == stored.run_id() and cell.out.name == stored.run_id()
+    assert cell.run_id == stored.run_id() and cell.out.name == cell_dir_name(stored, stored.run_id())
 
 
 def test_unhashed_options_really_do_not_change_the_run_id():
@@ -323,13 +325,13 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     c0 = m["cells"][0]
     assert (c0["run_id"], c0["dir"], c0["status"], c0["params"]) == (
         cells[0].run_id,
-        cells[0].run_id,
+        cells[0].out.name,
         "finished",
         {"protocol": "mad"},
     )
     assert (c0["accuracy"], c0["tokens"], c0["n_questions"]) == (0.5, 60, 4)
     assert "--density 0.5" in m["cells"][2]["error"]
-    assert (out / cells[0].run_id / "questions").is_dir() and not (out / cells[2].run_id).exists()
+    assert (out / c0["dir"] / "questions").is_dir() and not cells[2].out.exists()
     assert not list(out.glob(".*.tmp"))
     assert any(ln.startswith("sweep: skipping invalid cell") for ln in lines)
     assert any(ln.startswith("[1/2] start") for ln in lines)
@@ -742,3 +744,53 @@ def test_a_sweep_on_the_real_engine_marks_a_cell_stopped_and_goes_on(ray_local, 
         assert seen == ["failing"] and [c.status for c in again] == ["stopped", "finished"]
     finally:
         unregister("failing")
+
+
+# ------------------------------------------------------------------------------------ folders and density
+def test_cell_folders_are_readable_and_end_with_the_run_ids_hash(tmp_path):
+    data = {**BASE, "rounds": 3, "agents": 6, "grid": {"protocol": ["mad", "sparse"], "density": ["2/5"], "seed": [1]}}
+    cells = expand(parse_sweep(data), tmp_path / "out")
+    mad, sparse = cells
+    assert mad.out.name == f"mad_n6_r3_s1-{mad.run_id.split('-')[1]}"  # mad reads no density
+    assert sparse.out.name == f"sparse_n6_r3_d0.4_s1-{sparse.run_id.split('-')[1]}"
+    assert sparse.config.out == str(sparse.out) and sparse.params["density"] == 0.4
+    m = manifest(parse_sweep(data), cells, tmp_path / "out")
+    assert [c["dir"] for c in m["cells"]] == [mad.out.name, sparse.out.name]
+    assert [c["run_id"] for c in m["cells"]] == [mad.run_id, sparse.run_id]  # the id is still the id
+
+
+def test_a_sweep_started_with_run_id_folders_keeps_them(tmp_path):
+    """A sweep directory written before folders had names resumes in its ``<run_id>`` folders."""
+    data = {**BASE, "grid": {"protocol": ["mad"], "seed": [1, 2]}}
+    first = expand(parse_sweep(data), tmp_path)
+    (tmp_path / first[0].run_id / "questions").mkdir(parents=True)  # the old layout, one cell started
+    again = expand(parse_sweep(data), tmp_path)
+    assert again[0].out == tmp_path / again[0].run_id and again[0].config.out == str(tmp_path / again[0].run_id)
+    assert again[1].out == first[1].out and again[1].out.name != again[1].run_id
+
+
+def _readme_sweep() -> dict:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("## Sweeps and reports", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    return yaml.safe_load(block)
+
+
+def test_the_readme_sweep_example_has_no_invalid_cell(tmp_path):
+    data = _readme_sweep()
+    spec = parse_sweep({**data, "backend": "simulated"}, "README.md")
+    cells = expand(spec, tmp_path)
+    assert spec.n_points >= 20 and len(cells) >= 12
+    assert [c.error for c in cells if not c.valid] == []
+    assert {c.config.protocol for c in cells} == {"mad", "sparse", "probmad"}
+
+
+def test_a_degree_axis_and_a_density_axis_give_the_same_cells(tmp_path):
+    base = {**{k: v for k, v in BASE.items() if k != "agents"}, "protocol": "sparse"}
+    by_degree = expand(parse_sweep({**base, "grid": {"agents": [4, 6], "degree": [2]}}), tmp_path)
+    by_density = expand(parse_sweep({**base, "grid": {"agents": [4, 6], "density": ["2/3", 0.4]}}), tmp_path)
+    assert [c.config.density for c in by_degree] == [2 / 3, 0.4]
+    valid = [c.run_id for c in by_density if c.valid]
+    assert [c.run_id for c in by_degree] == valid and len(valid) == 2
+    # a degree with no graph is an invalid cell naming --degree, not a failed sweep
+    odd = expand(parse_sweep({**base, "agents": 5, "grid": {"degree": [2, 3]}}), tmp_path)
+    assert odd[0].valid and not odd[1].valid and "--degree 3 with --agents 5" in (odd[1].error or "")

@@ -204,7 +204,7 @@ def test_exact_message_format_example():
 @pytest.mark.parametrize(
     "n, density, rule, nearest",
     [
-        (1000, 0.5, "k/999 for any whole number k of peers from 1 to 999", "0.499499 (k=499), 0.500501 (k=500)"),
+        (1000, 0.5, "k/999 for any whole number k of peers from 1 to 999", "499/999 (k=499), 500/999 (k=500)"),
         (1001, 0.301, "k/1000 for k an even number of peers from 2 to 1000", "0.3 (k=300), 0.302 (k=302)"),
     ],
 )
@@ -216,7 +216,7 @@ def test_many_agents_get_a_short_message_with_the_nearest_densities(n, density, 
     assert len(msg) < 400 and "\n" not in msg
     for printed in nearest.split(", "):  # what the message prints is accepted as it is printed
         d, k = printed.split(" (k=")
-        assert regular_degree(n, float(d)) == int(k.rstrip(")"))
+        assert regular_degree(n, float(Fraction(d))) == int(k.rstrip(")"))
 
 
 def test_topology_error_is_value_error():
@@ -600,3 +600,56 @@ def test_describe():
     assert d["name"] == "regular(D=0.4,k=2)"
     pd = ProbMAD(6, 0.4, seed=2).describe()
     assert pd["p"] == 0.4 and pd["seed"] == 2
+
+
+# ---------------------------------------------------------------------------
+# densities as the flag takes them; snapping; --degree
+# ---------------------------------------------------------------------------
+def test_fmt_ratio_is_a_short_exact_decimal_or_a_fraction():
+    from topologies import fmt_ratio
+
+    assert [fmt_ratio(k, 5) for k in (0, 1, 2, 5)] == ["0", "0.2", "0.4", "1"]
+    assert [fmt_ratio(1, 3), fmt_ratio(2, 6), fmt_ratio(500, 999)] == ["1/3", "1/3", "500/999"]
+    assert fmt_ratio(3, 8) == "0.375"
+
+
+@pytest.mark.parametrize("n", [*range(2, 40), 100, 999, 1000])
+def test_every_density_an_error_offers_is_accepted(n):
+    """The values a "no regular graph" error lists, read as --density reads them, build that graph."""
+    import re
+
+    from engine.options import parse_number
+    from topologies import regular_degree
+
+    offered = []
+    for asked in (0.5, 0.45, 0.55, 0.3, 0.7):
+        try:
+            regular_degree(n, asked)
+        except TopologyError as exc:
+            offered += re.findall(r"([0-9./]+) \(k=(\d+)\)", str(exc))
+    assert offered
+    for text, k in offered:
+        assert regular_degree(n, parse_number(text, "--density")) == int(k), (n, text)
+
+
+def test_nearest_regular_degree_snaps_within_1e_3_only():
+    from topologies import nearest_regular_degree
+
+    assert nearest_regular_degree(4, 0.333) == 1 and nearest_regular_degree(4, 0.6672) == 2
+    assert nearest_regular_degree(4, 0.34) is None and nearest_regular_degree(4, 0.5) is None
+    assert nearest_regular_degree(5, 0.25) is None  # k = 1 is odd x 5: no graph to snap to
+    assert nearest_regular_degree(1000, 0.5) == 499  # 499/999 and 500/999 tie: the lower
+    assert nearest_regular_degree(1, 0.5) is None
+
+
+def test_check_degree_names_the_flag_and_the_possible_degrees():
+    from topologies import check_degree
+
+    check_degree(6, 3)
+    check_degree(6, 0)
+    with pytest.raises(TopologyError, match=r"--degree 3 with --agents 5: .*15 is odd\); degrees possible: 0, 2, 4$"):
+        check_degree(5, 3)
+    with pytest.raises(TopologyError, match=r"--degree 7 with --agents 6: .*0 to 5 peers"):
+        check_degree(6, 7)
+    with pytest.raises(TopologyError, match=r"degrees possible: even numbers 2 to 1000$"):
+        check_degree(1001, 3)
