@@ -8,12 +8,16 @@
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
                                                 (stored debates round by round; see engine/show.py)
     debate show OUT --html FILE [--run ID] [...]  (the same as one self-contained HTML page; engine/page.py)
+    debate protocols                            (name, paper and options of each protocol)
+    debate --version
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
-file takes the same keys, and flags given on the command line win over it. The help of a
-protocol's own options comes from its spec (:data:`engine.config.PROTOCOL_OPTIONS`), prefixed
-with the protocols that read them. Bad input (:class:`engine.errors.UserError`) exits with
-status 2 and a one-line message naming the flag, file or row; a run that stops (an actor died,
+file takes the same keys, and flags given on the command line win over it. ``run --help`` lists
+the engine's options by their ``Option.group`` and each protocol's own options under it, every
+one with its default. A mistyped flag, choice or key names the closest one; an option given that
+the run does not read is a warning (:func:`engine.sweep.unread_given`). Bad input
+(:class:`engine.errors.UserError`) exits with status 2 and a one-line message naming the flag,
+file or row; a run that stops (an actor died,
 ``--max-error-rate`` passed, a bug in the engine) exits with status 1 and one line on how to
 resume; any other exception is a bug and surfaces with its traceback (status 1).
 """
