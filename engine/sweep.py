@@ -64,7 +64,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +130,29 @@ def unused_options(cfg: RunConfig) -> set[str]:
         if prefix and other.name != cfg.backend:
             unused |= {name for name in _fields() if name.startswith(prefix)}
     return unused
+
+
+def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
+    """One line per option in ``given`` (the flags and YAML keys set explicitly) that this run
+    does not read (:func:`unused_options`; ``--agents``/``--rounds`` beyond what the protocol
+    uses, e.g. CoT's one agent), saying who reads it; ``debate run`` logs them as warnings."""
+    from backends.registry import backend_specs
+
+    unused = unused_options(cfg)
+    prefixes = {b.option_prefix: b.name for b in backend_specs() if b.option_prefix}
+    shape = dict(zip(("agents", "rounds"), SPECS[cfg.protocol].shape(cfg))) if cfg.protocol in SPECS else {}
+    lines = []
+    for name in sorted({str(k).replace("-", "_") for k in given}):
+        flag = "--" + name.replace("_", "-")
+        if name in shape and shape[name] != getattr(cfg, name):
+            lines.append(f"{flag} {getattr(cfg, name)} is ignored: --protocol {cfg.protocol} uses {shape[name]}")
+        elif name in unused and name in PROTOCOL_OPTIONS:
+            readers = ", ".join(option_readers(name)) or "no protocol"
+            lines.append(f"{flag} is ignored: --protocol {cfg.protocol} does not read it here (read by {readers})")
+        elif name in unused:
+            backend = next((b for p, b in prefixes.items() if name.startswith(p)), "another backend")
+            lines.append(f"{flag} is ignored: only --backend {backend} reads it (this run: {cfg.backend})")
+    return lines
 
 
 def normalise(cfg: RunConfig) -> RunConfig:

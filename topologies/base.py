@@ -20,11 +20,12 @@ import abc
 import math
 import operator
 from fractions import Fraction
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import UserError
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: it costs 0.3 s at start-up
+    import networkx as nx
 
 __all__ = ["TopologyError", "Topology"]
 
@@ -161,6 +162,8 @@ class Topology(abc.ABC):
         Always contains every agent as a node (isolated agents included).
         Meant for recording; the returned graph is a fresh object.
         """
+        import networkx as nx
+
         g = nx.DiGraph()
         g.add_nodes_from(range(self.n))
         for dst, srcs in self.peers(round, key).items():

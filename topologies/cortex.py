@@ -58,10 +58,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:  # imported where a graph is built (start-up time)
+    import networkx as nx
 
 __all__ = [
     "CHINCHILLA_A",
@@ -322,6 +324,8 @@ def full_keep(n: int) -> np.ndarray:
 def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
     """The round's sparse debating graph: edge ``i -> j`` (``j`` reads ``i``) with ``weight = W[i, j]``."""
     n = np.asarray(w).shape[0]
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     readers, heads = np.nonzero((np.array(keep, dtype=bool) & ~np.eye(n, dtype=bool)).T)  # by reader, then head

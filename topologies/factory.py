@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:  # imported where centralities are computed (start-up time)
+    import networkx as nx
 
 from .base import Topology, TopologyError, check_n, fmt_num
 from .probmad import ProbMAD
@@ -161,6 +162,8 @@ def centrality_classes(topo: Topology | nx.Graph, measure: str = "degree") -> li
     1,000 agents): one orbit is one class; with ``"degree"``, orbits of distinct
     degrees are ordered by degree. Otherwise networkx computes the measures.
     """
+    import networkx as nx
+
     m = str(measure).strip().lower()
     if m not in CENTRALITY_MEASURES:
         raise TopologyError(f"centrality measure {measure!r}: choose one of {', '.join(CENTRALITY_MEASURES)}")

@@ -8,12 +8,14 @@ is D."  Here: in round ``t`` of question ``key``, agent ``i`` reads agent
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .base import Topology, check_int, check_n, check_unit_interval, fmt_num
+
+if TYPE_CHECKING:  # imported where a graph is built (start-up time)
+    import networkx as nx
 
 __all__ = ["ProbMAD"]
 
@@ -96,6 +98,8 @@ class ProbMAD(Topology):
     def centrality_graph(self) -> nx.Graph:
         """All agents are exchangeable in expectation: the complete digraph
         (``p > 0``) or the empty one (``p = 0``); every agent ties."""
+        import networkx as nx
+
         g = (
             nx.complete_graph(self.n, create_using=nx.DiGraph)
             if self.p > 0

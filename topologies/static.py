@@ -21,12 +21,14 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .base import Topology, TopologyError, check_n, check_unit_interval, fmt_num, fmt_ratio
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built (0.3 s of start-up)
+    import networkx as nx
 
 __all__ = [
     "StaticTopology",
@@ -68,6 +70,8 @@ class StaticTopology(Topology):
     _g: nx.Graph | None  # the networkx graph, once made (None until then)
 
     def __init__(self, graph: nx.Graph, name: str | None = None):
+        import networkx as nx
+
         if not isinstance(graph, nx.Graph):
             raise TopologyError(f"StaticTopology needs a networkx graph, got {type(graph).__name__}")
         n = graph.number_of_nodes()
@@ -137,6 +141,8 @@ class StaticTopology(Topology):
     @property
     def base_graph(self) -> nx.Graph:
         """A copy of the underlying (undirected or directed) graph."""
+        import networkx as nx
+
         if self._g is None:
             g: nx.Graph = nx.DiGraph() if self.directed else nx.Graph()
             g.add_nodes_from(range(self.n))
@@ -152,6 +158,8 @@ class StaticTopology(Topology):
 
     def is_connected(self) -> bool:
         """Connected (undirected) / weakly connected (directed)."""
+        import networkx as nx
+
         if self.directed:
             return nx.is_weakly_connected(self.base_graph)
         return nx.is_connected(self.base_graph)
@@ -433,6 +441,8 @@ def from_edges(n: int, edges: Iterable[tuple[int, int]] | str, directed: bool = 
             raise TopologyError(f"--edges {edges!r}: expected pairs of agent ids or a string like '0-1,1-2'") from None
         pairs = [_coerce_pair(it) for it in items]
         directed = bool(directed)
+    import networkx as nx
+
     g: nx.Graph = nx.DiGraph() if directed else nx.Graph()
     g.add_nodes_from(range(n))
     for u, v in pairs:
