@@ -1173,7 +1173,7 @@ _QUOTED_PEER = re.compile(
 )
 
 
-def _mask_confidence(text: str) -> str:
+def _mask_not_answers(text: str) -> str:
     """``text`` with its confidence statements ("Confidence: 0.9", "I am 90% confident"; see
     :func:`engine.confidence.confidence_spans`) and the peers' replies it quotes (an echoed
     "One agent solution: ```...```" block) blanked out, positions kept: neither is the
@@ -1199,7 +1199,7 @@ def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only:
     n = _n_letters(task, n_choices)
     if text is None:
         return None
-    text = _mask_confidence(str(text).translate(_UNICODE_FIX))
+    text = _mask_not_answers(str(text).translate(_UNICODE_FIX))
     if not text.strip():
         return None
     if task in ("numeric", "math"):
