@@ -58,7 +58,7 @@ def test_every_repository_path_that_the_docs_and_code_name_exists():
     import re
 
     root = TESTS.parent
-    sources = [root / "README.md", root / "cluster.yaml", root / "pyproject.toml", *(root / "docs").glob("*.md")]
+    sources = [root / "README.md", root / "cluster.yaml", root / "pyproject.toml", *(root / "docs").rglob("*.md")]
     for package in ("engine", "actors", "backends", "topologies", "scripts", "tests"):
         sources += (root / package).rglob("*.py")
     pattern = re.compile(

@@ -28,10 +28,11 @@ def _cluster() -> dict:
 
 
 def _readme_placement_config() -> dict:
-    """The YAML block of the README that follows the line naming ``placement.yaml``."""
-    text = (ROOT / "README.md").read_text()
-    m = re.search(r"save this as `placement\.yaml`.*?```yaml\n(.*?)```", text, re.S)
-    assert m, "README: no ```yaml block after a line naming placement.yaml"
+    """The YAML block of the AWS page (docs/getting-started/aws.md) that follows the line naming
+    ``placement.yaml``."""
+    text = (ROOT / "docs" / "getting-started" / "aws.md").read_text()
+    m = re.search(r"save this as `placement\.yaml`.*?```yaml[^\n]*\n(.*?)```", text, re.S | re.I)
+    assert m, "docs/getting-started/aws.md: no ```yaml block after a line naming placement.yaml"
     return yaml.safe_load(m.group(1))
 
 

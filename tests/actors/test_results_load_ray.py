@@ -15,7 +15,7 @@ from engine.results import load, read_table, write_part
 
 pytestmark = pytest.mark.ray
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "howto" / "results.md"
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +81,14 @@ def test_a_resumed_run_leaves_out_its_interrupted_attempt(runs_dir, tmp_path):
 
 
 def test_readme_results_example_runs_as_written(runs_dir, capsys):
-    """The README's Python block that uses engine.results.load, run from the folder holding runs/."""
+    """The docs' Python block (docs/howto/results.md) that uses engine.results.load, run from the
+    folder holding runs/."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     (snippet,) = [b for b in blocks if "from engine.results import load" in b]
     cwd = os.getcwd()
     os.chdir(runs_dir.parent)
     try:
-        exec(compile(snippet, "README.md", "exec"), {})
+        exec(compile(snippet, str(README), "exec"), {})
     finally:
         os.chdir(cwd)
     out = capsys.readouterr().out

@@ -771,7 +771,7 @@ def test_a_sweep_started_with_run_id_folders_keeps_them(tmp_path):
 
 def _readme_sweep() -> dict:
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = text.split("## Sweeps and reports", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = text.split("## Sweeps\n", 1)[1].split("```yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     return yaml.safe_load(block)
 
 
