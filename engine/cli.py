@@ -327,7 +327,9 @@ def _version() -> str:
         return "debate (version unknown: not installed)"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``debate`` parser with every subcommand and flag; builds it only (runs nothing, imports
+    no Ray). :func:`main` parses with it; the docs site's CLI reference is generated from it."""
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
     parser.add_argument("--version", action="version", version=_version())
     common = _Parser(add_help=False)  # a parent: only its arguments are copied into the subcommands
@@ -414,9 +416,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
     )
     sub.add_parser("protocols", help="list the protocols: name, paper, options and their defaults")
+    return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """name -> parser of each subcommand of :func:`build_parser`'s parser, in the order it lists them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
-        command = sub.choices.get(getattr(args, "command", None) or "", parser)
+        command = subcommands(parser).get(getattr(args, "command", None) or "", parser)
         command.error(_unknown_flags(command, extra))
     if args.command == "protocols":
         return protocols_command()

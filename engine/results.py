@@ -218,6 +218,120 @@ SCHEMAS = {
 STREAMED = ("calls", "questions", "graphs", "prompts")
 
 
+def _runs_column_help(key: str) -> str:
+    """What a runs-table aggregate column holds, from the metric it aggregates."""
+    metric = next(m for m in METRICS if m.runs is not None and m.runs.key == key)
+    what = {
+        "count": f"share of questions where questions.{metric.name} is true",
+        "sum": f"sum over the questions of questions.{metric.name}",
+        "mean": f"mean over the questions of questions.{metric.name}",
+        "by_round": f"round-by-round mean of questions.{metric.name} (a question that stopped early carries "
+        "its last value)",
+    }[metric.agg or ""]
+    return f"{what}: {metric.help}"
+
+
+# One line per column of every table: what it holds (the docs site's results reference is made
+# from this; tests/engine/test_results.py fails on a schema column it does not describe).
+_SHARED_HELP = {
+    "run_id": "the run's id: a hash of every option that changes results (the same config, the same id)",
+    "question_id": "the question's id in its data set",
+    "backend": "the backend that ran (--backend auto resolved: vllm or transformers)",
+    "simulated": "true when the simulated backend (a fake model) produced the row",
+    "attempt": "the attempt (one start of the run) that wrote the row; readers keep the attempt that "
+    "finished each question, so a resumed run's interrupted attempts are left out",
+}
+COLUMN_HELP: dict[str, dict[str, str]] = {
+    "calls": {
+        **_SHARED_HELP,
+        "round": "the round, from 0 (round 0: the first answers)",
+        "agent_id": "the agent that made the call (0, 1, ...); -1 for a summary call",
+        "kind": "the prompt stage the call was made from (engine.kinds.KINDS: first, debate, gd_summary, ...)",
+        "model": "the model that served the call",
+        "peers": "the agents whose replies the call read (a summary call: the agents summarised)",
+        "prompt_tokens": "prompt length after the model's own chat template, in its own tokenizer's tokens",
+        "completion_tokens": "generated tokens, the end-of-turn token included",
+        "latency_s": "seconds from the replica receiving the request to its last token (queueing included)",
+        "text": "the reply's text",
+        "answer": "the answer the grader read from the reply during the run (null: none found)",
+        "finish_reason": "why generation stopped: stop, length (hit --max-tokens) or error",
+        "error": "why the call failed after the engine's retries; null for a call that succeeded",
+        "seed": "the sampling seed of the call",
+        "temperature": "the sampling temperature of the call",
+        "group": "an agent's group (GroupDebate, S2-MAD), the summarised group of a summary call (MAD "
+        "--memory summary: the agent the summary is for; ChatEval: 0); null otherwise",
+        "reused": "a first-round reply served from the sweep cache (same text and token counts as the original)",
+        "truncated_messages": "messages dropped from the prompt to fit the model's context "
+        "(--context-overflow truncate)",
+        "side": "a side call: a review or score by agent_id of its peers (PRD, CortexDebate's peer weights); "
+        "no answer, not in the agent's transcript",
+        "prompt": "the messages the call sent, in order, as keys of the prompts table; null with "
+        "--no-store-prompts, for a call that never reached an agent, and in older folders",
+    },
+    "questions": {
+        **_SHARED_HELP,
+        "protocol": "the --protocol of the run",
+        "task": "the task: how answers are read and graded (numeric, math, choice or pair)",
+        "question": "the question's text as the agents were given it (choices included); null in older folders",
+        "image": "the question's image: an http(s) URL or sha256:<16 hex> of its bytes; null without one",
+        "n_agents": "agents that debated the question",
+        "rounds_run": "rounds run (fewer than --rounds when the protocol stopped early)",
+        "gold": "the reference answer",
+        **{m.name: m.help for m in METRICS},
+        "protocol_info": "JSON: protocol-specific per-round state (e.g. CortexDebate's confidences and weights)",
+        "wall_s": "seconds from the question's first call to its last",
+        "graded": "null for a row the run wrote; the time of `debate rescore` for a row that re-grades it "
+        "(readers keep the row graded last)",
+    },
+    "runs": {
+        "run_id": _SHARED_HELP["run_id"],
+        "protocol": "the --protocol of the run",
+        "backend": _SHARED_HELP["backend"],
+        "simulated": "true when the simulated backend (a fake model) ran",
+        "dtype": "the models' compute dtype(s) as the engine resolved them",
+        "engine": "JSON list: each model's resolved engine settings (device, dtype, context, batch, KV cache, "
+        "vLLM version, a hub id's commit)",
+        "placement": "JSON list: role, model, replica, node id/IP, GPU ids and resources of each actor",
+        "config": "JSON: the run's whole configuration (every option)",
+        "status": "running, finished, or stopped: <why> (a run that stopped; rerun to resume)",
+        "started": "when the run (its latest attempt) started",
+        "finished": "when it finished; null while it runs",
+        "n_questions": "questions with a result row",
+        **{c.key: _runs_column_help(c.key) for c in RUNS_COLUMNS},
+        "wall_s": "seconds the run took",
+        "timings": "JSON: seconds spent starting the replicas (replicas_s) and the agent actors (agents_s), "
+        "and debating (debate_s)",
+    },
+    "graphs": {
+        **_SHARED_HELP,
+        "round": "the round, from 0",
+        "dst": "the reader: an agent (>= 0), or a summary node: -1 - its group",
+        "srcs": "the nodes it read, in the order the call read them: one edge src -> dst each",
+        "weights": "each edge's weight, parallel to srcs (CortexDebate's trust weights); null: all 1.0",
+        "dst_group": "the reader's group: the group a summary node summarises, an agent's group (GroupDebate, "
+        "S2-MAD); null otherwise and in older folders",
+        "pruned": "parallel to srcs: true for an edge CortexDebate's eq. 11 pruned (not read; listed after the "
+        "kept ones, with its eq. 9 weight); null when none was pruned",
+    },
+    "answers": {
+        **{k: _SHARED_HELP[k] for k in ("run_id", "question_id", "attempt")},
+        "round": "the round of the agent call re-read",
+        "agent_id": "the agent whose reply was re-read",
+        "answer": "the current grader's reading of the reply",
+        "previous_answer": "calls.answer, or the answer of the previous rescore",
+        "graded": "the time of the `debate rescore` that wrote the row",
+    },
+    "prompts": {
+        **{k: v for k, v in _SHARED_HELP.items() if k != "question_id"},
+        "message": "the message's key, 16 hex of sha256 over role and text (engine.prompts.message_hash): "
+        "what calls.prompt lists",
+        "role": "the message's role (system, user, assistant)",
+        "content": "the message's text (image parts left out)",
+        "attempt": "the attempt that stored it first (readers keep one row per key)",
+    },
+}
+
+
 # Columns a writer may leave out (null): set later by someone else, or only for some rows.
 OPTIONAL = {
     "questions": {

@@ -98,3 +98,14 @@ def test_a_write_whose_fsync_fails_is_never_renamed_into_place(tmp_path, monkeyp
         sink.flush()
     monkeypatch.undo()
     assert _parts(tmp_path, "calls") == [] and read_table(tmp_path, "calls").num_rows == 0
+
+
+def test_every_column_of_every_table_is_described():
+    """COLUMN_HELP (the docs site's results reference) describes exactly the schemas' columns."""
+    from engine.results import COLUMN_HELP, SCHEMAS
+
+    assert set(COLUMN_HELP) == set(SCHEMAS)
+    for table, schema in SCHEMAS.items():
+        undescribed = [c for c in schema.names if not COLUMN_HELP[table].get(c, "").strip()]
+        assert not undescribed, f"{table}: columns without a description in engine.results.COLUMN_HELP: {undescribed}"
+        assert set(COLUMN_HELP[table]) <= set(schema.names), (table, set(COLUMN_HELP[table]) - set(schema.names))

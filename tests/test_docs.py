@@ -1,0 +1,309 @@
+"""The docs site and the commands the docs show.
+
+* ``mkdocs build --strict`` succeeds (mkdocs.yml: every page in the nav, every link and anchor
+  resolving), and the generated reference pages (scripts/docs_hooks.py) cover every flag, YAML
+  key, results column and protocol.
+* No dev-machine path (``/work/``, ``../shared``, ``/tmp/``) in README.md or docs/**/*.md.
+* The ``debate`` commands of README.md and docs/**/*.md still work. The rule for which commands
+  are checked, and how:
+
+  - Only fenced blocks marked ``bash``, ``sh`` or ``shell`` are read. A line ending in ``\\`` is
+    joined with the next; ``#`` comments are dropped (after being read for ``# sim``). A line is
+    split at ``&&``, ``||``, ``;`` and ``|``, and a command is a part whose first word is
+    ``debate`` or ``.venv/bin/debate`` (so ``bash scripts/setup.sh && .venv/bin/debate run``
+    counts; a ``debate`` inside a quoted string, ``bash -lc "..."``, does not). Redirections
+    (``>``, ``2>``) end it; a ``...`` word (an elision) is left out.
+  - Every command is *parsed* with the real parser (:func:`engine.cli.build_parser`): a renamed
+    or removed flag, subcommand or choice in any doc fails.
+  - A command is also *run* when it has ``--backend simulated``, or its line carries the comment
+    ``# sim`` (for a command that reads what an earlier simulated run wrote: ``debate report
+    runs/demo  # sim``). The run commands of one file run in the order they appear, in one
+    temporary working directory shared by that file (relative ``--out`` folders land there; an
+    absolute ``--out`` is moved under it); each must exit 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+from tests.support.scripts import load_script
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+_SHELLS = {"bash", "sh", "shell"}
+_SPLIT = {"&&", "||", ";", "|", "&"}
+_ENTRY = {"debate", ".venv/bin/debate"}
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    """One ``debate`` command of a doc: where it is, its arguments (after ``debate``), whether it runs."""
+
+    where: str
+    argv: tuple[str, ...]
+    run: bool
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, line) of every shell line inside the bash/sh fences of ``text``, ``\\``
+    continuations joined."""
+    out: list[tuple[int, str]] = []
+    fence: str | None = None
+    shell = False
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                fence, shell = match[2], match[3].lower() in _SHELLS
+            continue
+        if match and match[2].startswith(fence) and not match[3]:
+            fence = None
+            continue
+        if not shell:
+            continue
+        start, joined = pending if pending else (number, "")
+        joined += line.strip()
+        if joined.endswith("\\"):
+            pending = (start, joined[:-1] + " ")
+            continue
+        pending = None
+        out.append((start, joined))
+    return out
+
+
+def doc_commands(path: Path, name: str | None = None) -> list[DocCommand]:
+    """The ``debate`` commands of one Markdown file (``name``: how to call it, default its path
+    in the repository), by the rule of this module's docstring."""
+    name = name or str(path.relative_to(ROOT))
+    found = []
+    for number, line in _logical_lines(path.read_text(encoding="utf-8")):
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|<>")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        try:
+            words = list(lexer)
+        except ValueError:  # an unbalanced quote: not a command line we can read
+            continue
+        comment_at = next((i for i, w in enumerate(words) if w.startswith("#")), len(words))
+        marked = " ".join(words[comment_at:]).lstrip("#").split()[:1] == ["sim"]
+        words = words[:comment_at]
+        parts: list[list[str]] = [[]]
+        for word in words:
+            if word in _SPLIT:
+                parts.append([])
+            else:
+                parts[-1].append(word)
+        for part in parts:
+            if not part or part[0] not in _ENTRY:
+                continue
+            argv = []
+            for word in part[1:]:
+                if word in {">", ">>", "<"} or re.fullmatch(r"\d?>>?", word):
+                    break
+                if word != "...":
+                    argv.append(word)
+            run = "--backend" in argv and argv[argv.index("--backend") + 1 :][:1] == ["simulated"]
+            run = run or "--backend=simulated" in argv or marked
+            found.append(DocCommand(f"{name}:{number}", tuple(argv), run))
+    return found
+
+
+ALL = [c for path in DOCS for c in doc_commands(path)]
+
+
+def test_the_harness_reads_commands_continuations_comments_and_chains(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "text\n```bash\n"
+        "bash scripts/setup.sh && .venv/bin/debate run --limit 10\n"
+        "debate run --agents 3 \\\n    --rounds 2   # a comment --bogus\n"
+        "debate report runs/demo > out.txt  # sim\n"
+        'bash -lc "cd x && .venv/bin/debate run --out y"\n'
+        "debate run --model M --replicas 8 ...  # elided\n"
+        "debate run --backend simulated --limit 2 | tee log\n"
+        "```\n```python\ndebate run --nope\n```\n```yaml\ndebate: 1\n```\n",
+        encoding="utf-8",
+    )
+    got = [(c.argv, c.run) for c in doc_commands(doc, "x.md")]
+    assert got == [
+        (("run", "--limit", "10"), False),
+        (("run", "--agents", "3", "--rounds", "2"), False),
+        (("report", "runs/demo"), True),
+        (("run", "--model", "M", "--replicas", "8"), False),
+        (("run", "--backend", "simulated", "--limit", "2"), True),
+    ]
+
+
+def test_the_readme_commands_are_found():
+    readme = [c for c in ALL if c.where.startswith("README.md:")]
+    assert len(readme) >= 8, readme
+    assert any(c.run for c in readme)  # README's `debate run --backend simulated --limit 20`
+
+
+def _parse(argv: tuple[str, ...]) -> tuple[int, str]:
+    """Exit status and stderr of the real parser on ``argv`` (0: it accepts them; nothing runs)."""
+    from engine.cli import build_parser
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            build_parser().parse_args(list(argv))
+        except SystemExit as exc:  # --help / --version exit 0; a bad flag exits 2
+            return int(exc.code or 0), err.getvalue()
+    return 0, ""
+
+
+@pytest.mark.parametrize("command", ALL, ids=[c.where for c in ALL])
+def test_every_doc_command_parses(command):
+    code, err = _parse(command.argv)
+    assert code == 0, f"{command.where}: debate {' '.join(command.argv)}\n{err}"
+
+
+def test_the_parse_check_fails_on_a_removed_flag():
+    assert _parse(("run", "--agents", "3"))[0] == 0
+    code, err = _parse(("run", "--agnets", "3"))
+    assert code == 2 and "--agnets" in err
+
+
+def _runnable(argv: tuple[str, ...], cwd: Path) -> list[str]:
+    argv = list(argv)
+    for i, word in enumerate(argv[:-1]):
+        if word == "--out" and argv[i + 1].startswith(("/", "~")):
+            argv[i + 1] = str(cwd / argv[i + 1].lstrip("/~"))
+    return argv
+
+
+_RUN_FILES = sorted({c.where.rsplit(":", 1)[0] for c in ALL if c.run})
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("doc", _RUN_FILES)
+def test_the_simulated_doc_commands_run(doc, tmp_path):
+    for command in [c for c in ALL if c.run and c.where.rsplit(":", 1)[0] == doc]:
+        argv = [sys.executable, "-m", "engine.cli", *_runnable(command.argv, tmp_path)]
+        proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{command.where}: debate {' '.join(command.argv)}\n{proc.stderr[-3000:]}"
+
+
+# --- the site ------------------------------------------------------------------------------------
+
+
+def test_mkdocs_build_strict(tmp_path):
+    """The whole site builds with warnings as errors: every page in the nav, links and anchors
+    resolve, the hook's generated pages included. About 1-5 s."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for page in ("reference/cli", "reference/config", "reference/results", "protocols/cortex"):
+        assert (tmp_path / "site" / page / "index.html").is_file(), page
+
+
+@functools.cache
+def _hooks():
+    """scripts/docs_hooks.py, the generator of the reference pages."""
+    return load_script("docs_hooks")
+
+
+def test_the_cli_reference_lists_every_subcommand_and_flag():
+    from engine.cli import build_parser, subcommands
+
+    page = _hooks().cli_page()
+    for name, sub in subcommands(build_parser()).items():
+        assert f"\n## debate {name}\n" in page, name
+        for action in sub._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}`" in page, (name, flag)
+
+
+def test_the_config_reference_lists_every_option_with_its_default():
+    from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS
+
+    page = _hooks().config_page()
+    rows = {line.split(" | ")[0].strip("| `"): line for line in page.splitlines() if line.startswith("| `")}
+    for opt in [*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()]:
+        assert opt.name in rows, opt.name
+        assert f"`{opt.default_text}`" in rows[opt.name], opt.name
+        assert ("YAML only" in rows[opt.name]) == (not opt.cli), opt.name
+
+
+def test_every_results_column_is_described_on_the_results_page():
+    from engine.results import SCHEMAS
+
+    page = _hooks().results_page()
+    for table, schema in SCHEMAS.items():
+        section = page.split(f"\n## {table}\n", 1)[1].split("\n## ", 1)[0]
+        for field in schema:
+            assert f"| `{field.name}` | `{field.type}` |" in section, (table, field.name)
+
+
+def test_a_page_per_protocol():
+    from engine.protocols import SPECS
+
+    pages = _hooks().pages()
+    for name, spec in SPECS.items():
+        page = pages[f"protocols/{name}.md"]
+        assert f"`--protocol {name}`" in page
+        for opt in spec.settings:
+            assert f"`{opt.flag if opt.cli else opt.name}`" in page, (name, opt.name)
+        assert f"[{spec.label}]({name}.md)" in pages["protocols/index.md"]
+
+
+def test_docstrings_become_markdown():
+    md = _hooks().rst_to_markdown(
+        "Title line.\n\nSee :func:`engine.x.f` and ``--tau``:\n* one\n  two\n* three\n\nSteps:\n"
+        "  step 1  do ``a``\n  step 2  do b\n\nEnd."
+    )
+    assert "`engine.x.f`" in md and not re.search(r"(?<!`)``(?!`)", md) and ":func:" not in md
+    assert "`--tau`:\n\n* one\n  two\n* three" in md  # a blank line before the list
+    assert "```text\nstep 1  do a\nstep 2  do b\n```" in md  # an indented block outside a list
+
+
+# --- no dev-machine paths ------------------------------------------------------------------------
+
+_DEV_PATHS = re.compile(r"/work/|\.\./shared|/tmp/")
+# (file, text) allowed for now; each entry says why. README.md is being rewritten: its `../shared`
+# mentions (this machine's data folder) go with that rewrite, and then this entry goes too.
+_ALLOWED = {("README.md", "../shared/data")}
+
+
+def test_no_dev_machine_paths_in_docs():
+    bad = []
+    for path in DOCS:
+        name = str(path.relative_to(ROOT))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in _DEV_PATHS.finditer(line):
+                if not any(name == f and line.find(text) == match.start() for f, text in _ALLOWED):
+                    bad.append(f"{name}:{number}: {line.strip()[:100]}")
+    assert not bad, "dev-machine paths in the docs:\n" + "\n".join(bad)
+
+
+def test_citation_file_loads_and_names_the_packages_version_and_license():
+    import tomllib
+
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert cff["cff-version"] == "1.2.0" and cff["title"] == project["name"]
+    assert str(cff["version"]) == project["version"] and cff["license"] == project["license"]
+    assert "Apache License" in (ROOT / "LICENSE").read_text(encoding="utf-8")[:200]
