@@ -34,10 +34,12 @@ from typing import Any, NoReturn
 
 from engine.config import (
     ENGINE_OPTIONS,
+    OLD_NAMES,
     PROTOCOL_OPTIONS,
     RunConfig,
     config_from_mapping,
     load_config_file,
+    new_names,
     option_readers,
 )
 from engine.metrics import METRICS, format_aggregate
@@ -77,6 +79,8 @@ def _add_flag(group: Any, opt: Option, help_text: str, choices: tuple[Any, ...] 
         else {"type": str if opt.parse else opt.type, "choices": choices, "metavar": _metavar(opt, choices)}
     )
     group.add_argument(opt.flag, dest=opt.name, default=None, help=help_text.replace("%", "%%"), **kind)
+    if opt.old_flag:  # the old name still works (parse_run_config warns); --help shows the new one only
+        group.add_argument(opt.old_flag, dest=opt.old_name, default=None, help=argparse.SUPPRESS, **kind)
 
 
 def _metavar(opt: Option, choices: tuple[Any, ...] | None) -> str:
@@ -113,23 +117,28 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
 
 def parse_run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig of ``debate run``: the ``--config`` file, then the flags given over it,
-    checked; options given that the run does not read are logged as warnings, one line each."""
+    checked. Logged as warnings, one line each: an option given by its old name (``--placement``,
+    :func:`engine.config.new_names`), and options given that the run does not read."""
     import logging
 
     from engine.sweep import unread_given
 
+    log = logging.getLogger("engine.cli")
     data: dict[str, Any] = {}
-    if args.config:
-        data.update(load_config_file(args.config))
     source = f"--config {args.config}" if args.config else "flags"
+    if args.config:
+        data, renamed = new_names(load_config_file(args.config), source)
+        for line in renamed:
+            log.warning(line)
     cfg_data = {k.replace("-", "_"): v for k, v in data.items()}
-    for f in dataclasses.fields(RunConfig):
-        v = getattr(args, f.name, None)
-        if v is not None:
-            cfg_data[f.name] = v
+    given = {name: getattr(args, name, None) for name in (*(f.name for f in dataclasses.fields(RunConfig)), *OLD_NAMES)}
+    flags, renamed = new_names({k: v for k, v in given.items() if v is not None}, "flags")
+    for line in renamed:
+        log.warning(line)
+    cfg_data.update(flags)
     cfg = config_from_mapping(cfg_data, source=source).validate()
     for line in unread_given(cfg, cfg_data):
-        logging.getLogger("engine.cli").warning(line)
+        log.warning(line)
     return cfg
 
 
@@ -306,12 +315,13 @@ class _Parser(argparse.ArgumentParser):
 def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
     """The error for arguments no flag took, with the closest flag of ``parser`` to each unknown one."""
     known = [f for f in parser._option_string_actions if f.startswith("--")]
+    old = {"--" + o.replace("_", "-"): "--" + n.replace("_", "-") for o, n in OLD_NAMES.items()}
     hints = []
     for arg in extra:
         flag = arg.split("=", 1)[0]
         close = difflib.get_close_matches(flag, known, n=1) if flag.startswith("--") else []
-        if close:
-            hints.append((flag, close[0]))
+        if close:  # an old name (--placement) comes with the name now
+            hints.append((flag, f"{close[0]}, now {old[close[0]]}" if close[0] in old else close[0]))
     if len(hints) == 1:
         return f"unrecognized arguments: {' '.join(extra)} (did you mean {hints[0][1]}?)"
     said = "; ".join(f"{flag}: did you mean {close}?" for flag, close in hints)

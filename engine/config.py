@@ -18,6 +18,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,19 +208,21 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         str,
         "random",
         "a tied vote: 'random' (default; a draw seeded by --seed and the question, never agent order, "
-        "which --placement sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
+        "which --strong-agents sets) | 'first' (the answer seen first in agent order, Du et al.'s rule)",
         choices=TIE_BREAKS,
         group="experiment",
     ),
-    # strong/weak placement
+    # which agents get the strong models (sparse-topology MAD, sec. 6); hashed as "placement", its old name
     Option("models", str, None, "per-agent models, strongest first: 'modelA*1,modelB*5'", group="model and sampling"),
     Option(
-        "placement",
+        "strong_agents",
         str,
         "none",
-        "none | central (strongest models on the most central agents) | peripheral",
+        "which agents get the stronger models of --models: none (agent i gets the i-th) | central "
+        "(the most central agents) | peripheral (the least central)",
         choices=PLACEMENTS,
         group="model and sampling",
+        old_name="placement",
     ),
     # where each model's replicas run: model -> {num_gpus, num_cpus, resources, replicas}
     #   e.g. {"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}} with cluster.yaml's node types;
@@ -591,7 +594,7 @@ class _RunConfigMethods(_Fields):
         """One spec per agent. An agent's model is, in order of precedence: its
         ``agent_settings[i]["model"]``; else, when ``--models`` is set, the model that
         ``topologies.placement.assign_models`` gives it (``--models`` ranked strongest first,
-        placed by ``--placement`` on the run's topology, paper sec. 6); else ``--model``.
+        placed by ``--strong-agents`` on the run's topology, paper sec. 6); else ``--model``.
 
         The topology used for placement is the protocol's fixed graph (``ProtocolSpec.topology``:
         cot/sc/mad/sparse/probmad). GroupDebate, S2-MAD and CortexDebate have none (groups /
@@ -604,11 +607,13 @@ class _RunConfigMethods(_Fields):
             graph = protocol_spec(self.protocol).topology
             ranked = parse_models(self.models, self.n_agents)
             if graph is None:  # the fully connected graph: every agent ties, any placement is "none"
-                if self.placement not in PLACEMENTS:
-                    raise TopologyError(f"--placement {self.placement!r}: choose one of {', '.join(PLACEMENTS)}")
+                if self.strong_agents not in PLACEMENTS:
+                    raise TopologyError(
+                        f"--strong-agents {self.strong_agents!r}: choose one of {', '.join(PLACEMENTS)}"
+                    )
                 defaults = ranked
             else:
-                defaults = assign_models(ranked, graph(self), self.placement)
+                defaults = assign_models(ranked, graph(self), self.strong_agents)
         specs = []
         for i in range(self.n_agents):
             over = self.agent_settings[i] if i < len(self.agent_settings) else {}
@@ -652,8 +657,12 @@ class _RunConfigMethods(_Fields):
         own run ids. A file option (``Option.hash_as``, ``--reconcile-samples``) is hashed by its
         checked content, and left out when not given, so runs without the file keep their ids. A
         protocol option with ``hashed=False`` is another way to give a hashed one (sparse's
-        ``--degree`` sets ``--density``, which is hashed) and is left out."""
+        ``--degree`` sets ``--density``, which is hashed) and is left out. A renamed option
+        (``Option.old_name``) is hashed under its old name, so the rename kept every run id."""
         d = self.to_dict()
+        for new, old in _HASHED_AS_OLD.items():
+            if new in d:
+                d[old] = d.pop(new)
         read = self.options_read()
         for k in (*UNHASHED, *(name for name, opt in PROTOCOL_OPTIONS.items() if name not in read or not opt.hashed)):
             d.pop(k, None)
@@ -699,9 +708,9 @@ class _RunConfigMethods(_Fields):
         check = SPECS[self.protocol].check
         if check is not None:
             check(self)
-        if self.placement != "none" and not self.models:
+        if self.strong_agents != "none" and not self.models:
             raise ConfigError(
-                f"--placement {self.placement} needs --models (models strongest first, e.g. 'big*1,small*5')"
+                f"--strong-agents {self.strong_agents} needs --models (models strongest first, e.g. 'big*1,small*5')"
             )
         if self.models:
             try:
@@ -734,6 +743,62 @@ def _protocol_options() -> dict[str, Option]:
 # name -> Option: every protocol's own options (ProtocolSpec.settings), in registry order
 PROTOCOL_OPTIONS: dict[str, Option] = _protocol_options()
 
+
+def _old_names() -> dict[str, str]:
+    out = {}
+    for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
+        if opt.old_name is None:
+            continue
+        if opt.old_name in ENGINE_OPTION or opt.old_name in PROTOCOL_OPTIONS or opt.old_name in out:
+            raise TypeError(f"option {opt.name}: old name {opt.old_name!r} is another option's name")
+        out[opt.old_name] = opt.name
+    return out
+
+
+# old name -> the option's name now (Option.old_name: --placement is now --strong-agents)
+OLD_NAMES: dict[str, str] = _old_names()
+_HASHED_AS_OLD = {new: old for old, new in OLD_NAMES.items()}  # run_id() hashes these under the old name
+
+
+def stored_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A runs row's ``config`` (parsed JSON) with the options stored by an old name (a folder
+    written before ``placement`` became ``strong_agents``) under their names now, so old and new
+    result folders read alike."""
+    out = dict(config)
+    for old, new in OLD_NAMES.items():
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
+
+
+def new_names(data: dict[Any, Any], source: str) -> tuple[dict[Any, Any], list[str]]:
+    """``data`` (option -> value; dashed or underscored keys) with each option given by its old
+    name (:data:`OLD_NAMES`) moved to its name now, and one warning line per old name used
+    (``--placement is now --strong-agents; the old name still works``). ``source`` says where
+    ``data`` came from: ``"flags"`` (lines name the flags) or a file (lines name it and its keys).
+    Both names given with different values: a ConfigError naming both."""
+    out = {k: v for k, v in data.items() if str(k).replace("-", "_") not in OLD_NAMES}
+    lines = []
+    for key, value in data.items():
+        new = OLD_NAMES.get(str(key).replace("-", "_"))
+        if new is None:
+            continue
+        old_name = str(key).replace("-", "_")
+        if source == "flags":
+            old, now, where = f"--{old_name.replace('_', '-')}", f"--{new.replace('_', '-')}", ""
+        else:
+            old, now, where = old_name, new, f"{source}: "
+        given = [k for k in out if str(k).replace("-", "_") == new]
+        if given and out[given[0]] != value:
+            raise ConfigError(
+                f"{where}{old} {value!r} and {now} {out[given[0]]!r} are both given; keep {now} ({old} is its old name)"
+            )
+        if not given:
+            out[new] = value
+        lines.append(f"{where}{old} is now {now}; the old name still works")
+    return out, lines
+
+
 # The run configuration: the engine's options and every protocol's options, one field each.
 if TYPE_CHECKING:  # what mypy sees: engine/run_config_fields.pyi (scripts/write_config_stub.py)
 
@@ -763,22 +828,28 @@ def _field_types() -> dict[str, Any]:
 
 def did_you_mean(word: str, known: Iterable[str], quote: bool = False) -> str:
     """`` (did you mean 'x'?)`` naming the closest of ``known`` to a mistyped ``word``
-    (:func:`difflib.get_close_matches`), else ``; see debate run --help``."""
+    (:func:`difflib.get_close_matches`), else ``; see debate run --help``. An option's old name
+    (:data:`OLD_NAMES`) comes with its name now: `` (did you mean 'placement', now 'strong_agents'?)``."""
     close = difflib.get_close_matches(word, list(known), n=1)
     if not close:
         return "; see debate run --help"
-    return f" (did you mean {close[0]!r}?)" if quote else f" (did you mean {close[0]}?)"
+    name, now = (repr(close[0]), repr(OLD_NAMES.get(close[0]))) if quote else (close[0], OLD_NAMES.get(close[0]))
+    return f" (did you mean {name}, now {now}?)" if close[0] in OLD_NAMES else f" (did you mean {name}?)"
 
 
 def config_from_mapping(data: dict[str, Any], source: str = "config") -> RunConfig:
     """Build a RunConfig from a mapping with flag-named keys (dashes or underscores); an unknown
-    key is one line naming ``source``, the key and the closest known key."""
+    key is one line naming ``source``, the key and the closest known key. An option's old name
+    (:data:`OLD_NAMES`) works as its name now, with a warning (:func:`new_names`)."""
     fields = _field_types()
+    data, renamed = new_names(data, source)
+    for line in renamed:
+        logging.getLogger(__name__).warning(line)
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in fields:
-            raise ConfigError(f"{source}: unknown key {key!r}{did_you_mean(name, fields, quote=True)}")
+            raise ConfigError(f"{source}: unknown key {key!r}{did_you_mean(name, [*fields, *OLD_NAMES], quote=True)}")
         kwargs[name] = value
     try:
         return RunConfig(**kwargs)

@@ -1260,7 +1260,7 @@ def majority_vote(answers: Sequence[str | None], tie_key: int | None = None) -> 
 
     * ``tie_key`` given (the engine passes the question's key, from the run seed and question
       id): a draw seeded by it over the tied answers *sorted*, so neither agent order (where
-      ``--placement`` puts the strongest model first) nor answer order favours anyone;
+      ``--strong-agents`` puts the strongest model first) nor answer order favours anyone;
     * ``tie_key`` None: the answer whose FIRST occurrence comes earliest (agent order), Du et
       al.'s rule (``--tie-break first``).
     """

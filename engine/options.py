@@ -103,6 +103,10 @@ class Option:
               text that does not parse (the ConfigError ``parse`` raises, naming the flag).
     group:    the ``debate run --help`` section of an engine option (one of :data:`GROUPS`); a
               protocol's options leave it empty (they are listed under their protocol).
+    old_name: the option's former name, or None. It still works as a flag and YAML key (with one
+              warning; both names with different values is an error), result folders written
+              before the rename are read under the new name, and the run id hashes the value
+              under the old name, so run ids do not change with the rename.
     """
 
     name: str
@@ -122,6 +126,7 @@ class Option:
     hash_as: Callable[[Any], Any] | None = None
     parse: Callable[[str, str], Any] | None = None
     group: str = ""
+    old_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.group and self.group not in GROUPS:
@@ -141,6 +146,11 @@ class Option:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def old_flag(self) -> str | None:
+        """The flag of :attr:`old_name` (``--placement``), or None."""
+        return None if self.old_name is None else "--" + self.old_name.replace("_", "-")
 
     @property
     def default_text(self) -> str:

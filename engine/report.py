@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
-from engine.config import UNHASHED
+from engine.config import UNHASHED, stored_config
 from engine.formatting import fmt_num
 from engine.metrics import METRICS
 from engine.protocols import SPECS
@@ -187,9 +187,8 @@ def load_runs(path: str | Path) -> list[RunData]:
                 config = json.loads(run.get("config") or "{}")
             except json.JSONDecodeError:
                 config = {}
-            data = RunData(
-                d, run_id, run, config if isinstance(config, dict) else {}, by_run.get(run_id, []), totals.get(run_id)
-            )
+            config = stored_config(config) if isinstance(config, dict) else {}  # old option names: new
+            data = RunData(d, run_id, run, config, by_run.get(run_id, []), totals.get(run_id))
             if not run:
                 data.notes.append(f"{d}: run {run_id} has question rows but no runs row (label from the questions)")
             qt = sum((q["prompt_tokens"] or 0) + (q["completion_tokens"] or 0) for q in data.questions)

@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from engine.config import stored_config
 from engine.errors import UserError
 from engine.metrics import METRICS, RUNS_COLUMNS
 
@@ -691,7 +692,9 @@ def call_messages(prompts: pd.DataFrame, call: Any) -> list[dict[str, str]]:
 
 def run_options(config_json: str | None) -> dict[str, Any]:
     """The options of a runs row's ``config`` JSON, one value each: scalars as they are, lists
-    and dicts as JSON text (sorted keys); ``{}`` for a missing or unreadable config."""
+    and dicts as JSON text (sorted keys); ``{}`` for a missing or unreadable config. Options
+    stored by an old name are under their names now (:func:`engine.config.stored_config`: an old
+    folder's ``placement`` is ``strong_agents``)."""
     try:
         config = json.loads(config_json or "{}")
     except json.JSONDecodeError:
@@ -699,7 +702,8 @@ def run_options(config_json: str | None) -> dict[str, Any]:
     if not isinstance(config, dict):
         return {}
     return {
-        k: json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v for k, v in config.items()
+        k: json.dumps(v, sort_keys=True, default=str) if isinstance(v, (list, dict)) else v
+        for k, v in stored_config(config).items()
     }
 
 

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import difflib
 import itertools
 import json
 import logging
@@ -73,11 +72,14 @@ import yaml
 
 from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import (
+    OLD_NAMES,
     PROTOCOL_OPTIONS,
     UNHASHED,
     ConfigError,
     RunConfig,
     config_from_mapping,
+    did_you_mean,
+    new_names,
     option_readers,
     resolve_backend,
 )
@@ -135,14 +137,15 @@ def unused_options(cfg: RunConfig) -> set[str]:
 def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
     """One line per option in ``given`` (the flags and YAML keys set explicitly) that this run
     does not read (:func:`unused_options`; ``--agents``/``--rounds`` beyond what the protocol
-    uses, e.g. CoT's one agent), saying who reads it; ``debate run`` logs them as warnings."""
+    uses, e.g. CoT's one agent), saying who reads it; ``debate run`` logs them as warnings. An
+    option in ``given`` by its old name (``placement``) counts as its name now."""
     from backends.registry import backend_specs
 
     unused = unused_options(cfg)
     prefixes = {b.option_prefix: b.name for b in backend_specs() if b.option_prefix}
     shape = dict(zip(("agents", "rounds"), SPECS[cfg.protocol].shape(cfg))) if cfg.protocol in SPECS else {}
     lines = []
-    for name in sorted({str(k).replace("-", "_") for k in given}):
+    for name in sorted({OLD_NAMES.get(n, n) for n in (str(k).replace("-", "_") for k in given)}):
         flag = "--" + name.replace("_", "-")
         if name in shape and shape[name] != getattr(cfg, name):
             lines.append(f"{flag} {getattr(cfg, name)} is ignored: --protocol {cfg.protocol} uses {shape[name]}")
@@ -199,18 +202,21 @@ def _known(path: str, key: Any, where: str) -> str:
     name = str(key).replace("-", "_")
     fields = _fields()
     if name not in fields:
-        close = difflib.get_close_matches(name, list(fields), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise SweepError(
-            f"{path}: {where}{key!r} is not a run option{hint}; known options: {', '.join(sorted(fields))}"
-        )
+        raise SweepError(f"{path}: {where}{key!r} is not a run option{did_you_mean(name, [*fields, *OLD_NAMES], True)}")
     return name
 
 
 def parse_sweep(data: Any, path: str = "sweep") -> SweepSpec:
-    """Check a parsed sweep file (see the module docstring); errors name ``path`` and the key."""
+    """Check a parsed sweep file (see the module docstring); errors name ``path`` and the key. An
+    option given by its old name (``placement``) is read as its name now, with one warning."""
     if not isinstance(data, dict):
         raise SweepError(f"{path}: top level must be a mapping of option: value (plus grid:)")
+    data, renamed = new_names(data, path)
+    if isinstance(data.get(GRID), dict):
+        data[GRID], grid_renamed = new_names(data[GRID], f"{path} grid")
+        renamed += grid_renamed
+    for line in renamed:
+        log.warning(line)
     base: dict[str, Any] = {}
     grid_raw: Any = {}
     out = None

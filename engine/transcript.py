@@ -40,7 +40,7 @@ HEADER_OPTIONS = (
     "rounds",
     "model",
     "models",
-    "placement",
+    "strong_agents",
     "topology",
     "density",
     "groups",
@@ -488,8 +488,7 @@ def _options(run: dict[str, Any]) -> dict[str, Any]:
             continue
         if name == "model" and _value(run.get("models")) is not None:
             continue
-        key = f"config_{name}" if name == "placement" else name
-        v = _value(run.get(key))
+        v = _value(run.get(name))
         if v is not None and v != "none":
             out[name] = v
     return out

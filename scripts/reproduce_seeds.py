@@ -189,19 +189,17 @@ class TableError(SystemExit):
 
 
 def check_read(paper: str, table: str, method: str, engine: dict[str, Any], opts: dict[str, Any]) -> None:
-    """Every protocol option a row sets must be one its protocol reads with its settings (CortexDebate
-    reads ``cortex_memory``, not ``memory``): else the row would run without it, silently."""
-    from engine.config import PROTOCOL_OPTIONS, config_from_mapping, option_readers
-    from engine.sweep import unused_options
+    """Every option a row sets must be one its run reads (CortexDebate reads ``cortex_memory``, not
+    ``memory``; CoT uses one agent): else the row would run without it, silently. What a run reads
+    is :func:`engine.sweep.unread_given`'s, the check behind ``debate run``'s warnings."""
+    from engine.config import config_from_mapping
+    from engine.sweep import unread_given
 
     source = f"scripts/paper_tables/{paper}.json {table}, row {method!r}"
     cfg = config_from_mapping({k: v for k, v in opts.items() if k != "backend"}, source=source)
-    ignored = sorted(k for k in engine if k in PROTOCOL_OPTIONS and k in unused_options(cfg))
-    if ignored:
-        raise TableError(
-            f"reproduce_seeds: {source}: protocol {cfg.protocol} does not read "
-            + "; ".join(f"{k} (read by {', '.join(option_readers(k))})" for k in ignored)
-        )
+    unread = unread_given(cfg, engine)
+    if unread:
+        raise TableError(f"reproduce_seeds: {source}: " + "; ".join(unread))
 
 
 def merge_same_runs(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:

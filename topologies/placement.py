@@ -7,11 +7,16 @@ higher centrality yields better performance": 6 agents, one GPT-3.5 (strong) and
 (weak); the strong model on a node of degree 5 gave 67.0 % on Harmlessness vs 65.8 % on a node
 of degree 1 (Table 6).
 
+The run option is ``--strong-agents none|central|peripheral`` (YAML ``strong_agents``; its old
+name ``--placement`` still works). It is not ``placement_resources`` nor the runs table's
+``placement`` column, which are about where model replicas run on the Ray cluster.
+
 The pieces:
 
 * :func:`parse_models` reads the ``--models`` flag, ``"big*1,small*5"`` (or one name per agent,
   ``"big,small,small"``), listed STRONGEST FIRST, into one model name per rank.
-* :func:`assign_models` maps ranks to agent ids: ``placement="central"`` gives the r-th strongest
+* :func:`assign_models` maps ranks to agent ids (``placement``: the ``--strong-agents`` value):
+  ``placement="central"`` gives the r-th strongest
   model to the r-th most central agent (:func:`topologies.centrality_order`, degree centrality,
   ties broken by betweenness, then lower agent id); ``"peripheral"`` the reverse (strongest on
   the least central); ``"none"`` gives agent i the i-th model of the list.
@@ -111,7 +116,7 @@ def placement_order(topology: Topology, placement: str) -> list[int]:
       is ``1, 2, ..., n-1, 0``.
     """
     if placement not in PLACEMENTS:
-        raise TopologyError(f"--placement {placement!r}: choose one of {', '.join(PLACEMENTS)}")
+        raise TopologyError(f"--strong-agents {placement!r}: choose one of {', '.join(PLACEMENTS)}")
     if not isinstance(topology, Topology):
         raise TopologyError(f"placement needs a Topology, got {type(topology).__name__}")
     n = topology.n

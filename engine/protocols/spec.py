@@ -65,8 +65,9 @@ class ProtocolSpec:
     stages:           prompt stages the protocol adds (:mod:`engine.prompts`); ``stage_fields``:
                       placeholders a user override of a stage may use besides the default's.
     needs_embeddings: whether a run of this config needs the embedding actor.
-    topology:         the graph strong/weak ``--placement`` ranks agents on; None: the protocol has
-                      no fixed graph (groups, similarity or learned weights decide who reads whom).
+    topology:         the graph ``--strong-agents`` ranks agents on (who gets the strong models);
+                      None: the protocol has no fixed graph (groups, similarity or learned
+                      weights decide who reads whom).
     cost:             the closed-form token cost (:func:`engine.cost_predict.predict` calls it with
                       its keyword arguments); None: no cost model.
     label:            the name reports use; ``label_parts(config dict)`` adds what tells two runs

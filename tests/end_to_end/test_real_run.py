@@ -68,7 +68,7 @@ def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
         limit=1,
         max_tokens=16,
         models="smollm2*1,smollm2-135m-instruct*2",
-        placement="central",
+        strong_agents="central",
         out=str(tmp_path / "place"),
         progress=False,
         backend="transformers",

@@ -103,7 +103,7 @@ def test_directed_graph_uses_readers_count():
 def test_assign_errors():
     with pytest.raises(TopologyError, match="--models lists 5 agents but --agents is 6"):
         assign_models(RANKED6[:5], star(6), "central")
-    with pytest.raises(TopologyError, match="--placement 'middle'"):
+    with pytest.raises(TopologyError, match="--strong-agents .middle."):
         assign_models(RANKED6, star(6), "middle")
 
 
@@ -131,11 +131,11 @@ def _cfg(**kw) -> RunConfig:
 
 
 def test_agent_specs_central_and_peripheral_on_star():
-    central = [s.model for s in _cfg(models="big*1,small*5", placement="central", center=2).agent_specs()]
+    central = [s.model for s in _cfg(models="big*1,small*5", strong_agents="central", center=2).agent_specs()]
     assert central == ["small", "small", "big", "small", "small", "small"]
-    peripheral = [s.model for s in _cfg(models="big*1,small*5", placement="peripheral", center=2).agent_specs()]
+    peripheral = [s.model for s in _cfg(models="big*1,small*5", strong_agents="peripheral", center=2).agent_specs()]
     assert peripheral == ["big", "small", "small", "small", "small", "small"]  # agent 0 is a leaf here
-    none = [s.model for s in _cfg(models="small*5,big*1", placement="none", center=2).agent_specs()]
+    none = [s.model for s in _cfg(models="small*5,big*1", strong_agents="none", center=2).agent_specs()]
     assert none == ["small"] * 5 + ["big"]
 
 
@@ -144,22 +144,26 @@ def test_agent_specs_without_models_uses_model_flag():
 
 
 def test_agent_settings_model_overrides_placement():
-    cfg = _cfg(models="big*1,small*5", placement="central", center=2, agent_settings=[{}, {}, {"model": "override"}])
+    cfg = _cfg(
+        models="big*1,small*5", strong_agents="central", center=2, agent_settings=[{}, {}, {"model": "override"}]
+    )
     assert [s.model for s in cfg.agent_specs()] == ["small", "small", "override", "small", "small", "small"]
 
 
 def test_agent_specs_ring_and_group_protocols_are_tied():
-    ring_cfg = _cfg(topology="ring", models="a,b,c,d,e,f", placement="peripheral")
+    ring_cfg = _cfg(topology="ring", models="a,b,c,d,e,f", strong_agents="peripheral")
     assert [s.model for s in ring_cfg.agent_specs()] == list("abcdef")
-    group = RunConfig(protocol="group", agents=4, backend="simulated", models="a,b,c,d", placement="central").validate()
+    group = RunConfig(
+        protocol="group", agents=4, backend="simulated", models="a,b,c,d", strong_agents="central"
+    ).validate()
     assert [s.model for s in group.agent_specs()] == list("abcd")
 
 
 def test_validate_placement_needs_models():
     with pytest.raises(ConfigError) as err:
-        RunConfig(protocol="sparse", agents=6, topology="star", placement="central").validate()
-    assert "--placement" in str(err.value) and "--models" in str(err.value)
-    RunConfig(protocol="sparse", agents=6, topology="star", placement="none").validate()  # fine
+        RunConfig(protocol="sparse", agents=6, topology="star", strong_agents="central").validate()
+    assert "--strong-agents" in str(err.value) and "--models" in str(err.value)
+    RunConfig(protocol="sparse", agents=6, topology="star", strong_agents="none").validate()  # fine
 
 
 def test_validate_reports_bad_models_as_config_error():

@@ -154,7 +154,7 @@ def test_placement_on_1000_agents_needs_no_betweenness(monkeypatch):
     assert placement_order(hub, "central") == [7] + [i for i in range(N) if i != 7]
     assert placement_order(hub, "peripheral") == [i for i in range(N) if i != 7] + [7]
     assert assign_models(ranked, hub, "central")[7] == "big"
-    cfg = RunConfig(protocol="sparse", topology="star", agents=N, models="big*1,small*999", placement="peripheral")
+    cfg = RunConfig(protocol="sparse", topology="star", agents=N, models="big*1,small*999", strong_agents="peripheral")
     assert [s.model for s in cfg.agent_specs()][7] == "small"
 
 

@@ -213,7 +213,7 @@ def test_accuracy_by_round_carries_stopped_questions():
 
 
 def test_sc_ties_no_longer_favour_agent_zero():
-    """CoT-SC with 2 samples ties often; agent 0 (where --placement puts the strongest model) used
+    """CoT-SC with 2 samples ties often; agent 0 (where --strong-agents puts the strongest model) used
     to win every tie. Now about half; --tie-break first restores the old rule."""
     from actors.local_run import run_local
     from backends.simulated_backend import SimulatedBackend

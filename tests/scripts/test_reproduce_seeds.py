@@ -336,7 +336,9 @@ def test_an_option_the_protocol_does_not_read_is_an_error_naming_the_row(script)
         "rows": [{**FAKE["tables"][0]["rows"][0], "engine": {"protocol": "cortex", "memory": "last"}}],
     }
     with pytest.raises(
-        script.TableError, match=r"Table 1, row 'MAD\(4,3\)': protocol cortex does not read memory \(read by "
+        script.TableError,
+        match=r"^reproduce_seeds: scripts/paper_tables/group.json Table 1, row 'MAD\(4,3\)': --memory is ignored: "
+        r"--protocol cortex does not read it here \(read by mad, sparse, probmad, group\)$",
     ):
         script.plan_rows("group", {**FAKE, "tables": [table]}, {}, args)
     bad = {**FAKE["tables"][0], "measure": {"accuracy_pct": "acuracy"}}
