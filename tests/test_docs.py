@@ -20,6 +20,12 @@
     runs/demo  # sim``). The run commands of one file run in the order they appear, in one
     temporary working directory shared by that file (relative ``--out`` folders land there; an
     absolute ``--out`` is moved under it); each must exit 0.
+  - A fenced block with a file name, ```` ```yaml title="sweep.yaml" ```` (how Material shows a
+    file's name), is written to that working directory under that name before the file's
+    commands run, so ``debate sweep sweep.yaml`` runs the YAML the page shows. Such a sweep (or
+    ``--config``) command runs when its file sets ``backend: simulated``; a ``debate show``,
+    ``report`` or ``export`` command runs when it reads a folder an earlier running command of the
+    same file wrote (its ``--out``).
 """
 
 from __future__ import annotations
@@ -121,7 +127,53 @@ def doc_commands(path: Path, name: str | None = None) -> list[DocCommand]:
     return found
 
 
-ALL = [c for path in DOCS for c in doc_commands(path)]
+_TITLE = re.compile(r'title="([\w.-]+)"')
+
+
+def doc_files(path: Path) -> dict[str, str]:
+    """The fenced blocks of ``path`` that carry a file name (```` ```yaml title="x.yaml" ````): name -> text."""
+    files: dict[str, str] = {}
+    fence: str | None = None
+    name: str | None = None
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                fence, title = match[2], _TITLE.search(line)
+                name, lines = (title[1] if title else None), []
+            continue
+        if match and match[2].startswith(fence) and not match[3] and line.strip() == match[2]:
+            if name:
+                files[name] = "\n".join(lines) + "\n"
+            fence = None
+            continue
+        lines.append(line)
+    return files
+
+
+def _simulated_file(argv: tuple[str, ...], files: dict[str, str]) -> bool:
+    """``argv`` reads a file of the page (sweep YAML, ``--config``) that sets ``backend: simulated``."""
+    named = [w for i, w in enumerate(argv) if (argv[0] == "sweep" and i == 1) or argv[i - 1 : i] == ("--config",)]
+    return any(re.search(r"^backend:\s*simulated\b", files.get(n, ""), re.M) for n in named)
+
+
+def with_followers(commands: list[DocCommand], files: dict[str, str]) -> list[DocCommand]:
+    """``commands`` with ``run`` also set for a simulated file's sweep/config command and for a
+    show/report/export command reading an earlier running command's ``--out``."""
+    out: list[DocCommand] = []
+    written: set[str] = set()
+    for c in commands:
+        run = c.run or _simulated_file(c.argv, files)
+        if not run and c.argv[:1] in (("show",), ("report",), ("export",)):
+            run = len(c.argv) > 1 and c.argv[1].rstrip("/") in written
+        if run and "--out" in c.argv[:-1]:
+            written.add(c.argv[c.argv.index("--out") + 1].rstrip("/"))
+        out.append(DocCommand(c.where, c.argv, run))
+    return out
+
+
+ALL = [c for path in DOCS for c in with_followers(doc_commands(path), doc_files(path))]
 
 
 def test_the_harness_reads_commands_continuations_comments_and_chains(tmp_path):
@@ -137,6 +189,23 @@ def test_the_harness_reads_commands_continuations_comments_and_chains(tmp_path):
         "```\n```python\ndebate run --nope\n```\n```yaml\ndebate: 1\n```\n",
         encoding="utf-8",
     )
+    doc.write_text(
+        doc.read_text(encoding="utf-8") + '```yaml title="s.yaml"\nlimit: 2\n```\n```text\nnot a file\n```\n',
+        encoding="utf-8",
+    )
+    assert doc_files(doc) == {"s.yaml": "limit: 2\n"}
+    files = {"s.yaml": "backend: simulated\n", "r.yaml": "backend: vllm\n"}
+    followed = with_followers(
+        [
+            DocCommand("x", ("sweep", "s.yaml", "--out", "runs/s"), False),
+            DocCommand("x", ("sweep", "r.yaml", "--out", "runs/r"), False),
+            DocCommand("x", ("report", "runs/s/"), False),
+            DocCommand("x", ("show", "runs/r"), False),
+            DocCommand("x", ("run", "--config", "s.yaml"), False),
+        ],
+        files,
+    )
+    assert [c.run for c in followed] == [True, False, True, False, True]
     got = [(c.argv, c.run) for c in doc_commands(doc, "x.md")]
     assert got == [
         (("run", "--limit", "10"), False),
@@ -192,6 +261,8 @@ _RUN_FILES = sorted({c.where.rsplit(":", 1)[0] for c in ALL if c.run})
 @pytest.mark.ray
 @pytest.mark.parametrize("doc", _RUN_FILES)
 def test_the_simulated_doc_commands_run(doc, tmp_path):
+    for name, text in doc_files(ROOT / doc).items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
     for command in [c for c in ALL if c.run and c.where.rsplit(":", 1)[0] == doc]:
         argv = [sys.executable, "-m", "engine.cli", *_runnable(command.argv, tmp_path)]
         proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -283,7 +354,7 @@ def test_docstrings_become_markdown():
 _DEV_PATHS = re.compile(r"/work/|\.\./shared|/tmp/")
 # (file, text) allowed for now; each entry says why. README.md is being rewritten: its `../shared`
 # mentions (this machine's data folder) go with that rewrite, and then this entry goes too.
-_ALLOWED = {("README.md", "../shared/data")}
+_ALLOWED: set[tuple[str, str]] = set()  # (file, text) pairs allowed to name a dev path
 
 
 def test_no_dev_machine_paths_in_docs():
