@@ -35,9 +35,11 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping
 from fractions import Fraction
 
 from backends.base import Backend
+from engine.config import DEFAULT_ACCURACY_KEY
 from engine.records import GenRequest, GenResult, Message
 from engine.word_tokens import count_tokens
 
@@ -58,6 +60,18 @@ def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> s
         return f"{gold}+{offset}"
 
 
+def model_accuracy(accuracy: float | Mapping[str, float], model: str) -> float:
+    """The accuracy of ``model``'s replies: ``accuracy`` itself, or its entry for ``model`` (else
+    its ``default`` entry) when it is per model. A model with neither is a ValueError (the run's
+    config check, :meth:`engine.config.RunConfig.validate`, names such a model first)."""
+    if not isinstance(accuracy, Mapping):
+        return float(accuracy)
+    value = accuracy.get(model, accuracy.get(DEFAULT_ACCURACY_KEY))
+    if value is None:
+        raise ValueError(f"--sim-accuracy gives no accuracy for model {model!r} (and no {DEFAULT_ACCURACY_KEY}=)")
+    return float(value)
+
+
 class SimulatedBackend(Backend):
     """Seeded simulated model (see module docstring). Pure Python, no Ray."""
 
@@ -68,7 +82,7 @@ class SimulatedBackend(Backend):
     def __init__(
         self,
         model: str = "simulated",
-        accuracy: float = 0.6,
+        accuracy: float | Mapping[str, float] = 0.6,
         follow: float = 0.5,
         reply_tokens: int = 60,
         invalid: float = 0.0,
@@ -79,11 +93,12 @@ class SimulatedBackend(Backend):
         """``load_s``: seconds a model load takes (a placement test's stand-in for a real one);
         ``gpu_memory_utilization``: the share of a GPU a vLLM engine on this replica would take,
         recorded in ``settings`` (the simulated model takes vLLM's placement settings, so a
-        cluster layout can be tried on CPUs that declare GPUs)."""
+        cluster layout can be tried on CPUs that declare GPUs). ``accuracy``: one for every
+        model, or per model name (``--sim-accuracy 'big=0.8,small=0.4'``; :func:`model_accuracy`)."""
         if reply_tokens < 8:
             raise ValueError("sim_reply_tokens must be at least 8 (room for the answer and confidence)")
         self.model = f"simulated:{model}"
-        self.accuracy = accuracy
+        self.accuracy = model_accuracy(accuracy, model)
         self.follow = follow
         self.reply_tokens = reply_tokens
         self.invalid = invalid
