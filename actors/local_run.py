@@ -12,7 +12,7 @@ the SIMULATED backend, whose rows say so).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.agent_actor import AgentCore
@@ -27,17 +27,22 @@ from engine.tasks import Question
 def run_local(
     cfg: RunConfig, questions: list[Question], backend, similarity: Callable[[list[str]], Any] | None = None
 ) -> list[tuple[dict[str, Any], DebateLog]]:
-    """Debate every question sequentially; returns (question row, log) per question."""
+    """Debate every question sequentially; returns (question row, log) per question.
+
+    ``backend``: one backend for every agent, or a mapping model name -> backend (each agent's
+    calls go to its model's, as the driver's replicas of each model answer them)."""
     get_protocol(cfg.protocol)  # first: importing the protocol registers its prompt stages
     prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
-    simulated = bool(getattr(backend, "simulated", False))
+    by_model = backend if isinstance(backend, Mapping) else None
+    simulated = all(getattr(b, "simulated", False) for b in (by_model.values() if by_model else [backend]))
     agents = [AgentCore(i, spec, prompts, simulated, cfg.store_prompts) for i, spec in enumerate(cfg.agent_specs())]
     labels = {"run_id": cfg.run_id(), "backend": cfg.backend, "simulated": simulated, "attempt": "local"}
 
     async def call(turn: Turn) -> TurnResult:
         agent = agents[turn.call.agent]
         req, user = agent.request(turn)
-        return agent.record(turn, req, backend.generate([req])[0], user)
+        answerer = by_model[agent.spec.model] if by_model is not None else backend
+        return agent.record(turn, req, answerer.generate([req])[0], user)
 
     async def similar(texts: list[str]) -> Any:
         if similarity is None:

@@ -20,8 +20,9 @@ answer) and in 1..7 otherwise, ending "Score: s/10 Confidence: s/10" — so a st
 confidence in the judgement are both higher on average when the judged answer is right.
 
 Reply length is exactly ``reply_tokens`` whitespace tokens, and token counts use the same
-whitespace tokenizer over a fixed chat layout (4 tokens of framing per message plus 3 for the
-generation prompt), so closed-form cost models can be checked exactly against it.
+whitespace tokenizer over a fixed chat layout (:func:`engine.word_tokens.count_tokens`: 4 tokens
+of framing per message plus 3 for the generation prompt), so closed-form cost models can be
+checked exactly against it.
 
 It accepts questions with images (so such runs can be planned and tested) and never looks at them:
 an image counts 0 tokens here (:func:`count_tokens` counts text parts only), whereas a real model's
@@ -34,39 +35,15 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Mapping
 from fractions import Fraction
 
-import numpy as np
-
 from backends.base import Backend
-from engine.prompts import message_text
+from engine.config import DEFAULT_ACCURACY_KEY
 from engine.records import GenRequest, GenResult, Message
+from engine.word_tokens import count_tokens
 
-FRAMING_PER_MESSAGE = 4
-GENERATION_PROMPT = 3
 _FILLER = ("let", "me", "work", "through", "this", "step", "by", "carefully", "and", "check", "each", "part")
-
-
-def count_tokens(messages: list[Message]) -> int:
-    """Whitespace tokens of the messages' text plus the fixed framing. Image parts count 0 tokens:
-    only the text parts of a content list are counted (a real server counts an image's tokens)."""
-    return sum(_words(message_text(m)) + FRAMING_PER_MESSAGE for m in messages) + GENERATION_PROMPT
-
-
-_SPACE = np.array([chr(i).isspace() for i in range(128)])  # str.split()'s whitespace among ASCII
-
-
-def _words(text: str) -> int:
-    """``len(text.split())``, without making the words.
-
-    An ASCII text (every simulated prompt) is counted with numpy, faster than ``str.split`` on the
-    long prompt of an agent reading 999 peers (measured timings: docs/backends.md)."""
-    if not text.isascii():
-        return len(text.split())
-    space = _SPACE[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
-    if not len(space):
-        return 0
-    return int(np.count_nonzero(space[:-1] & ~space[1:])) + (not space[0])  # word starts
 
 
 def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> str:
@@ -83,6 +60,18 @@ def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> s
         return f"{gold}+{offset}"
 
 
+def model_accuracy(accuracy: float | Mapping[str, float], model: str) -> float:
+    """The accuracy of ``model``'s replies: ``accuracy`` itself, or its entry for ``model`` (else
+    its ``default`` entry) when it is per model. A model with neither is a ValueError (the run's
+    config check, :meth:`engine.config.RunConfig.validate`, names such a model first)."""
+    if not isinstance(accuracy, Mapping):
+        return float(accuracy)
+    value = accuracy.get(model, accuracy.get(DEFAULT_ACCURACY_KEY))
+    if value is None:
+        raise ValueError(f"--sim-accuracy gives no accuracy for model {model!r} (and no {DEFAULT_ACCURACY_KEY}=)")
+    return float(value)
+
+
 class SimulatedBackend(Backend):
     """Seeded simulated model (see module docstring). Pure Python, no Ray."""
 
@@ -93,7 +82,7 @@ class SimulatedBackend(Backend):
     def __init__(
         self,
         model: str = "simulated",
-        accuracy: float = 0.6,
+        accuracy: float | Mapping[str, float] = 0.6,
         follow: float = 0.5,
         reply_tokens: int = 60,
         invalid: float = 0.0,
@@ -104,11 +93,12 @@ class SimulatedBackend(Backend):
         """``load_s``: seconds a model load takes (a placement test's stand-in for a real one);
         ``gpu_memory_utilization``: the share of a GPU a vLLM engine on this replica would take,
         recorded in ``settings`` (the simulated model takes vLLM's placement settings, so a
-        cluster layout can be tried on CPUs that declare GPUs)."""
+        cluster layout can be tried on CPUs that declare GPUs). ``accuracy``: one for every
+        model, or per model name (``--sim-accuracy 'big=0.8,small=0.4'``; :func:`model_accuracy`)."""
         if reply_tokens < 8:
             raise ValueError("sim_reply_tokens must be at least 8 (room for the answer and confidence)")
         self.model = f"simulated:{model}"
-        self.accuracy = accuracy
+        self.accuracy = model_accuracy(accuracy, model)
         self.follow = follow
         self.reply_tokens = reply_tokens
         self.invalid = invalid

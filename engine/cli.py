@@ -3,7 +3,8 @@
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
     debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv]
     debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
-    debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py)
+    debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py;
+                                                --list: the cells and their predicted cost, engine/plan.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
                                                 (stored debates round by round; see engine/show.py)
@@ -385,7 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
     sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
-    sweep_p.add_argument("--list", action="store_true", help="list the cells and their status; run nothing")
+    sweep_p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the cells, their status and predicted calls and tokens (per question, per cell, in all); "
+        "run nothing",
+    )
     export_p = sub.add_parser(
         "export", help="one result table, de-duplicated, run options as columns, to Parquet or CSV", parents=[common]
     )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import yaml
 
-from engine.options import RESULT_ENGINE_KEYS, ConfigError, Option, merge_options
+from engine.options import RESULT_ENGINE_KEYS, ConfigError, Option, merge_options, parse_number
 from engine.protocols import SPECS, protocol_spec
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
@@ -54,6 +54,32 @@ CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
 _AT_LEAST_1 = "must be at least 1"
 _AT_LEAST_0 = "must be >= 0"
+
+
+DEFAULT_ACCURACY_KEY = "default"  # --sim-accuracy 'big=0.9,default=0.5': the models not named
+
+
+def parse_accuracy(text: str, flag: str = "--sim-accuracy") -> float | dict[str, float]:
+    """``--sim-accuracy``'s text: one number (``0.6``, ``3/5``) for every model, or per model
+    ``big=0.8,small=0.4`` (a ``default=X`` entry for the models not named). The values' bounds
+    and the names are checked by :meth:`RunConfig.validate`; a ConfigError naming ``flag`` here
+    for text that is neither."""
+    if "=" not in text:
+        try:
+            return parse_number(text, flag)
+        except ConfigError:
+            raise ConfigError(
+                f"{flag} {text!r}: write one number (0.6, 3/5), or model=number pairs such as 'big=0.8,small=0.4'"
+            ) from None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not name:
+            raise ConfigError(f"{flag} {text!r}: write one number, or model=number pairs such as 'big=0.8,small=0.4'")
+        if name in out:
+            raise ConfigError(f"{flag} {text!r}: model {name!r} is given twice")
+        out[name] = parse_number(value, f"{flag} {name}=")
+    return out
 
 
 def _opt(name: str, typ: type, default: Any, help: str = "", **kw: Any) -> Option:
@@ -482,9 +508,12 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "sim_accuracy",
         float,
         0.6,
-        "--backend simulated: chance that a reply not following its peers is right (default 0.6)",
+        "--backend simulated: chance that a reply not following its peers is right (default 0.6); per model "
+        "as 'big=0.8,small=0.4' (names as in --models; default=X for models not named)",
         low=0,
         high=1,
+        also=(dict,),
+        parse=lambda text, flag: parse_accuracy(text, flag),
         group="simulator",
     ),
     Option(
@@ -682,7 +711,37 @@ class _RunConfigMethods(_Fields):
         digest = hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
         return f"{self.protocol}-{digest}"
 
+    def run_models(self) -> list[str]:
+        """The models the run's agents use, each once (in agent order, placement aside): an
+        agent's ``agent_settings`` model, else its ``--models`` entry, else ``--model``."""
+        ranked = parse_models(self.models, self.n_agents) if self.models else [self.model] * self.n_agents
+        over = list(self.agent_settings) + [{}] * self.n_agents
+        return list(dict.fromkeys(str(over[i].get("model", ranked[i])) for i in range(self.n_agents)))
+
     # ------------------------------------------------------------------ checks
+    def _check_sim_accuracy(self) -> None:
+        """A per-model ``--sim-accuracy``: numbers in [0, 1], every run model given (or a
+        ``default``), no name that is not a run model."""
+        acc: Any = self.sim_accuracy
+        if not isinstance(acc, dict):
+            return
+        flag = "--sim-accuracy"
+        for name, value in acc.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+                raise ConfigError(f"{flag} {name}={value!r}: an accuracy is a number within [0, 1]")
+        models = self.run_models()
+        stray = [str(m) for m in acc if m != DEFAULT_ACCURACY_KEY and m not in models]
+        if stray:
+            raise ConfigError(
+                f"{flag} names {', '.join(stray)}, not a model of this run (its models: {', '.join(models)})"
+            )
+        missing = [m for m in models if m not in acc]
+        if missing and DEFAULT_ACCURACY_KEY not in acc:
+            raise ConfigError(
+                f"{flag} gives no accuracy for {', '.join(missing)} (this run's models: {', '.join(models)}); "
+                f"name each, or add {DEFAULT_ACCURACY_KEY}=X"
+            )
+
     def validate(self) -> Self:
         def bad(flag: str, msg: str) -> ConfigError:
             return ConfigError(f"--{flag.replace('_', '-')} {msg}")
@@ -717,6 +776,8 @@ class _RunConfigMethods(_Fields):
                 parse_models(self.models, self.n_agents)
             except TopologyError as exc:
                 raise ConfigError(str(exc)) from None
+        if spec.simulated:
+            self._check_sim_accuracy()
         if spec.simulated and self.sim_reply_tokens < 8:
             raise bad(
                 "sim_reply_tokens",

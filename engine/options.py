@@ -188,7 +188,7 @@ class Option:
             raise ConfigError(f"{self.flag} must be {kinds} (got {value!r})")
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{self.flag} {value!r} is not one of {', '.join(map(str, self.choices))}")
-        if self.type in (int, float):
+        if self.type in (int, float) and _is_type(value, self.type):  # not a value of an ``also`` type
             if self.finite and not math.isfinite(value):
                 raise ConfigError(f"{self.flag} must be a finite number (got {value})")
             below = self.low is not None and (value <= self.low if self.low_open else value < self.low)

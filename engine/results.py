@@ -40,6 +40,7 @@ as the agent sent it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import uuid
@@ -707,6 +708,21 @@ def run_options(config_json: str | None) -> dict[str, Any]:
     }
 
 
+def _one_type_per_column(options: pd.DataFrame) -> pd.DataFrame:
+    """``options`` with every column that mixes JSON text and other values (``--sim-accuracy 0.6``
+    in one run, a per-model mapping in another) as text throughout, so it can be exported (a
+    Parquet column has one type); missing values stay missing."""
+    for col in options.columns:
+        kinds = {type(v) for v in options[col] if not _missing(v)}
+        if str in kinds and len(kinds) > 1:
+            options[col] = [v if _missing(v) or isinstance(v, str) else json.dumps(v) for v in options[col]]
+    return options
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _lacking(run_dir: Path, table: str) -> list[str]:
     """The columns of ``table`` that no part file in ``run_dir`` has (written before they existed);
     the older one-row-per-edge graphs parts count as having ``srcs`` and ``weights``."""
@@ -795,7 +811,7 @@ def load(path: str | Path) -> Results:
     # a message stored by several attempts of a run (a resumed run) counts once
     frames["prompts"] = frames["prompts"].drop_duplicates(["run_id", "message"]).reset_index(drop=True)
     runs = _ranked(frames["runs"]).drop_duplicates("run_id", keep="last").sort_index().reset_index(drop=True)
-    options = pd.DataFrame([run_options(c) for c in runs["config"]], index=runs.index)
+    options = _one_type_per_column(pd.DataFrame([run_options(c) for c in runs["config"]], index=runs.index))
     options = options.drop(columns=["protocol"], errors="ignore").rename(
         columns={c: f"{OPTION_PREFIX}{c}" for c in options.columns if c in runs.columns}
     )

@@ -588,6 +588,24 @@ def run_sweep(
     return cells
 
 
+def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
+    """``debate sweep --list``: every cell with its status and predicted calls and tokens
+    (:mod:`engine.plan`), the totals, and the mean ± sd over seeds of finished cells. Runs nothing,
+    writes nothing."""
+    from rich.console import Console
+
+    from engine.plan import header, plan_cells, plan_table
+
+    cells = expand(spec, out_dir)
+    refresh(cells)
+    console = Console()  # the terminal's width; off a terminal $COLUMNS, else 80
+    for line in header(cells):
+        console.print(line, markup=False, highlight=False)
+    console.print(plan_table(cells, plan_cells(cells)))
+    for line in format_seeds(across_seeds(cells)):
+        console.print(line, markup=False, highlight=False)
+
+
 def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     """``debate sweep``: 0 when every valid cell finished, 1 when a cell's run failed (bad
     input found at run time) or stopped on ``--max-error-rate``; file errors raise
@@ -597,10 +615,7 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     if not out_dir:
         raise SweepError(f"{config}: no sweep directory: give --out DIR (or out: in the file)")
     if list_only:
-        cells = expand(spec, out_dir)
-        refresh(cells)
-        for line in format_cells(cells) + format_seeds(across_seeds(cells)):
-            print(line)
+        print_plan(spec, out_dir)
         return 0
     cells = run_sweep(spec, out_dir)
     print("\n".join(format_cells(cells) + format_seeds(across_seeds(cells))))

@@ -578,5 +578,6 @@ SPEC = ProtocolSpec(
     stages=STAGES,
     needs_embeddings=_needs_similarity,
     cost=_cost,
+    cost_kind="estimate",
     label_parts=_label,
 )

@@ -435,6 +435,7 @@ SPECS = (
         validate=validate,
         topology=build_topology,
         cost=_cost("probmad"),
+        cost_kind="estimate",
         label_parts=_graph_label,
     ),
 )

@@ -602,6 +602,7 @@ SPEC = ProtocolSpec(
     check=_check,
     stages=STAGES,
     cost=_cost,
+    cost_kind="estimate",
     label_parts=_label,
     revote=revote,
 )

@@ -627,6 +627,7 @@ SPEC = ProtocolSpec(
     stages=S2_STAGES,
     needs_embeddings=lambda cfg: cfg.similarity == "embedding",
     cost=_cost,
+    cost_kind="bound",
     label_parts=groups_label,
 )
 

@@ -37,6 +37,8 @@ def _no_label(cfg: Mapping[str, Any]) -> list[str]:
     return []
 
 
+COST_KINDS = ("exact", "bound", "estimate")  # ProtocolSpec.cost_kind
+
 Revote = Callable[[Mapping[str, Any], Sequence[Sequence[Any]], Sequence[Sequence[Any]], Any], Any]  # -> base.Votes
 
 
@@ -70,6 +72,12 @@ class ProtocolSpec:
                       weights decide who reads whom).
     cost:             the closed-form token cost (:func:`engine.cost_predict.predict` calls it with
                       its keyword arguments); None: no cost model.
+    cost_kind:        what ``cost`` gives: ``"exact"`` (the calls and tokens of the run, given the
+                      question and reply lengths), ``"bound"`` (an upper bound: S2-MAD with no
+                      skips, no dedup, no early stop) or ``"estimate"`` (an expectation or a
+                      typical case: ProbMAD's random reads, CortexDebate's pruning, RECONCILE's
+                      answer groups and consensus stop). ``debate sweep --list`` marks the last
+                      two ``≤`` and ``~``.
     label:            the name reports use; ``label_parts(config dict)`` adds what tells two runs
                       of it apart (density, groups).
     revote:           for a protocol whose vote is not the majority of the agents' answers
@@ -94,8 +102,13 @@ class ProtocolSpec:
     needs_embeddings: Callable[[Any], bool] = _never
     topology: Callable[[Any], Any] | None = None
     cost: Callable[..., Any] | None = None
+    cost_kind: str = "exact"
     label_parts: Callable[[Mapping[str, Any]], list[str]] = _no_label
     revote: Revote | None = None
+
+    def __post_init__(self) -> None:
+        if self.cost_kind not in COST_KINDS:
+            raise TypeError(f"protocol {self.name}: cost_kind must be one of {', '.join(COST_KINDS)}")
 
     @property
     def options(self) -> frozenset[str]:

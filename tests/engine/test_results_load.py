@@ -156,3 +156,21 @@ def test_export_bad_input_is_one_line_exit_2(sweep, tmp_path, capsys, args, mess
     assert main(["export", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("debate: error: ") and message in err
+
+
+def test_an_option_of_mixed_types_is_text_and_exports(tmp_path):
+    """--sim-accuracy 0.5 in one run and a per-model mapping in another: one text column."""
+    root = tmp_path / "runs"
+    write_run(ParquetSink(root / "a"), "mad-a", config("mad", 3, 2, sim_accuracy=0.5), [_q("q0", True)])
+    mapping = {"big": 1.0, "small": 0.0}
+    write_run(ParquetSink(root / "b"), "mad-b", config("mad", 3, 2, sim_accuracy=mapping), [_q("q0", False)])
+    write_run(ParquetSink(root / "c"), "mad-c", config("mad", 3, 2), [_q("q0", False)])  # no such option
+    runs = load(root).runs.set_index("run_id")
+    assert runs.loc["mad-a", "sim_accuracy"] == "0.5" and json.loads(runs.loc["mad-b", "sim_accuracy"]) == mapping
+    assert pd.isna(runs.loc["mad-c", "sim_accuracy"])
+    assert main(["export", str(root), "--to", str(tmp_path / "q.parquet")]) == 0
+    assert sorted(pq.read_table(tmp_path / "q.parquet").column("sim_accuracy").to_pylist(), key=str) == [
+        "0.5",
+        None,
+        json.dumps(mapping, sort_keys=True),
+    ]

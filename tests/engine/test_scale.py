@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from actors.local_run import run_local
-from backends.simulated_backend import SimulatedBackend, _words
+from backends.simulated_backend import SimulatedBackend
 from engine.config import RunConfig
 from engine.debate import DebateLog
 from engine.prompts import PromptSet
@@ -23,6 +23,7 @@ from engine.protocols import AgentCall
 from engine.records import CallRecord, TurnResult
 from engine.results import EDGES_SCHEMA, ParquetSink, graph_edges, read_edges, read_table
 from engine.tasks import arithmetic_questions
+from engine.word_tokens import count_words as _words
 from tests.support.rows import complete_rows
 from topologies import centrality_order, fully_connected, make_topology, possible_regular_densities, regular, ring, star
 from topologies.cortex import by_weight, mean_incoming, prune, trust, weight_matrix

@@ -1,0 +1,269 @@
+"""What a sweep will cost before it runs: predicted model calls and tokens per cell.
+
+``debate sweep SWEEP.yaml --out DIR --list`` shows, next to each cell's status, the calls and
+tokens the closed-form cost model (:mod:`engine.cost_model`, :func:`engine.cost_predict.predict`)
+predicts per question and for the cell's questions, and the sweep's totals. Nothing here loads a
+model or starts Ray.
+
+The numbers are in *whitespace tokens*: prompts are measured with the simulated backend's counter
+(:mod:`engine.word_tokens`: the words of the templates and the question, plus 4 tokens of framing
+per message and 3 per prompt), and a question's length ``Q`` is its words, averaged over the cell's
+questions (the cost is linear in ``Q``, so the mean gives the cell's exact total). A reply's
+length ``C`` is ``--sim-reply-tokens`` on the simulated backend (cut to ``--max-tokens``, as the
+simulator cuts it); on any other backend it is ``--max-tokens``: every reply as long as it may be,
+an upper bound on its length, while a real tokenizer counts a text's tokens differently from its
+words (usually more), so those numbers are a rough size, marked ``~``.
+
+Marks (:data:`MARKS`): none for an exact number (the simulated backend gives exactly these calls
+and tokens), ``≤`` for an upper bound (S2-MAD: no skips, no dedup, no early stop) and ``~`` for an
+estimate (ProbMAD's random reads, CortexDebate's pruning, RECONCILE's answer groups and consensus
+stop; any backend but the simulated one; per-agent ``agent_settings``); a protocol's kind is its
+spec's ``cost_kind``. A cell without a prediction (no cost model, a topology the closed form does
+not cover, a data set that cannot be read) shows ``—`` and says why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from engine.cost_model import Cost, Sizes
+from engine.errors import UserError
+from engine.protocols import SPECS
+
+if TYPE_CHECKING:
+    from engine.config import RunConfig
+    from engine.sweep import Cell
+    from engine.tasks import Question
+
+MARKS = {"exact": "", "bound": "≤", "estimate": "~"}
+_ORDER = ("exact", "bound", "estimate")  # a sum of numbers is as weak as its weakest part
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """A cell's prediction. ``per_question`` None: no prediction, ``note`` says why.
+
+    ``question_tokens``: the mean whitespace tokens of its questions (``Q``); ``reply_tokens`` the
+    reply length assumed (``C``); ``calls_kind`` / ``tokens_kind``: ``exact``, ``bound`` or
+    ``estimate`` (:data:`MARKS`)."""
+
+    n_questions: int | None
+    per_question: Cost | None = None
+    question_tokens: float | None = None
+    reply_tokens: int | None = None
+    calls_kind: str = "exact"
+    tokens_kind: str = "exact"
+    note: str | None = None
+
+    @property
+    def calls(self) -> float | None:
+        """Predicted calls of all the cell's questions."""
+        if self.per_question is None or self.n_questions is None:
+            return None
+        return self.per_question.calls * self.n_questions
+
+    @property
+    def tokens(self) -> float | None:
+        """Predicted prompt + completion tokens of all the cell's questions."""
+        if self.per_question is None or self.n_questions is None:
+            return None
+        return self.per_question.total * self.n_questions
+
+
+def weakest(kinds: Iterable[str]) -> str:
+    """The kind of a sum: ``estimate`` if any part is one, else ``bound`` if any is, else ``exact``."""
+    return max(kinds, key=_ORDER.index, default="exact")
+
+
+def reply_tokens(cfg: RunConfig) -> tuple[int, str]:
+    """The reply length ``C`` assumed for ``cfg`` and where it comes from (for the header)."""
+    if cfg.simulated:
+        return min(cfg.sim_reply_tokens, cfg.max_tokens), "sim_reply_tokens"
+    return cfg.max_tokens, "max_tokens"
+
+
+class Planner:
+    """Predicts cells (:meth:`plan`), loading each data set and measuring each prompt set once."""
+
+    def __init__(self) -> None:
+        self._questions: dict[tuple[Any, ...], list[Question] | str] = {}
+        self._sizes: dict[tuple[Any, ...], Sizes] = {}
+
+    def questions(self, cfg: RunConfig) -> list[Question] | str:
+        """The questions ``cfg`` debates, or the message of why they cannot be read."""
+        from engine.dataset_routing import load_questions
+
+        seed = cfg.seed if cfg.dataset == "arithmetic" else None  # only arithmetic depends on it
+        key = (cfg.dataset, cfg.task, cfg.limit, cfg.offset, seed)
+        if key not in self._questions:
+            try:
+                self._questions[key] = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+            except UserError as exc:
+                self._questions[key] = f"--dataset {cfg.dataset}: {exc}"
+        return self._questions[key]
+
+    def sizes(self, cfg: RunConfig, task: str) -> Sizes:
+        """The cost model's constants for ``task``'s prompts as ``cfg`` sets them, in whitespace tokens."""
+        from engine.cost_predict import measure
+        from engine.prompts import PromptSet
+        from engine.word_tokens import count_tokens, count_words
+
+        key = (task, json.dumps(cfg.prompts, sort_keys=True, default=str), cfg.system_prompt)
+        if key not in self._sizes:
+            prompts = PromptSet.for_task(task, cfg.prompts)
+            self._sizes[key] = measure(prompts, count_words, count_tokens, cfg.system_prompt)
+        return self._sizes[key]
+
+    def plan(self, cfg: RunConfig) -> CellPlan:
+        """The prediction for one (valid) cell's config."""
+        from engine.cost_predict import predict
+        from engine.word_tokens import count_words
+
+        spec = SPECS[cfg.protocol]
+        questions = self.questions(cfg)
+        if isinstance(questions, str):
+            return CellPlan(None, note=questions)
+        n = len(questions)
+        if spec.cost is None:
+            return CellPlan(n, note=f"no cost model for --protocol {cfg.protocol}")
+        q = sum(count_words(x.text) for x in questions) / n
+        c, _ = reply_tokens(cfg)
+        options = {name: getattr(cfg, name) for name in cfg.options_read()}
+        try:
+            sizes = self.sizes(cfg, questions[0].task)
+            cost = predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
+        except ValueError as exc:  # a setting the closed form does not cover (sparse on a ring)
+            topology = getattr(cfg, "topology", None)
+            why = f"--topology {topology}" if topology not in (None, "regular") else str(exc)
+            return CellPlan(n, question_tokens=q, reply_tokens=c, note=f"no cost model for {why}")
+        kind = spec.cost_kind
+        if cfg.agent_settings:  # per-agent prompts or lengths: the formulas take one of each
+            kind = "estimate"
+        tokens_kind = kind if cfg.simulated else "estimate"
+        return CellPlan(n, cost, q, c, calls_kind=kind, tokens_kind=tokens_kind)
+
+
+def plan_cells(cells: list[Cell]) -> dict[int, CellPlan]:
+    """A prediction per valid cell, by cell index."""
+    planner = Planner()
+    return {c.index: planner.plan(c.config) for c in cells if c.valid}
+
+
+def _num(x: float, kind: str = "exact") -> str:
+    """``1,234`` (an integer), ``2.5`` else, after the kind's mark."""
+    text = f"{x:,.0f}" if abs(x - round(x)) < 1e-9 or abs(x) >= 100 else f"{x:,.1f}"
+    return MARKS[kind] + text
+
+
+def header(cells: list[Cell]) -> list[str]:
+    """The lines above the table: units and the assumptions of the cells' backends."""
+    simulated = {c.config.simulated for c in cells if c.valid}
+    lines = [
+        "predicted calls and tokens (engine/cost_model.py); tokens = prompt + completion, counted as whitespace "
+        "words of the prompt templates and questions (+4 per message, +3 per prompt), as --backend simulated "
+        "counts them; Q = mean question tokens, C = tokens per reply",
+    ]
+    if True in simulated:
+        lines.append("simulated cells: C = --sim-reply-tokens (cut to --max-tokens); exact unless marked")
+    if False in simulated:
+        lines.append(
+            "other backends: C = --max-tokens (every reply as long as allowed: an upper bound on replies); "
+            "a real tokenizer counts words differently (usually more tokens), so their tokens are marked ~"
+        )
+    lines.append("marks: ≤ upper bound, ~ estimate, — no prediction (the note says why)")
+    return lines
+
+
+def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
+    """A rich Table: one row per cell (its index, status, params, then a line with its questions
+    and Q / C, and its result or note; calls and tokens per question and in all), then the
+    totals of the cells with a prediction and of those still to run. The numbers are never cut:
+    in a narrow terminal the cell column wraps."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="sweep plan", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("cell", ratio=1)
+    for name in ("calls/q", "tokens/q", "calls", "tokens"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for c in cells:
+        p = plans.get(c.index)
+        label = " ".join(f"{k}={_value(v)}" for k, v in c.params.items()) or c.run_id
+        label += f" (x{c.n_points} grid points)" if c.n_points > 1 else ""
+        if p is not None and p.n_questions is not None:
+            label += f"\n[dim]{p.n_questions} questions"
+            if p.question_tokens is not None:
+                label += f", Q {p.question_tokens:.1f}, C {p.reply_tokens}"
+            label += "[/]"
+        note = _result(c, p)
+        if note:
+            label += "\n" + escape(note)
+        if p is None or p.per_question is None:
+            numbers = ["—"] * 4
+        else:
+            numbers = [
+                _num(p.per_question.calls, p.calls_kind),
+                _num(p.per_question.total, p.tokens_kind),
+                _num(p.calls or 0, p.calls_kind),
+                _num(p.tokens or 0, p.tokens_kind),
+            ]
+        table.add_row(str(c.index), c.status, label, *numbers)
+    valid = [c for c in cells if c.valid]
+    for name, chosen, count in (
+        ("all cells", valid, _all),
+        ("still to run", [c for c in valid if c.status != "finished"], _left),
+    ):
+        planned = [(c, p) for c in chosen if (p := plans[c.index]).per_question is not None]
+        if not planned or (name == "still to run" and len(chosen) == len(valid)):
+            continue  # nothing planned, or the same cells as the line above
+        calls = sum(count(c, p) * p.per_question.calls for c, p in planned if p.per_question)
+        tokens = sum(count(c, p) * p.per_question.total for c, p in planned if p.per_question)
+        missing = len(chosen) - len(planned)
+        label = f"[bold]{name}[/]: {len(planned)} cells, {sum(count(c, p) for c, p in planned)} questions"
+        if missing:
+            label += f" ({missing} cell(s) without a prediction not counted)"
+        table.add_row(
+            "",
+            "",
+            label,
+            "",
+            "",
+            _num(calls, weakest(p.calls_kind for _, p in planned)),
+            _num(tokens, weakest(p.tokens_kind for _, p in planned)),
+            end_section=name == "all cells",
+        )
+    return table
+
+
+def _value(v: Any) -> str:
+    """A grid value as the table shows it: a float to 4 significant digits (1/3: 0.3333)."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    s = v if isinstance(v, str) else json.dumps(v, default=str)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _all(c: Cell, p: CellPlan) -> int:
+    return p.n_questions or 0
+
+
+def _left(c: Cell, p: CellPlan) -> int:
+    """Questions of an unfinished cell still to debate (all but a partial cell's done ones)."""
+    return max(0, (p.n_questions or 0) - int(c.result.get("questions_done", 0)))
+
+
+def _result(c: Cell, p: CellPlan | None) -> str:
+    if c.status == "finished" and c.result:
+        return f"accuracy {c.result.get('accuracy') or 0:.3f}, measured tokens {c.result.get('tokens', 0):,}"
+    if c.status == "partial":
+        return f"{c.result.get('questions_done', 0)} questions done"
+    if c.error:
+        return c.error
+    return (p.note or "") if p is not None else ""

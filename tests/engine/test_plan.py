@@ -1,0 +1,156 @@
+"""`debate sweep --list`'s predicted calls and tokens (engine/plan.py) against the cost model and
+against measured simulated runs (the approach of tests/engine/test_cost_model.py: ``run_local``
+on the SIMULATED backend, whose whitespace token counts make MAD-family costs exact)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from actors.local_run import run_local
+from backends.simulated_backend import SimulatedBackend
+from engine import cost_predict
+from engine.cli import main
+from engine.dataset_routing import load_questions
+from engine.plan import MARKS, Planner, header, plan_cells, plan_table, weakest
+from engine.sweep import expand, parse_sweep
+from tests.support.cost import words
+
+BASE = {"backend": "simulated", "limit": 4, "agents": 6, "rounds": 3, "sim_reply_tokens": 40}
+GRID = {"protocol": ["mad", "sparse", "s2mad", "probmad", "prd"], "density": [0.4]}
+
+
+@pytest.fixture()
+def cells(tmp_path):
+    return expand(parse_sweep({**BASE, "grid": GRID}, "s.yaml"), tmp_path / "out")
+
+
+def by_protocol(cells):
+    return {c.config.protocol: c for c in cells}
+
+
+def test_plan_equals_predict(cells, sizes):
+    """Each cell's numbers are predict() with the cell's agents, rounds, question length (the
+    arithmetic questions all have the same) and --sim-reply-tokens, times its questions."""
+    plans = plan_cells(cells)
+    q = words(load_questions("arithmetic", None, 4, 0)[0].text)
+    for proto, c in by_protocol(cells).items():
+        pred = cost_predict.predict(proto, sizes, 6, 3, q, 40, density=0.4 if proto in ("sparse", "probmad") else None)
+        p = plans[c.index]
+        assert (p.n_questions, p.question_tokens, p.reply_tokens) == (4, q, 40)
+        assert p.per_question == pred
+        assert (p.calls, p.tokens) == (4 * pred.calls, 4 * pred.total)
+    kinds = {proto: plans[c.index].tokens_kind for proto, c in by_protocol(cells).items()}
+    assert kinds == {"mad": "exact", "sparse": "exact", "s2mad": "bound", "probmad": "estimate", "prd": "exact"}
+
+
+@pytest.mark.parametrize("proto", ["mad", "sparse", "prd", "s2mad"])
+def test_plan_against_a_measured_simulated_run(cells, proto):
+    """A simulated run of the cell gives exactly the predicted calls and tokens (S2-MAD: at most)."""
+    c = by_protocol(cells)[proto]
+    p = Planner().plan(c.config)
+    cfg = c.config
+    qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+    backend = SimulatedBackend(reply_tokens=cfg.sim_reply_tokens, accuracy=cfg.sim_accuracy, follow=cfg.sim_follow)
+    rows = [r for r, _ in run_local(cfg, qs, backend)]
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
+    calls = sum(r["n_calls"] for r in rows)
+    if p.tokens_kind == "exact":
+        assert (calls, tokens) == (p.calls, p.tokens)
+    else:
+        assert p.tokens_kind == "bound" and calls <= p.calls and tokens <= p.tokens
+        assert tokens < p.tokens  # the simulated agents agree at times: S2-MAD skips
+
+
+def test_question_length_is_the_mean_of_the_data_set(tmp_path):
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"question": "one two three", "answer": "1"}\n{"question": "a b c d e f g", "answer": "2"}\n')
+    cfg = expand(parse_sweep({**BASE, "dataset": str(data), "task": "numeric", "limit": None}), tmp_path)[0].config
+    p = Planner().plan(cfg)
+    assert p.n_questions == 2 and p.question_tokens == 5.0
+    bigger = Planner().plan(
+        expand(parse_sweep({**BASE, "dataset": str(data), "task": "numeric", "limit": 1}), tmp_path)[0].config
+    )
+    assert bigger.question_tokens == 3.0 and bigger.per_question.total < p.per_question.total
+
+
+def test_weakest_kind():
+    assert weakest(["exact", "exact"]) == "exact"
+    assert weakest(["exact", "bound"]) == "bound"
+    assert weakest(["bound", "estimate", "exact"]) == "estimate"
+    assert MARKS["bound"] == "≤" and MARKS["estimate"] == "~"
+
+
+def _columns(cells) -> dict[str, list[str]]:
+    """The plan table's columns (header -> cells as text), as ``--list`` prints them."""
+    table = plan_table(cells, plan_cells(cells))
+    return {str(col.header): [str(x) for x in col.cells] for col in table.columns}
+
+
+def test_list_prints_the_plan(tmp_path, capsys, monkeypatch, sizes):
+    """The table: per cell its calls and tokens per question and in all (the predictions, with
+    their marks), questions and Q / C under its params, a "—" where there is no prediction, and
+    the totals of the valid cells; the CLI prints it, writing nothing."""
+    monkeypatch.setenv("COLUMNS", "160")
+    grid = {"protocol": ["mad", "s2mad", "probmad", "sparse"], "density": [0.4]}
+    data = {**BASE, "max_tokens": 30, "grid": grid}  # max_tokens cuts the simulated replies: C = 30
+    cells = expand(parse_sweep(data), tmp_path / "o")
+    cols = _columns(cells)
+    q = words(load_questions("arithmetic", None, 4, 0)[0].text)
+    mad = cost_predict.predict("mad", sizes, 6, 3, q, 30)
+    s2 = cost_predict.predict("s2mad", sizes, 6, 3, q, 30)
+    pm = cost_predict.predict("probmad", sizes, 6, 3, q, 30, density=0.4)
+    sp = cost_predict.predict("sparse", sizes, 6, 3, q, 30, density=0.4)
+    row = {h: v[0] for h, v in cols.items()}
+    assert f"4 questions, Q {q:.1f}, C 30" in row["cell"]
+    assert [row[h] for h in ("calls/q", "tokens/q", "calls", "tokens")] == [
+        f"{mad.calls:,.0f}",
+        f"{mad.total:,.0f}",
+        "72",
+        f"{4 * mad.total:,.0f}",
+    ]
+    assert [cols[h][1] for h in ("tokens/q", "calls", "tokens")] == [
+        f"≤{s2.total:,.0f}",
+        f"≤{4 * s2.calls:,.0f}",
+        f"≤{4 * s2.total:,.0f}",
+    ]
+    assert cols["tokens"][2] == f"~{4 * pm.total:,.0f}"
+    assert "all cells" in cols["cell"][4] and "16 questions" in cols["cell"][4]
+    assert cols["tokens"][4] == f"~{4 * (mad.total + s2.total + pm.total + sp.total):,.0f}"
+    assert len(cols["cell"]) == 5  # nothing finished: no "still to run" line (the same as all cells)
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "o").exists()  # --list writes nothing
+    assert "whitespace" in out and "--sim-reply-tokens" in out
+    assert f"{4 * mad.total:,.0f}" in out and f"≤{4 * s2.total:,.0f}" in out
+
+
+def test_no_prediction_is_a_dash_and_a_reason(tmp_path):
+    cells = expand(parse_sweep({**BASE, "protocol": "sparse", "topology": "ring"}), tmp_path / "o")
+    cols = _columns(cells)
+    assert [cols[h][0] for h in ("calls/q", "tokens/q", "calls", "tokens")] == ["—"] * 4
+    assert "no cost model for --topology ring" in cols["cell"][0]
+    assert len(cols["cell"]) == 1  # no totals without a prediction
+
+
+def test_finished_cells_leave_the_still_to_run_line(tmp_path, sizes):
+    cells = expand(parse_sweep({**BASE, "grid": {"protocol": ["mad", "sc"]}}), tmp_path / "o")
+    cells[0].status, cells[0].result = "finished", {"accuracy": 0.5, "tokens": 123}
+    cols = _columns(cells)
+    q = words(load_questions("arithmetic", None, 4, 0)[0].text)
+    sc = cost_predict.predict("sc", sizes, 6, 1, q, 40)
+    assert "measured tokens 123" in cols["cell"][0]
+    assert "still to run" in cols["cell"][3] and cols["tokens"][3] == f"{4 * sc.total:,.0f}"
+
+
+def test_list_other_backends_assume_max_tokens_replies(tmp_path):
+    """A real backend's cell: C = --max-tokens, its tokens marked ~ (calls stay exact)."""
+    cells = expand(parse_sweep({**BASE, "backend": "transformers", "max_tokens": 200}), tmp_path / "o")
+    cols = _columns(cells)
+    assert "C 200" in cols["cell"][0]
+    assert (cols["calls/q"][0], cols["calls"][0]) == ("18", "72")  # calls do not depend on the tokenizer
+    assert cols["tokens/q"][0].startswith("~") and cols["tokens"][0].startswith("~")
+    assert any("other backends: C = --max-tokens" in line for line in header(cells))
