@@ -101,7 +101,8 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for k successes in n trials (95 % by default).
 
     centre = (p + z^2/(2n)) / (1 + z^2/n),  half = z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/(4n^2)),
-    with p = k/n. ``(nan, nan)`` when n = 0.
+    with p = k/n. ``(nan, nan)`` when n = 0. All right (k = n) has upper bound exactly 1 and none
+    right lower bound exactly 0, as the formula gives without rounding.
     """
     if n <= 0:
         return (math.nan, math.nan)
@@ -110,7 +111,7 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1.0 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (0.0 if k <= 0 else max(0.0, centre - half), 1.0 if k >= n else min(1.0, centre + half))
 
 
 def consensus_curve(consensus: Iterable[Sequence[float] | None], length: int | None = None) -> list[float]:
@@ -761,6 +762,15 @@ def _styles(rows: list[dict[str, Any]], drop: Sequence[str] = ("seed",)) -> dict
     return out
 
 
+def _bar(y: float, lo: float, hi: float) -> list[list[float]]:
+    """Matplotlib's ``yerr`` for one point at ``y`` with the interval ``[lo, hi]``: the distances
+    below and above, never negative (an interval bound computed as 0.9999999999999999 for an
+    accuracy of 1.0 would otherwise make matplotlib refuse the plot), 0 for a NaN bound."""
+    below = 0.0 if math.isnan(lo) else max(0.0, y - lo)
+    above = 0.0 if math.isnan(hi) else max(0.0, hi - y)
+    return [[below], [above]]
+
+
 def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> list[Path]:
     """Accuracy (95 % Wilson interval) against total tokens per question, one point per run;
     the runs of one configuration over seeds share colour and marker."""
@@ -775,7 +785,7 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> list[Path
         ax.errorbar(
             [x],
             [y],
-            yerr=[[y - r["accuracy_lo"]], [r["accuracy_hi"] - y]],
+            yerr=_bar(y, r["accuracy_lo"], r["accuracy_hi"]),
             fmt=marker,
             color=colour,
             capsize=3,
@@ -825,7 +835,8 @@ def _plot_by_round(
         yerr = None
         if key == "accuracy_by_round":
             bounds = [wilson_interval(round(y * n), n) for y in ys]
-            yerr = [[max(0.0, y - b[0]) for y, b in zip(ys, bounds)], [max(0.0, b[1] - y) for y, b in zip(ys, bounds)]]
+            bars = [_bar(y, *b) for y, b in zip(ys, bounds)]
+            yerr = [[lo for (lo,), _ in bars], [hi for _, (hi,) in bars]]
         seeds = len(members)
         ax.errorbar(
             [t + shift for t in range(len(ys))],
@@ -929,8 +940,9 @@ def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> list[Path] | s
             stats = [seed_interval([m[key] for m in by_x[x]]) for x in xs]
             top = 1.0 if key == "accuracy" else math.inf  # bars drawn clipped to what can be
             means = [s[0] for s in stats]
-            lo = [0.0 if math.isnan(s[1]) else s[0] - max(0.0, s[1]) for s in stats]
-            hi = [0.0 if math.isnan(s[2]) else min(top, s[2]) - s[0] for s in stats]
+            bars = [_bar(s[0], max(0.0, s[1]), min(top, s[2])) for s in stats]
+            lo = [lo for (lo,), _ in bars]
+            hi = [hi for _, (hi,) in bars]
             ax.errorbar(
                 [x + offsets[label] * (values[-1] - values[0]) for x in xs],
                 means,

@@ -91,6 +91,23 @@ def test_wilson_interval_hand_computed():
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
+def test_all_right_or_all_wrong_bounds_are_exact_and_plot(tmp_path):
+    """30/30 right: the upper bound is exactly 1 (the formula rounds to 0.9999999999999999,
+    which made matplotlib refuse the accuracy-vs-tokens plot of a perfect simulated run)."""
+    from engine.report import _bar
+
+    assert wilson_interval(30, 30)[1] == 1.0 and wilson_interval(0, 30)[0] == 0.0
+    assert _bar(1.0, 0.88, 0.9999999999999999) == [[pytest.approx(0.12)], [0.0]]
+    assert _bar(0.5, math.nan, 0.6) == [[0.0], [pytest.approx(0.1)]]
+    sink = ParquetSink(tmp_path)
+    perfect = [(f"q{i}", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1)) for i in range(30)]
+    write_run(sink, "mad-a", config("mad", 3, 2), perfect)
+    write_run(sink, "mad-b", config("mad", 4, 2), perfect)
+    build_report(tmp_path)
+    assert (tmp_path / "report" / "accuracy_vs_tokens.png").is_file()
+    assert (tmp_path / "report" / "accuracy_tokens_vs_agents.png").is_file()
+
+
 def test_consensus_carries_the_last_value_forward():
     # the stopped question [1, 1] counts as 1 in round 3: (1 + .75) / 2
     assert consensus_curve([[1.0, 1.0], [0.5, 0.5, 0.75]]) == pytest.approx([0.75, 0.75, 0.875])
