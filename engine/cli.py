@@ -385,7 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
         "sweep", help="run a grid of configurations from a YAML file (resumable)", parents=[common]
     )
     sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
-    sweep_p.add_argument("--out", help="sweep directory: DIR/sweep.json and one DIR/<run_id>/ per cell")
+    sweep_p.add_argument(
+        "--out",
+        help="sweep directory: DIR/sweep.json and one folder per cell, DIR/<protocol>_n<N>_r<T>..._s<seed>-<hash>/",
+    )
     sweep_p.add_argument(
         "--list",
         action="store_true",

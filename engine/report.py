@@ -940,9 +940,9 @@ def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> list[Path] | s
             stats = [seed_interval([m[key] for m in by_x[x]]) for x in xs]
             top = 1.0 if key == "accuracy" else math.inf  # bars drawn clipped to what can be
             means = [s[0] for s in stats]
-            bars = [_bar(s[0], max(0.0, s[1]), min(top, s[2])) for s in stats]
-            lo = [lo for (lo,), _ in bars]
-            hi = [hi for _, (hi,) in bars]
+            point_bars = [_bar(s[0], max(0.0, s[1]), min(top, s[2])) for s in stats]
+            lo = [below for (below,), _ in point_bars]
+            hi = [above for _, (above,) in point_bars]
             ax.errorbar(
                 [x + offsets[label] * (values[-1] - values[0]) for x in xs],
                 means,

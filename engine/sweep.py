@@ -292,6 +292,10 @@ class Cell:
 
 
 def _short(v: Any) -> str:
+    """A grid value for a label: text as is, a float to 4 significant digits (2/3 -> 0.6667), the
+    rest as JSON; cut at 40 characters."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
     s = v if isinstance(v, str) else json.dumps(v, default=str)
     return s if len(s) <= 40 else s[:37] + "..."
 

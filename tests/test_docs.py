@@ -259,6 +259,7 @@ _RUN_FILES = sorted({c.where.rsplit(":", 1)[0] for c in ALL if c.run})
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # about 4 min for every doc (each command starts Ray); CI runs it
 @pytest.mark.parametrize("doc", _RUN_FILES)
 def test_the_simulated_doc_commands_run(doc, tmp_path):
     for name, text in doc_files(ROOT / doc).items():

@@ -1,9 +1,8 @@
 """The ``calls.kind`` vocabulary (engine/kinds.py): every kind every protocol emits in a simulated
 run is declared, with the protocol that emitted it; every declared kind is emitted by some run;
-the README's table is the declaration's; an undeclared kind stops the debate."""
+the docs' results reference lists them as declared; an undeclared kind stops the debate."""
 
 from __future__ import annotations
-
 
 import pytest
 

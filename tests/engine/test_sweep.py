@@ -792,6 +792,7 @@ def test_a_degree_axis_and_a_density_axis_give_the_same_cells(tmp_path):
     assert [c.config.density for c in by_degree] == [2 / 3, 0.4]
     valid = [c.run_id for c in by_density if c.valid]
     assert [c.run_id for c in by_degree] == valid and len(valid) == 2
+    assert "density=0.6667" in by_density[0].label  # not 0.6666666666666666
     # a degree with no graph is an invalid cell naming --degree, not a failed sweep
     odd = expand(parse_sweep({**base, "agents": 5, "grid": {"degree": [2, 3]}}), tmp_path)
     assert odd[0].valid and not odd[1].valid and "--degree 3 with --agents 5" in (odd[1].error or "")
