@@ -89,6 +89,31 @@ def _start_error(model: str, exc: BaseException) -> ReplicaStartError:
     return ReplicaStartError(f"--model {model}: the replica could not load it: {cause}")
 
 
+class RayAddressError(UserError, ConnectionError):
+    """``--ray-address`` (or ``RAY_ADDRESS``) names a host:port where nothing listens."""
+
+
+def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
+    """Raise :class:`RayAddressError` in one line when ``address`` is a ``host:port`` (optionally
+    ``ray://``) that refuses or does not answer a TCP connection within ``timeout_s``; Ray itself
+    would retry for minutes and then print a traceback. ``auto``, ``local`` and None are Ray's to
+    resolve and are not checked."""
+    import socket
+
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayAddressError(
+            f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
+            "'ray start --head' on that node or fix the address (RAY_ADDRESS is read when the flag is not given)"
+        ) from None
+
+
 def init_ray(address: str | None = None, **options: Any) -> None:
     """Start Ray here, or join ``address`` (else ``RAY_ADDRESS``), as the engine runs it.
 
@@ -106,11 +131,13 @@ def init_ray(address: str | None = None, **options: Any) -> None:
 
     if ray.is_initialized():
         return
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    check_ray_address(address)
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     os.environ.update(RAY_WORKER_CLEANUP)
     ray.init(
         **{
-            "address": address or os.environ.get("RAY_ADDRESS") or None,
+            "address": address,
             "include_dashboard": False,
             "logging_level": "ERROR",
             "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,

@@ -66,12 +66,12 @@ def test_cli_error_is_one_line_naming_the_flag(capsys):
     assert err.count("\n") == 0 and "--sim-accuracy" in err and "tiny" in err and "big, small" in err
 
 
-@pytest.mark.parametrize("placement", ["central", "peripheral"])
-def test_each_agent_answers_with_its_models_accuracy(placement):
+@pytest.mark.parametrize("strong_agents", ["central", "peripheral"])
+def test_each_agent_answers_with_its_models_accuracy(strong_agents):
     """big = 1.0, small = 0.0: in round 0 (no peers to follow) the strong agent is always right and
     the five weak ones always wrong; backends made as the driver makes each model's replicas."""
     cfg = RunConfig(
-        protocol="sparse", density=0.4, placement=placement, sim_accuracy="big=1,small=0", **STRONG_WEAK
+        protocol="sparse", density=0.4, strong_agents=strong_agents, sim_accuracy="big=1,small=0", **STRONG_WEAK
     ).validate()
     _, options = replica_options(cfg, gpu=False)
     backends = {m: make_backend("simulated", m, options) for m in cfg.run_models()}

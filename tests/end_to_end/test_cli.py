@@ -230,3 +230,26 @@ def test_a_run_stopped_on_the_error_rate_is_exit_1_with_one_line(capsys, monkeyp
 def test_max_error_rate_must_be_a_fraction(capsys):
     code, text = fail(capsys, ["run", "--no-progress", "--max-error-rate", "1.5"])
     assert code == 2 and text.startswith("debate: error: --max-error-rate is a fraction") and "1.5" in text
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line(capsys, monkeypatch, tmp_path):
+    """Ray would retry a dead --ray-address for minutes and end in a traceback; the engine checks
+    the port first and stops in one line, before ray.init."""
+    import socket
+
+    import ray
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reached = []
+    monkeypatch.setattr(ray, "init", lambda *a, **k: reached.append(k))
+    out = tmp_path / "run"
+    argv = ["run", "--no-progress", "--backend", "simulated", "--limit", "1", "--out", str(out)]
+    code, text = fail(capsys, [*argv, "--ray-address", f"127.0.0.1:{port}"])
+    assert code == 2 and not reached, text
+    assert text.startswith(f"debate: error: --ray-address 127.0.0.1:{port}: no Ray cluster answers there")
+    assert len(text.splitlines()) == 1
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")  # the variable is checked the same way
+    code, text = fail(capsys, argv)
+    assert code == 2 and not reached and "no Ray cluster answers" in text
