@@ -244,6 +244,7 @@ def test_a_ray_address_where_nothing_listens_is_one_line(capsys, monkeypatch, tm
         port = s.getsockname()[1]
     reached = []
     monkeypatch.setattr(ray, "init", lambda *a, **k: reached.append(k))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh `debate run` process
     out = tmp_path / "run"
     argv = ["run", "--no-progress", "--backend", "simulated", "--limit", "1", "--out", str(out)]
     code, text = fail(capsys, [*argv, "--ray-address", f"127.0.0.1:{port}"])
