@@ -195,8 +195,7 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
         table.add_column(name, justify="right", no_wrap=True)
     for c in cells:
         p = plans.get(c.index)
-        label = " ".join(f"{k}={_value(v)}" for k, v in c.params.items()) or c.run_id
-        label += f" (x{c.n_points} grid points)" if c.n_points > 1 else ""
+        label = c.label + (f" (x{c.n_points} grid points)" if c.n_points > 1 else "")
         if p is not None and p.n_questions is not None:
             label += f"\n[dim]{p.n_questions} questions"
             if p.question_tokens is not None:
@@ -240,14 +239,6 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
             end_section=name == "all cells",
         )
     return table
-
-
-def _value(v: Any) -> str:
-    """A grid value as the table shows it: a float to 4 significant digits (1/3: 0.3333)."""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    s = v if isinstance(v, str) else json.dumps(v, default=str)
-    return s if len(s) <= 40 else s[:37] + "..."
 
 
 def _all(c: Cell, p: CellPlan) -> int:
