@@ -480,7 +480,7 @@ class DebateRunner:
         previous, todo, old_run = _resume_state(out, run_id, questions)
         writer = self._writer_for(cfg, out)
         t_replicas = time.perf_counter()
-        replicas = self.replicas_for(cfg, list(dict.fromkeys(s.model for s in cfg.agent_specs())))
+        replicas = self.replicas_for(cfg, cfg.run_models())
         timings = {"replicas_s": time.perf_counter() - t_replicas, "agents_s": 0.0, "debate_s": 0.0}
         check_loaded_images(cfg, questions, replicas.infos)
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)

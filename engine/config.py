@@ -712,11 +712,8 @@ class _RunConfigMethods(_Fields):
         return f"{self.protocol}-{digest}"
 
     def run_models(self) -> list[str]:
-        """The models the run's agents use, each once (in agent order, placement aside): an
-        agent's ``agent_settings`` model, else its ``--models`` entry, else ``--model``."""
-        ranked = parse_models(self.models, self.n_agents) if self.models else [self.model] * self.n_agents
-        over = list(self.agent_settings) + [{}] * self.n_agents
-        return list(dict.fromkeys(str(over[i].get("model", ranked[i])) for i in range(self.n_agents)))
+        """The models the run's agents use (:meth:`agent_specs`), each once, in agent order."""
+        return list(dict.fromkeys(s.model for s in self.agent_specs()))
 
     # ------------------------------------------------------------------ checks
     def _check_sim_accuracy(self) -> None:
@@ -729,7 +726,7 @@ class _RunConfigMethods(_Fields):
         for name, value in acc.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
                 raise ConfigError(f"{flag} {name}={value!r}: an accuracy is a number within [0, 1]")
-        models = self.run_models()
+        models = [str(m) for m in self.run_models()]
         stray = [str(m) for m in acc if m != DEFAULT_ACCURACY_KEY and m not in models]
         if stray:
             raise ConfigError(
