@@ -171,6 +171,11 @@ from typing import Any, TypeVar, overload
 ContentCounter = Callable[[str], int]
 
 
+class NotCovered(ValueError):
+    """The closed form does not cover this setting (no cost model for the protocol, sparse MAD
+    on a ring, star or edge list without a density). Any other error of a cost function is a bug."""
+
+
 @dataclass(frozen=True)
 class Stage:
     """A protocol stage's message content: ``const + q * Q`` template tokens, plus ``views`` times

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from string import Template
 from typing import Any
 
-from engine.cost_model import ChatStage, ContentCounter, Cost, ReconcileBlock, Sizes, Stage
+from engine.cost_model import ChatStage, ContentCounter, Cost, NotCovered, ReconcileBlock, Sizes, Stage
 from engine.prompts import PromptSet
 from engine.protocols import protocol_spec
 from engine.protocols.chateval import ChatLine, render_history
@@ -173,5 +173,5 @@ def predict(
     """
     cost = protocol_spec(protocol).cost
     if cost is None:
-        raise ValueError(f"no cost model for protocol {protocol!r}")
+        raise NotCovered(f"no cost model for protocol {protocol!r}")
     return cost(s, n_agents, rounds, question_tokens, reply_tokens, density=density, forgetting=forgetting, **options)

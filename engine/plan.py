@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from engine.cost_model import Cost, Sizes
+from engine.cost_model import Cost, NotCovered, Sizes
 from engine.errors import UserError
 from engine.protocols import SPECS
 
@@ -137,7 +137,7 @@ class Planner:
         try:
             sizes = self.sizes(cfg, questions[0].task)
             cost = predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
-        except ValueError as exc:  # a setting the closed form does not cover (sparse on a ring)
+        except NotCovered as exc:  # a setting the closed form does not cover (sparse on a ring)
             topology = getattr(cfg, "topology", None)
             why = f"--topology {topology}" if topology not in (None, "regular") else str(exc)
             return CellPlan(n, question_tokens=q, reply_tokens=c, note=f"no cost model for {why}")

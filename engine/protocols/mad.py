@@ -27,7 +27,7 @@ import functools
 import logging
 from collections.abc import Callable
 
-from engine.cost_model import Cost, Sizes
+from engine.cost_model import Cost, NotCovered, Sizes
 from engine.formatting import fmt_num
 from engine.options import ConfigError, Option, parse_number
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
@@ -248,7 +248,7 @@ def _cost(protocol: str):
         if protocol == "mad":
             return topology_cost(s, n, rounds, q, c, n - 1, memory=mode)
         if density is None:
-            raise ValueError(f"{protocol} needs density")
+            raise NotCovered(f"{protocol} needs density")
         k = density * (n - 1)
         if protocol == "sparse":
             return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, memory=mode)

@@ -136,6 +136,19 @@ def test_no_prediction_is_a_dash_and_a_reason(tmp_path):
     assert len(cols["cell"]) == 1  # no totals without a prediction
 
 
+def test_an_error_of_the_cost_model_is_not_taken_for_no_prediction(tmp_path, monkeypatch):
+    """Only NotCovered (a setting the closed form does not cover) becomes a "—" cell; any other
+    error of a cost function is a bug and surfaces."""
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in a cost function")
+
+    monkeypatch.setattr(cost_predict, "predict", broken)
+    cells = expand(parse_sweep({**BASE, "protocol": "mad"}), tmp_path / "o")
+    with pytest.raises(ValueError, match="a bug in a cost function"):
+        plan_cells(cells)
+
+
 def test_finished_cells_leave_the_still_to_run_line(tmp_path, sizes):
     cells = expand(parse_sweep({**BASE, "grid": {"protocol": ["mad", "sc"]}}), tmp_path / "o")
     cells[0].status, cells[0].result = "finished", {"accuracy": 0.5, "tokens": 123}
