@@ -27,6 +27,15 @@ questions in flight. A call that still fails becomes an error row (run, question
 error text) and its question is marked ``errored``; a question whose debate cannot continue at all
 (e.g. the embedding actor is gone) still gets its question row, errored. Nothing is dropped.
 
+Writer. Rows go to the writer without waiting, but every write's result is awaited in the
+background, and the writer is asked for its health (:meth:`WriterActor.tick`, which also flushes
+rows older than its ``flush_seconds``) every :data:`WRITER_CHECK_S` seconds. A writer that died
+or cannot write (:class:`engine.results.WriteFailed`: a full disk) stops the run within about a
+second, as the error rate does below, with ``progress()["stopped"] == "writer"`` and the one-line
+reason in ``progress()["writer_error"]``; a row the writer rejects as not fitting its schema is a
+bug and is raised by :meth:`run`. ``progress()["questions_saved"]`` counts the question rows on
+disk (what a progress bar may count).
+
 Error rate. With ``--max-error-rate R`` below 1 the run stops once it has made at least
 :data:`ERROR_RATE_MIN_CALLS` calls (so one early failure does not stop it) and more than R of
 them errored (error rows over all call rows of this attempt, summary and side calls included):
@@ -57,6 +66,8 @@ log = logging.getLogger(__name__)
 
 # --max-error-rate is checked only once a run has made this many calls
 ERROR_RATE_MIN_CALLS = 20
+# seconds between two health checks (and due flushes) of the writer
+WRITER_CHECK_S = 1.0
 
 
 def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
@@ -81,6 +92,19 @@ def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
         group=call.group if summary else None,
         side=turn.is_side,
     )
+
+
+def writer_failure(exc: BaseException) -> str | None:
+    """The one-line reason when ``exc`` (from a call to the writer) says the writer died or cannot
+    write; None for anything else (a bug, e.g. a row that does not fit its schema)."""
+    from engine.results import WriteFailed
+
+    if isinstance(exc, ray.exceptions.RayActorError):
+        return f"the writer actor died ({type(exc).__name__})"
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, WriteFailed):
+        return str(cause).splitlines()[0]
+    return None
 
 
 def _agent_lost(exc: BaseException) -> bool:
@@ -140,8 +164,12 @@ class CoordinatorActor:
             "call_errors": 0,
             "first_error": None,
             "stopped": None,
+            "questions_saved": 0,
+            "writer_error": None,
         }
         self.tasks: list[asyncio.Future] = []
+        self.acks: set[asyncio.Future] = set()  # writes whose result is still to come
+        self.bug: BaseException | None = None  # an unexpected error of the writer: raised by run()
         # Turns for the same group issued in the same event-loop turn (many questions' rounds,
         # many agents) travel as one streamed actor call; each result comes back as soon as it is done.
         self.to_agents = MicroBatcher(self._open_agent_stream)
@@ -174,6 +202,8 @@ class CoordinatorActor:
         return state
 
     async def run(self, questions: list[Question]) -> list[dict[str, Any]]:
+        """Debate ``questions``; returns the question rows of those that finished (all of them
+        unless the run was stopped: error rate, writer failure, :meth:`stop`)."""
         sem = asyncio.Semaphore(self.cfg.max_concurrent_questions)
 
         async def one(q: Question) -> dict[str, Any]:
@@ -181,16 +211,79 @@ class CoordinatorActor:
                 return await self._debate(q)
 
         tasks = self.tasks = [asyncio.ensure_future(one(q)) for q in questions]
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        if self.progress_state["stopped"]:  # stopped before the debates began
+            for t in tasks:
+                t.cancel()
+        watch = asyncio.ensure_future(self._watch_writer())
+        try:
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            watch.cancel()
         failed = [exc for t in done if not t.cancelled() and (exc := t.exception()) is not None]
         if failed:  # a bug: the other debates stop too (nothing of this run may write on), then it surfaces
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-            await self.writer.flush.remote()  # what finished before the bug is on disk and resumable
-            raise failed[0]
-        await self.writer.flush.remote()
-        return [t.result() for t in tasks if not t.cancelled()]  # cancelled: stopped on the error rate
+        await self._flush()  # what finished is on disk and resumable
+        if failed or self.bug is not None:
+            raise failed[0] if failed else self.bug  # type: ignore[misc]
+        return [t.result() for t in tasks if not t.cancelled()]  # cancelled: the run was stopped
+
+    def stop(self, reason: str) -> None:
+        """Stop the run (a signal reached the driver): cancel every debate; :meth:`run` then
+        flushes the writer and returns the finished questions' rows."""
+        if not self.progress_state.get("stopped"):
+            self.progress_state["stopped"] = reason
+        for t in getattr(self, "tasks", []):
+            t.cancel()
+
+    async def _flush(self) -> None:
+        """Flush the writer and wait for every write's result (a failure stops the run)."""
+        if self.progress_state["stopped"] != "writer":
+            try:
+                written = await self.writer.flush.remote()
+                self.progress_state["questions_saved"] = written.get("questions", 0)
+            except Exception as exc:
+                self._write_failed(exc)
+        await asyncio.gather(*self.acks, return_exceptions=True)
+
+    async def _watch_writer(self) -> None:
+        """Every :data:`WRITER_CHECK_S` seconds: the writer's health and the question rows it wrote."""
+        while True:
+            await asyncio.sleep(WRITER_CHECK_S)
+            try:
+                written = await self.writer.tick.remote()
+            except Exception as exc:
+                self._write_failed(exc)
+                return
+            self.progress_state["questions_saved"] = written.get("questions", 0)
+
+    def _send(self, table: str, rows: list[dict[str, Any]]) -> None:
+        """Rows to the writer without waiting; their result is awaited in the background."""
+        ack = asyncio.ensure_future(self._ack(self.writer.write.remote(table, rows)))
+        self.acks.add(ack)
+        ack.add_done_callback(self.acks.discard)
+
+    async def _ack(self, ref) -> None:
+        try:
+            await ref
+        except Exception as exc:
+            self._write_failed(exc)
+
+    def _write_failed(self, exc: BaseException) -> None:
+        """The writer died or cannot write (stop the run, say why), or failed otherwise (a bug:
+        stop the run, :meth:`run` raises it)."""
+        state = self.progress_state
+        if state["stopped"] == "writer" or self.bug is not None:
+            return
+        reason = writer_failure(exc)
+        if reason is None:
+            self.bug = exc
+        else:
+            log.info("run %s: stopping: %s", self.run_id, reason)  # the driver says it, once
+            state["stopped"], state["writer_error"] = "writer", reason
+        for t in self.tasks:
+            t.cancel()
 
     async def _call(self, turn: Turn) -> TurnResult:
         """One turn through its agent's group; a lost group is configured again and the turn
@@ -242,7 +335,7 @@ class CoordinatorActor:
         fresh = self.stored.new(result.messages) if result.messages else {}
         if fresh:
             rows = [{"message": k, "role": role, "content": text, **self.labels} for k, (role, text) in fresh.items()]
-            self.writer.write.remote("prompts", rows)
+            self._send("prompts", rows)
 
     def _write_step(self, records: list[CallRecord], graph: list[dict[str, Any]]) -> None:
         rows = []
@@ -254,9 +347,9 @@ class CoordinatorActor:
             if rec.error is not None:
                 self.progress_state["call_errors"] += 1
                 self.progress_state["first_error"] = self.progress_state["first_error"] or rec.error
-        self.writer.write.remote("calls", rows)
+        self._send("calls", rows)
         if graph:
-            self.writer.write.remote("graphs", [{**e, **self.labels} for e in graph])
+            self._send("graphs", [{**e, **self.labels} for e in graph])
         self._check_error_rate()
 
     def _check_error_rate(self) -> None:
@@ -278,7 +371,7 @@ class CoordinatorActor:
             q, self.cfg, self._call, self._similarity if self.embedder is not None else None, self._write_step
         )
         row.update(self.labels)
-        self.writer.write.remote("questions", [row])
+        self._send("questions", [row])
         self.progress_state["questions_done"] += 1
         self.progress_state["correct"] += int(row["correct"])
         self.progress_state["errored"] += int(row["errored"])

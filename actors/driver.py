@@ -12,6 +12,7 @@ questions -> coordinator -> agents -> replica -> coordinator -> writer.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -25,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from actors.cluster import driver_node_strategy
+from actors.interrupts import exit_code, reinstall, stop_signals
 from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_placement, pack_agents, replica_layout
 from actors.prepare import check_loaded_images, needs_embeddings, prepare
+from actors.reaper import watch as watch_ray_processes
 from actors.remote import actor_class
 from backends.registry import backend_spec, check_device
 from engine.accounting import summarize
@@ -34,6 +37,7 @@ from engine.config import RunConfig
 from engine.errors import UserError
 from engine.metrics import runs_columns
 from engine.prompts import PromptSet
+from engine.run_lock import RunLock
 from engine.tasks import Question
 
 log = logging.getLogger(__name__)
@@ -135,6 +139,8 @@ def init_ray(address: str | None = None, **options: Any) -> None:
     check_ray_address(address)
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     os.environ.update(RAY_WORKER_CLEANUP)
+    # before ray.init: a signal during its start-up must not leave its processes behind either
+    watch_ray_processes()
     ray.init(
         **{
             "address": address,
@@ -144,6 +150,7 @@ def init_ray(address: str | None = None, **options: Any) -> None:
             **options,
         }
     )
+    reinstall()  # Ray's core replaced the SIGTERM handler of a run in progress
 
 
 @dataclass
@@ -159,8 +166,13 @@ class RunActors:
 
 
 class RunInterrupted(RuntimeError):
-    """A run that could not finish because an engine actor without restarts (writer,
-    coordinator) died; everything written so far is whole and a re-run resumes it."""
+    """A run that could not finish: an engine actor without restarts (writer, coordinator) died,
+    the writer could not write, or a signal stopped it; everything written so far is whole and a
+    re-run resumes it. ``exit_code``: what the command exits with (1; 130/143 for a signal)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class ErrorRateExceeded(RunInterrupted):
@@ -219,8 +231,8 @@ def _probe_all(refs: list, timeout: float = 60.0) -> list[Any]:
     return out
 
 
-def _alive(actor, method: str = "info") -> bool:
-    return _probe(actor, method) is not None
+def _alive(actor, method: str = "info", timeout: float = 60.0) -> bool:
+    return _probe(actor, method, timeout) is not None
 
 
 def _stats(replica) -> dict[str, Any]:
@@ -248,6 +260,38 @@ def _resume_state(
         log.info("run %s: resuming in %s, %d of %d questions already done", run_id, out, len(previous), len(questions))
     old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
     return previous, todo, (old_run[0] if old_run else None)
+
+
+@dataclass
+class _Live:
+    """A run in progress, as the code that ends it early needs it."""
+
+    run_id: str
+    out: Path
+    questions: list[Question]
+    cfg: RunConfig
+    run_row: dict[str, Any] | None = None  # written once the replicas are up
+    writer: Any = None
+    actors: RunActors | None = None
+    debate: Any = None  # the coordinator's run() while the debates run
+
+    def saved_text(self) -> str:
+        """``N/M questions saved in OUT``, N counted from the question rows on disk."""
+        saved = saved_questions(self.out, self.run_id, self.questions)
+        return f"{saved}/{len(self.questions)} questions saved in {self.out}"
+
+
+def saved_questions(out: Path, run_id: str, questions: list[Question]) -> int:
+    """How many of ``questions`` have a question row of ``run_id`` in ``out`` (0 where it cannot be read)."""
+    from engine.results import read_table
+
+    try:
+        table = read_table(out, "questions", ["run_id", "question_id"])
+    except (OSError, ValueError) as exc:
+        log.warning("%s: cannot count the saved questions (%s)", out, exc)
+        return 0
+    wanted = {q.qid for q in questions}
+    return len({r["question_id"] for r in table.to_pylist() if r["run_id"] == run_id} & wanted)
 
 
 class DebateRunner:
@@ -471,20 +515,33 @@ class DebateRunner:
         """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
         questions already in ``cfg.out``. Returns totals and where everything ran.
         ``prepared``: what :func:`prepare` returned for this ``cfg``, when the caller checked the
-        inputs already (:func:`run` does, before Ray starts)."""
-        import ray
+        inputs already (:func:`run` does, before Ray starts).
 
+        The run holds its lock in ``cfg.out`` (:class:`engine.run_lock.RunLock`; ``--wait``) while
+        it runs. It ends with :class:`RunInterrupted` (one line: how many questions are saved, how
+        to resume) when Ctrl-C or SIGTERM reaches it, when the writer dies or cannot write, or when
+        the writer or coordinator actor dies; what was written stays and a re-run resumes it."""
         questions, prompts = prepared if prepared is not None else prepare(cfg, questions)
         out = Path(cfg.out) if cfg.out else default_out_dir()
-        run_id, attempt, t0 = cfg.run_id(), uuid.uuid4().hex[:12], time.perf_counter()
+        live = _Live(cfg.run_id(), out, questions, cfg)
+        with stop_signals(), RunLock(out, live.run_id, wait=cfg.wait):
+            try:
+                return self._run_locked(cfg, prompts, live, progress_cb)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM (actors.interrupts)
+                raise self._interrupted(live) from None
+
+    def _run_locked(self, cfg: RunConfig, prompts: PromptSet, live: _Live, progress_cb) -> RunResult:
+        """:meth:`run` once its lock is held."""
+        run_id, out, questions = live.run_id, live.out, live.questions
+        attempt, t0 = uuid.uuid4().hex[:12], time.perf_counter()
         previous, todo, old_run = _resume_state(out, run_id, questions)
-        writer = self._writer_for(cfg, out)
+        writer = live.writer = self._writer_for(cfg, out)
         t_replicas = time.perf_counter()
         replicas = self.replicas_for(cfg, cfg.run_models())
         timings = {"replicas_s": time.perf_counter() - t_replicas, "agents_s": 0.0, "debate_s": 0.0}
         check_loaded_images(cfg, questions, replicas.infos)
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
-        run_row = {
+        live.run_row = {
             "run_id": run_id,
             "protocol": cfg.protocol,
             "backend": cfg.backend,
@@ -496,33 +553,24 @@ class DebateRunner:
             "started": old_run["started"] if old_run else _now(),
             "n_questions": len(questions),
         }
-        ray.get(writer.write_run.remote(run_row))
+        self._writer_get(live, writer.write_run.remote(live.run_row))
         rows: list[dict[str, Any]] = []
         progress: dict[str, Any] = {}
         actors: RunActors | None = None
         if todo:
             t_agents = time.perf_counter()
-            actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
+            actors = live.actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
             t_debate = time.perf_counter()
-            rows, progress = self._debate_all(
-                cfg,
-                run_id,
-                out,
-                actors.coordinator,
-                writer,
-                todo,
-                len(questions),
-                len(previous),
-                replicas.simulated,
-                progress_cb,
-            )
+            rows, progress = self._debate_all(cfg, live, todo, len(previous), replicas.simulated, progress_cb)
             timings.update(agents_s=t_debate - t_agents, debate_s=time.perf_counter() - t_debate)
+        if progress.get("stopped") == "writer":
+            raise self._writer_failed(live, progress["writer_error"])
         wall = time.perf_counter() - t0
         summary = summarize(previous + rows)
         placement = self._placement(cfg, replicas, writer, actors)
         timings = {k: round(v, 3) for k, v in timings.items()}
         stopped = progress.get("stopped")
-        run_row.update(
+        live.run_row.update(
             placement=json.dumps(placement, sort_keys=True),
             status=f"stopped: {stopped}" if stopped else "finished",
             finished=_now(),
@@ -530,7 +578,7 @@ class DebateRunner:
             timings=json.dumps(timings),
             **runs_columns(summary),  # the aggregates engine/metrics.py says the runs table stores
         )
-        ray.get([writer.write_run.remote(run_row), writer.flush.remote()])
+        self._writer_get(live, [writer.write_run.remote(live.run_row), writer.flush.remote()])
         if stopped:
             raise _error_rate_exceeded(cfg, run_id, out, progress)
         return RunResult(
@@ -552,6 +600,66 @@ class DebateRunner:
             placement=placement,
             timings=timings,
         )
+
+    def _interrupted(self, live: _Live) -> RunInterrupted:
+        """End a run that a signal reached: its debates stopped, the writer flushed, the run marked
+        ``interrupted``; the one-line error to raise (its ``exit_code``: 130 or 143)."""
+        import ray
+
+        log.info("run %s: interrupted: stopping the debates and saving what is done", live.run_id)
+        try:
+            if live.debate is not None and live.actors is not None:
+                ray.get(live.actors.coordinator.stop.remote("interrupted"), timeout=10)
+                ray.wait([live.debate], timeout=30)  # the coordinator flushes the writer as it ends
+            elif live.writer is not None:
+                ray.get(live.writer.flush.remote(), timeout=30)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
+            log.warning("run %s: could not flush the writer after the interrupt (%s)", live.run_id, type(exc).__name__)
+        self._mark(live, "interrupted")
+        return RunInterrupted(f"interrupted: {live.saved_text()}; run the same command to resume", exit_code())
+
+    def _writer_failed(self, live: _Live, reason: str) -> RunInterrupted:
+        """The error of a run whose writer died or could not write (the run is marked ``interrupted``
+        where the disk still lets a small file be written)."""
+        self._mark(live, "interrupted", after_failure=True)
+        fix = "free some space, then " if reason.startswith("no space left") else ""
+        return RunInterrupted(
+            f"run {live.run_id} stopped: {reason}; {live.saved_text()}: {fix}run the same command again to resume"
+        )
+
+    def _writer_get(self, live: _Live, refs) -> Any:
+        """``ray.get(refs)`` of calls to the writer; a writer that died or cannot write ends the run
+        (:meth:`_writer_failed`)."""
+        import ray
+
+        from actors.coordinator_actor import writer_failure
+
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayError as exc:
+            reason = writer_failure(exc)
+            if reason is None:
+                raise
+            raise self._writer_failed(live, reason) from None
+
+    def _mark(self, live: _Live, status: str, after_failure: bool = False) -> None:
+        """Rewrite the run's row with ``status``, if it was written (best effort: a writer that died
+        is started again; a disk that is still full leaves the row ``running``, which readers show
+        as interrupted once the run's lock is gone)."""
+        import ray
+
+        if live.run_row is None:
+            return
+        live.run_row.update(status=status, finished=_now())
+        try:
+            if live.writer is None or not _alive(live.writer, method="where", timeout=10):
+                live.writer = self._writer_for(live.cfg, live.out)
+            ray.get(live.writer.write_run.remote(live.run_row, after_failure), timeout=30)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError, RunInterrupted) as exc:
+            from actors.coordinator_actor import writer_failure
+
+            why = writer_failure(exc) or type(exc).__name__
+            log.info("run %s: its row still says running (readers show it %s): %s", live.run_id, status, why)
 
     def _writer_for(self, cfg: RunConfig, out: Path):
         """The writer actor, pointed at ``out`` (started again if the last one died)."""
@@ -622,30 +730,26 @@ class DebateRunner:
         return RunActors(self._coordinator, embedder, groups, packs, group_replicas)
 
     def _debate_all(
-        self,
-        cfg: RunConfig,
-        run_id: str,
-        out: Path,
-        coordinator,
-        writer,
-        todo: list[Question],
-        total: int,
-        already: int,
-        simulated: bool,
-        progress_cb,
+        self, cfg: RunConfig, live: _Live, todo: list[Question], already: int, simulated: bool, progress_cb
     ) -> tuple[list[dict[str, Any]], dict]:
         """The coordinator debates ``todo``; returns the question rows and its progress counters.
-        A dead writer or coordinator stops the run (RunInterrupted), an exception raised inside a
-        live actor is a bug (EngineError); either way what was written stays and resumes."""
+        A dead coordinator (or writer, where the coordinator died with it) stops the run
+        (RunInterrupted), an exception raised inside a live actor is a bug (EngineError); either
+        way what was written stays and resumes."""
         import ray
 
+        assert live.actors is not None
+        coordinator = live.actors.coordinator
         try:
-            rows = self._wait(cfg, coordinator, coordinator.run.remote(todo), total, already, simulated, progress_cb)
+            live.debate = coordinator.run.remote(todo)
+            rows = self._wait(cfg, coordinator, live.debate, len(live.questions), already, simulated, progress_cb)
+            live.debate = None
             return rows, ray.get(coordinator.progress.remote())
         except ray.exceptions.RayError as exc:
+            live.debate = None
             lost = [
                 name
-                for name, actor in (("writer", writer), ("coordinator", coordinator))
+                for name, actor in (("writer", live.writer), ("coordinator", coordinator))
                 if not _alive(actor, method="where")
             ]
             cause = getattr(exc, "cause", None)
@@ -655,17 +759,16 @@ class DebateRunner:
                 and not isinstance(cause, ray.exceptions.RayActorError)
             ):
                 # raised inside an actor that is still alive: a bug, not a death
-                log.error("run %s stopped by an unexpected error:\n%s", run_id, exc)
+                log.error("run %s stopped by an unexpected error:\n%s", live.run_id, exc)
                 what = f"{type(cause).__name__}: {str(cause).splitlines()[0][:300]}" if cause else type(exc).__name__
                 raise EngineError(
-                    f"run {run_id} stopped by an unexpected error in the engine ({what}); traceback "
-                    f"above; the results written so far are in {out} and resume with the same "
+                    f"run {live.run_id} stopped by an unexpected error in the engine ({what}); traceback "
+                    f"above; the results written so far are in {live.out} and resume with the same "
                     f"command"
                 ) from None
             raise RunInterrupted(
-                f"run {run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
-                f"({type(exc).__name__}); the results written so far are in {out} — run the same "
-                f"command again to resume"
+                f"run {live.run_id} stopped: the {' and '.join(lost) or 'engine'} actor died "
+                f"({type(exc).__name__}); {live.saved_text()} — run the same command again to resume"
             ) from None
 
     def _placement(
@@ -750,7 +853,8 @@ class DebateRunner:
                     bar.set_postfix(
                         calls=state["calls"], tok=state["prompt_tokens"] + state["completion_tokens"], refresh=False
                     )
-                    bar.update(already + state["questions_done"] - bar.n)  # redraws at most every mininterval
+                    # what is on disk, not what is debated: an interrupted run keeps what the bar showed
+                    bar.update(already + state["questions_saved"] - bar.n)  # redraws at most every mininterval
                 if progress_cb is not None:
                     progress_cb(state)
                 if ready:
@@ -765,5 +869,15 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     (:func:`prepare`) before Ray starts, so bad input fails in a second with one line. See
     :class:`DebateRunner` for reuse."""
     prepared = prepare(cfg, questions)
-    with DebateRunner(cfg.ray_address) as runner:
-        return runner.run(cfg, progress_cb=progress_cb, prepared=prepared)
+    if not cfg.out:
+        cfg = dataclasses.replace(cfg, out=str(default_out_dir()))
+    # the lock before Ray starts: a run of the same id in progress is refused in a second
+    with stop_signals(), RunLock(cfg.out, cfg.run_id(), wait=cfg.wait):
+        try:
+            with DebateRunner(cfg.ray_address) as runner:
+                return runner.run(cfg, progress_cb=progress_cb, prepared=prepared)
+        except KeyboardInterrupt:  # while Ray started or stopped: the run's own cleanup did not apply
+            live = _Live(cfg.run_id(), Path(cfg.out), prepared[0], cfg)
+            raise RunInterrupted(
+                f"interrupted: {live.saved_text()}; run the same command to resume", exit_code()
+            ) from None

@@ -447,6 +447,16 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``debate`` command: parse ``argv`` and run the subcommand; returns the exit status. Ctrl-C
+    outside a run (while reading results, before Ray starts) is one line and 130, too."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("\ndebate: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -484,7 +494,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
-    except (RunInterrupted, EngineError) as exc:  # not the user's input: exit 1, one line, how to resume
+    except RunInterrupted as exc:  # not the user's input: one line, how to resume; 130/143 for a signal
+        kind = "" if str(exc).startswith("interrupted") else "error: "
+        print(f"debate: {kind}{exc}", file=sys.stderr)
+        return exc.exit_code
+    except EngineError as exc:  # a bug: its traceback was logged; exit 1, one line, how to resume
         print(f"debate: error: {exc}", file=sys.stderr)
         return 1
     return 1

@@ -495,6 +495,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         group="cluster",
     ),
     _opt("progress", bool, True, "progress bar of the questions on stderr (default on)", group="output"),
+    # engine/run_lock.py: one process per run id and --out folder
+    _opt(
+        "wait",
+        bool,
+        False,
+        "when another process is running this run (same run id, same --out), wait for it to end and "
+        "then resume what it left, instead of stopping with an error naming it (default off)",
+        group="output",
+    ),
     _opt(
         "store_prompts",
         bool,

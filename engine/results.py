@@ -39,6 +39,8 @@ as the agent sent it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -295,7 +297,9 @@ COLUMN_HELP: dict[str, dict[str, str]] = {
         "vLLM version, a hub id's commit)",
         "placement": "JSON list: role, model, replica, node id/IP, GPU ids and resources of each actor",
         "config": "JSON: the run's whole configuration (every option)",
-        "status": "running, finished, or stopped: <why> (a run that stopped; rerun to resume)",
+        "status": "running, finished, interrupted (Ctrl-C, SIGTERM, a writer that could not write, or a "
+        "process that ended without saying: readers show a run left running whose lock is gone as "
+        "interrupted) or stopped: <why> (--max-error-rate); rerun an unfinished run to resume",
         "started": "when the run (its latest attempt) started",
         "finished": "when it finished; null while it runs",
         "n_questions": "questions with a result row",
@@ -362,18 +366,55 @@ def check_rows(table: str, rows: list[dict[str, Any]]) -> None:
             )
 
 
+class WriteFailed(OSError):
+    """A result file could not be written (a full disk, a folder gone read-only, an I/O error).
+    The message is one line naming the file; nothing half-written is left, under a result name or
+    a temporary one."""
+
+
+def _mount_of(path: Path) -> tuple[str, str]:
+    """The file system ``path`` is on: (its device or kind, where it is mounted)."""
+    import psutil
+
+    best = ("", "/")
+    target = str(path.resolve())
+    for part in psutil.disk_partitions(all=True):
+        mount = part.mountpoint.rstrip("/") or "/"
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best[1]):
+            best = (part.device or part.fstype, mount)
+    return best
+
+
+def write_error(exc: OSError, path: Path) -> WriteFailed:
+    """One line for a failed write of ``path``: ``no space left on DEVICE (mounted on M) writing
+    PATH`` for a full disk, else the system's reason and the path."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+        device, mount = _mount_of(path.parent)
+        return WriteFailed(f"no space left on {device or 'the device'} (mounted on {mount}) writing {path}")
+    text = str(exc).strip()
+    reason = exc.strerror or (text.splitlines()[0] if text else type(exc).__name__)
+    return WriteFailed(f"cannot write {path}: {reason}")
+
+
 def _atomic_write(table: pa.Table, path: Path) -> None:
     """Write to a hidden temporary name, fsync, rename into place: a reader (or a resumed run)
     sees the whole part or nothing, whenever the writing process is killed. Leftover ``.*.tmp``
-    files of a killed writer are never read (readers glob ``*.parquet``)."""
+    files of a killed writer are never read (readers glob ``*.parquet``). A failed write removes
+    its temporary file and raises :class:`WriteFailed` naming ``path``."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    pq.write_table(table, tmp)
-    fd = os.open(tmp, os.O_RDONLY)
     try:
-        os.fsync(fd)  # the data is on disk before the name is
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        pq.write_table(table, tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the data is on disk before the name is
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise write_error(exc, path) from exc
 
 
 def _int_lists(values: list[Any], type_: pa.DataType) -> pa.Array:
@@ -420,7 +461,10 @@ class ParquetSink:
         self.rows_written: dict[str, int] = {t: 0 for t in STREAMED}
         self._messages: set[tuple[str, str]] = set()  # (run_id, message) of prompts rows taken
         for t in (*STREAMED, "runs"):
-            (self.out / t).mkdir(parents=True, exist_ok=True)
+            try:
+                (self.out / t).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise write_error(exc, self.out / t) from exc
 
     def write(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         if table not in self._buffers:
@@ -430,9 +474,12 @@ class ParquetSink:
         if table == "prompts":
             rows = self._new_messages(rows)
         self._buffers[table].extend(rows)
-        due = time.monotonic() - self._last_flush >= self.flush_seconds
-        if due or any(len(b) >= self.flush_rows for b in self._buffers.values()):
+        if self.due() or any(len(b) >= self.flush_rows for b in self._buffers.values()):
             self.flush()
+
+    def due(self) -> bool:
+        """Whether ``flush_seconds`` have passed since the last flush."""
+        return time.monotonic() - self._last_flush >= self.flush_seconds
 
     def _new_messages(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The prompts rows whose (run_id, message) this sink has not taken before: each message
@@ -477,10 +524,32 @@ def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, 
     if table == "graphs":
         return _read_graphs(files, cols)
     data = ds.dataset(files, schema=schema, format="parquet")
+    if table == "runs":
+        return _live_status(Path(out_dir), data.to_table(columns=cols))
     if table not in GRADED_KEYS:
         return data.to_table(columns=cols)
     extra = [c for c in (*GRADED_KEYS[table], "graded") if c not in cols]
     return latest_grades(data.to_table(columns=cols + extra), GRADED_KEYS[table]).drop_columns(extra)
+
+
+def _live_status(run_dir: Path, runs: pa.Table) -> pa.Table:
+    """``runs`` with the status of a run that no process runs any more read as ``interrupted``: its
+    row still says ``running`` (it was killed, or stopped before it could rewrite the row) and its
+    lock (:mod:`engine.run_lock`) is gone or left by a process that ended. A run whose lock was
+    taken on another host stays ``running`` (cannot tell from here)."""
+    from engine.run_lock import run_alive
+
+    if "status" not in runs.column_names or "run_id" not in runs.column_names:
+        return runs
+    status = runs.column("status").to_pylist()
+    if "running" not in status:
+        return runs
+    ids = runs.column("run_id").to_pylist()
+    fixed = [
+        "interrupted" if st == "running" and run_alive(run_dir, run_id) is False else st
+        for st, run_id in zip(status, ids)
+    ]
+    return runs.set_column(runs.column_names.index("status"), "status", pa.array(fixed, pa.string()))
 
 
 def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
@@ -557,19 +626,27 @@ GRADED_KEYS = {
 
 
 def latest_grades(table: pa.Table, keys: tuple[str, ...] = GRADED_KEYS["questions"]) -> pa.Table:
-    """The rows in force: per ``keys`` (a question, or an agent call for ``answers``), the row
-    graded last by ``debate rescore`` (``graded``), else the row the run wrote (``graded`` null).
-    Row order is kept."""
-    if "graded" not in table.column_names or table.column("graded").null_count == table.num_rows:
+    """The rows in force, one per ``keys`` (a question, or an agent call for ``answers``): the row
+    graded last by ``debate rescore`` (``graded``), else a row the run wrote (``graded`` null).
+    Whatever is on disk (two processes that debated the same run into one folder, a copied part),
+    a key counts once: among equal grades the row read last wins, and :func:`complete_calls`
+    then keeps only that attempt's calls. Row order is kept."""
+    present = [k for k in keys if k in table.column_names]
+    if table.num_rows < 2 or len(present) < len(keys):
         return table
+    if table.select(present).group_by(present).aggregate([]).num_rows == table.num_rows:
+        return table  # no key twice: nothing to choose (the common case, vectorised)
+    graded = (
+        table.column("graded").cast(pa.int64()).to_pylist() if "graded" in table.column_names else [None] * len(table)
+    )
     best: dict[tuple[Any, ...], tuple[int, int]] = {}
     ids = zip(*(table.column(k).to_pylist() for k in keys))
-    for i, (key, graded) in enumerate(zip(ids, table.column("graded").cast(pa.int64()).to_pylist())):
-        rank = -1 if graded is None else graded
+    for i, (key, when) in enumerate(zip(ids, graded)):
+        rank = -1 if when is None else when
         if key not in best or rank >= best[key][0]:
             best[key] = (rank, i)
     keep = sorted(i for _, i in best.values())
-    return table.take(pa.array(keep, pa.int64())) if len(keep) < table.num_rows else table
+    return table.take(pa.array(keep, pa.int64()))
 
 
 # ----------------------------------------------------------------------------- reading result folders

@@ -42,7 +42,8 @@ Layout. Cell ``c`` writes a normal run directory ``DIR/<name>/`` (``calls/``, ``
 (in every row and in the manifest) stays the id; a folder is only where a run is. A sweep
 started before folders had names keeps its ``DIR/<run_id>/`` folders. ``DIR/sweep.json`` is the
 manifest: the file, the grid, and per cell its params, run id, directory, status (``pending``, ``partial``, ``running``,
-``finished``, ``invalid``, ``error``), error and, when finished, accuracy and tokens. It is
+``finished``, ``invalid``, ``error``, ``stopped``, ``busy``: another process runs it), error and,
+when finished, accuracy and tokens. It is
 rewritten (atomically) when a cell starts and ends.
 
 Resume. Re-running the same command skips finished cells and resumes the others through
@@ -508,10 +509,15 @@ def run_sweep(
     given; replicas and the first-round cache are kept across cells) and keep
     ``out_dir/sweep.json`` up to date. A cell whose run fails on bad input (e.g. a missing
     dataset) gets status ``error`` and the sweep goes on; so does one stopped by ``--max-error-rate``
-    (status ``stopped``: its rows stay on disk, and running the sweep again resumes it). Any other
-    stopped run (an engine actor died, a bug) stops the sweep. ``progress=False``: no progress bar
-    (callers that print their own). Returns the cells."""
+    (status ``stopped``: its rows stay on disk, and running the sweep again resumes it) and one that
+    another process is running (status ``busy``: several sweeps of one file may share a folder,
+    each running the cells the others do not hold). Any other stopped run (an engine actor died,
+    the writer could not write, Ctrl-C or SIGTERM, a bug) stops the sweep. ``progress=False``: no
+    progress bar (callers that print their own). Returns the cells."""
     from tqdm import tqdm
+
+    from actors.driver import DebateRunner, RunInterrupted
+    from actors.interrupts import exit_code, stop_signals
 
     out_dir = Path(out_dir)
     cells = expand(spec, out_dir)
@@ -537,59 +543,84 @@ def run_sweep(
     bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0, disable=not progress)
     own = runner is None
     try:
-        for c in valid:
-            if c.status == "finished":
-                continue
-            from actors.driver import DebateRunner, ErrorRateExceeded
-
-            if runner is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                runner = DebateRunner(c.config.ray_address)
-            say(
-                f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
-                + (" (resuming)" if c.status == "partial" else "")
-            )
-            c.status = "running"
-            save()
-            try:
-                res = runner.run(c.config)
-            except UserError as exc:  # bad input found at run time (dataset, model, ...): next cell
-                log.warning("sweep cell %s (%s) failed on its input: %s", c.run_id, c.label, exc)
-                c.status, c.error = "error", str(exc)
-                say(f"[{done}/{len(valid)}] error {c.run_id}  {c.label}: {exc}")
-                save()
-                continue
-            except ErrorRateExceeded as exc:  # too many errored calls in this cell: its rows stay, next cell
-                log.warning("sweep cell %s (%s) stopped: %s", c.run_id, c.label, exc.rate_text)
-                c.status, c.error = "stopped", exc.rate_text
-                say(f"[{done}/{len(valid)}] stopped {c.run_id}  {c.label}: {exc.rate_text}")
-                save()
-                continue
-            s = res.summary
-            c.status = "finished"
-            c.result = {
-                "n_questions": s["n_questions"],
-                "accuracy": s["accuracy"],
-                "prompt_tokens": s["prompt_tokens"],
-                "completion_tokens": s["completion_tokens"],
-                "tokens": s["prompt_tokens"] + s["completion_tokens"],
-                "n_calls": s["n_calls"],
-                "wall_s": res.wall_s,
-                "resumed_questions": res.resumed,
-            }
-            done += 1
-            bar.update(1)
-            say(
-                f"[{done}/{len(valid)}] done  {c.run_id}  {c.label}: accuracy {s['accuracy']:.3f}, "
-                f"tokens {c.result['tokens']:,} (prompt {s['prompt_tokens']:,} + completion "
-                f"{s['completion_tokens']:,}), {s['n_questions']} questions ({res.resumed} resumed), {res.wall_s:.1f} s"
-            )
-            save()
+        with stop_signals():
+            for c in valid:
+                if c.status == "finished":
+                    continue
+                if runner is None:  # made at the first unfinished cell: nothing to do, no Ray started
+                    runner = DebateRunner(c.config.ray_address)
+                say(
+                    f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
+                    + (" (resuming)" if c.status == "partial" else "")
+                )
+                prefix = f"[{done}/{len(valid)}] "
+                if _run_cell(runner, c, save, lambda line, p=prefix: say(p + line)):
+                    done += 1
+                    bar.update(1)
+                    say(f"[{done}/{len(valid)}] {_done_line(c)}")
+                    save()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM between two cells (a run's own is a RunInterrupted)
+        raise RunInterrupted(
+            f"interrupted: {done}/{len(valid)} cells finished in {out_dir}; run the same command to resume",
+            exit_code(),
+        ) from None
     finally:
         bar.close()
         if own and runner is not None:
             runner.shutdown()
         save()
     return cells
+
+
+def _run_cell(runner, c: Cell, save: Callable[[], None], say: Callable[[str], None]) -> bool:
+    """Run cell ``c`` on ``runner``; True when it finished. A cell that failed on its input, was
+    stopped by ``--max-error-rate`` or is run by another process gets its status and error (said
+    and saved); a run that was interrupted leaves the cell ``partial`` and raises."""
+    from actors.driver import ErrorRateExceeded, RunInterrupted
+    from engine.run_lock import RunLocked
+
+    was, c.status = c.status, "running"
+    save()
+    try:
+        res = runner.run(c.config)
+    except RunLocked as exc:  # another process runs this cell (a job array on one folder): next cell
+        c.status, c.error, what = "busy", str(exc), "busy "
+    except UserError as exc:  # bad input found at run time (dataset, model, ...): next cell
+        log.warning("sweep cell %s (%s) failed on its input: %s", c.run_id, c.label, exc)
+        c.status, c.error, what = "error", str(exc), "error"
+    except ErrorRateExceeded as exc:  # too many errored calls in this cell: its rows stay, next cell
+        log.warning("sweep cell %s (%s) stopped: %s", c.run_id, c.label, exc.rate_text)
+        c.status, c.error, what = "stopped", exc.rate_text, "stopped"
+    except (RunInterrupted, KeyboardInterrupt):
+        c.status = "partial" if (was == "partial" or c.out.is_dir()) else "pending"
+        raise
+    else:
+        s = res.summary
+        c.status = "finished"
+        c.result = {
+            "n_questions": s["n_questions"],
+            "accuracy": s["accuracy"],
+            "prompt_tokens": s["prompt_tokens"],
+            "completion_tokens": s["completion_tokens"],
+            "tokens": s["prompt_tokens"] + s["completion_tokens"],
+            "n_calls": s["n_calls"],
+            "wall_s": res.wall_s,
+            "resumed_questions": res.resumed,
+        }
+        return True
+    say(f"{what} {c.run_id}  {c.label}: {c.error}")
+    save()
+    return False
+
+
+def _done_line(c: Cell) -> str:
+    """The line a sweep prints for a finished cell."""
+    r = c.result
+    return (
+        f"done  {c.run_id}  {c.label}: accuracy {r['accuracy']:.3f}, tokens {r['tokens']:,} (prompt "
+        f"{r['prompt_tokens']:,} + completion {r['completion_tokens']:,}), {r['n_questions']} questions "
+        f"({r['resumed_questions']} resumed), {r['wall_s']:.1f} s"
+    )
 
 
 def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
@@ -612,7 +643,8 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
 
 def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     """``debate sweep``: 0 when every valid cell finished, 1 when a cell's run failed (bad
-    input found at run time) or stopped on ``--max-error-rate``; file errors raise
+    input found at run time), stopped on ``--max-error-rate`` or was busy (run by another
+    process); file errors raise
     :class:`SweepError` (exit status 2)."""
     spec = load_sweep(config)
     out_dir = out or spec.out
@@ -624,4 +656,4 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     cells = run_sweep(spec, out_dir)
     print("\n".join(format_cells(cells) + format_seeds(across_seeds(cells))))
     print(f"manifest: {Path(out_dir) / MANIFEST}")
-    return 1 if any(c.status in ("error", "stopped") for c in cells) else 0
+    return 1 if any(c.status in ("error", "stopped", "busy") for c in cells) else 0

@@ -174,3 +174,25 @@ def test_an_option_of_mixed_types_is_text_and_exports(tmp_path):
         None,
         json.dumps(mapping, sort_keys=True),
     ]
+
+
+def test_two_writers_of_one_run_in_one_folder_count_each_question_once(sweep, capsys):
+    """What two processes that debated the same run into one folder leave (before the run lock,
+    or with a folder copied over another): every question row and call twice, from two attempts.
+    load, report and a resuming run's reader count each question once, with one attempt's calls."""
+    out = sweep / "a"
+    for table in ("questions", "calls"):
+        rows = [{**r, "attempt": "twin"} for r in read_table(out, table).to_pylist() if r["attempt"] == "new"]
+        write_part(out / table / f"part-twin-00000.parquet", table, rows)
+    assert read_table(out, "questions").num_rows == 2  # the reader: one row per (run, question)
+    r = load(sweep)
+    mad3 = r.questions[r.questions.run_id == "mad-3"]
+    assert sorted(mad3.question_id) == ["q0", "q1"]
+    calls = r.calls[r.calls.run_id == "mad-3"]
+    assert len(calls) == 12 and calls.attempt.nunique() == 1
+    per_q = calls.groupby("question_id").attempt.first().to_dict()
+    assert per_q == mad3.set_index("question_id").attempt.to_dict()  # the calls of the row kept
+    assert main(["report", str(out), "--format", "csv", "--out", str(out / "report")]) == 0
+    report = capsys.readouterr().out
+    header, row = report.splitlines()[:2]
+    assert dict(zip(header.split(","), row.split(",")))["n"] == "2", report
