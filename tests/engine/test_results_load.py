@@ -183,7 +183,7 @@ def test_two_writers_of_one_run_in_one_folder_count_each_question_once(sweep, ca
     out = sweep / "a"
     for table in ("questions", "calls"):
         rows = [{**r, "attempt": "twin"} for r in read_table(out, table).to_pylist() if r["attempt"] == "new"]
-        write_part(out / table / f"part-twin-00000.parquet", table, rows)
+        write_part(out / table / "part-twin-00000.parquet", table, rows)
     assert read_table(out, "questions").num_rows == 2  # the reader: one row per (run, question)
     r = load(sweep)
     mad3 = r.questions[r.questions.run_id == "mad-3"]
