@@ -1,8 +1,8 @@
 """``debate`` command line.
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
-    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv]
-    debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
+    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
+    debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py;
                                                 --list: the cells and their predicted cost, engine/plan.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
