@@ -249,16 +249,23 @@ def _resume_state(
     out: Path, run_id: str, questions: list[Question]
 ) -> tuple[list[dict[str, Any]], list[Question], dict[str, Any] | None]:
     """What ``out`` already holds of this run: the question rows of the selected questions, the
-    questions still to debate, and the earlier attempt's runs row (or None)."""
+    questions still to debate, and the earlier attempt's runs row (or None).
+
+    Unreadable part files are set aside first (:func:`engine.bad_parts.set_aside`: renamed to
+    ``NAME.parquet.unreadable``, a warning naming both names): the questions a bad questions
+    part held, and those finished by the attempt that wrote a bad calls, graphs or prompts part,
+    count as not done and are debated again. Another run's bad parts are read around."""
+    from engine.bad_parts import set_aside
     from engine.results import read_table
 
-    previous = [r for r in read_table(out, "questions").to_pylist() if r["run_id"] == run_id]
+    set_aside(out, run_id)
+    previous = [r for r in read_table(out, "questions", skip_bad_parts=True).to_pylist() if r["run_id"] == run_id]
     done = {r["question_id"] for r in previous}
     previous = [r for r in previous if r["question_id"] in {q.qid for q in questions}]
     todo = [q for q in questions if q.qid not in done]
     if previous:
         log.info("run %s: resuming in %s, %d of %d questions already done", run_id, out, len(previous), len(questions))
-    old_run = [r for r in read_table(out, "runs").to_pylist() if r["run_id"] == run_id]
+    old_run = [r for r in read_table(out, "runs", skip_bad_parts=True).to_pylist() if r["run_id"] == run_id]
     return previous, todo, (old_run[0] if old_run else None)
 
 
@@ -286,7 +293,7 @@ def saved_questions(out: Path, run_id: str, questions: list[Question]) -> int:
     from engine.results import read_table
 
     try:
-        table = read_table(out, "questions", ["run_id", "question_id"])
+        table = read_table(out, "questions", ["run_id", "question_id"], skip_bad_parts=True)
     except (OSError, ValueError) as exc:
         log.warning("%s: cannot count the saved questions (%s)", out, exc)
         return 0

@@ -1,8 +1,8 @@
 """``debate`` command line.
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
-    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv]
-    debate rescore OUT [--dry-run]              (re-grade stored replies; see engine/rescore.py)
+    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
+    debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see engine/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py;
                                                 --list: the cells and their predicted cost, engine/plan.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
@@ -203,7 +203,7 @@ def report_command(args: argparse.Namespace) -> int:
     from engine.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
-        rep = build_report(args.dir, args.out, args.baseline)
+        rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts)
     except (ReportError, OSError) as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
@@ -227,7 +227,7 @@ def export_command(args: argparse.Namespace) -> int:
     from engine.results import ResultsError, export
 
     try:
-        results = export(args.dir, args.to, args.table)
+        results = export(args.dir, args.to, args.table, skip_bad_parts=args.skip_bad_parts)
     except (ResultsError, OSError) as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
@@ -245,7 +245,7 @@ def show_command(args: argparse.Namespace) -> int:
     try:
         if args.html:
             return html_command(args)
-        show(args.dir, args.run, args.question, args.only, args.full, args.limit)
+        show(args.dir, args.run, args.question, args.only, args.full, args.limit, skip_bad_parts=args.skip_bad_parts)
     except ResultsError as exc:  # the folder named once, by the message or here
         where = "" if str(exc).startswith(str(args.dir)) else f"{args.dir}: "
         print(f"debate: error: {where}{exc}", file=sys.stderr)
@@ -262,7 +262,7 @@ def html_command(args: argparse.Namespace) -> int:
     from engine.results import load
     from engine.transcript import debate_views
 
-    results = load(args.dir)
+    results = load(args.dir, skip_bad_parts=args.skip_bad_parts)
     views = debate_views(results, args.run, args.question, args.only)
     out = write_page(views, args.html, title=f"debates in {args.dir}")
     for note in results.notes:
@@ -329,6 +329,15 @@ def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str
     return f"unrecognized arguments: {' '.join(extra)}" + (f" ({said})" if hints else "")
 
 
+def _add_skip_bad_parts(p: argparse.ArgumentParser, what: str = "read the rest") -> None:
+    p.add_argument(
+        "--skip-bad-parts",
+        action="store_true",
+        help=f"leave out Parquet part files that cannot be read (truncated, empty, not Parquet), a note naming "
+        f"each, and {what} (default: stop with an error naming the file)",
+    )
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -373,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("table", "md", "csv"),
         help="print the tables as rich tables (default), Markdown or CSV (notes then go to stderr)",
     )
+    _add_skip_bad_parts(report_p)
     rescore_p = sub.add_parser(
         "rescore",
         help="re-grade the stored replies of a run or sweep folder with the current "
@@ -381,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rescore_p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")
     rescore_p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    _add_skip_bad_parts(rescore_p, "re-grade the other run directories only: nothing is written to a folder with one")
     sweep_p = sub.add_parser(
         "sweep", help="run a grid of configurations from a YAML file (resumable)", parents=[common]
     )
@@ -406,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("questions", "runs", "calls", "graphs", "prompts"),
         help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
     )
+    _add_skip_bad_parts(export_p)
     show_p = sub.add_parser(
         "show",
         help="stored debates round by round in the terminal",
@@ -434,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the selected debates (all, without --run/--question/...) as one self-contained HTML page "
         "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
     )
+    _add_skip_bad_parts(show_p)
     sub.add_parser("protocols", help="list the protocols: name, paper, options and their defaults")
     return parser
 
@@ -474,7 +487,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "rescore":
         from engine.rescore import rescore_command
 
-        return rescore_command(args.dir, args.dry_run)
+        return rescore_command(args.dir, args.dry_run, args.skip_bad_parts)
 
     from actors.driver import EngineError, RunInterrupted
     from engine.errors import UserError

@@ -128,10 +128,17 @@ def savings(total_per_q: float, baseline_total_per_q: float) -> float:
 
 
 # ----------------------------------------------------------------------------- reading
-def _read(run_dir: Path, table: str, columns: Sequence[str] | None = None) -> pa.Table:
+def _read(
+    run_dir: Path,
+    table: str,
+    columns: Sequence[str] | None = None,
+    skip_bad_parts: bool = False,
+    notes: list[str] | None = None,
+) -> pa.Table:
     """One table of a run directory, projected to ``columns`` (:func:`engine.results.read_table`:
-    missing newer columns read as null, re-graded question rows replace the run's)."""
-    return read_table(run_dir, table, list(columns) if columns else None)
+    missing newer columns read as null, re-graded question rows replace the run's; an unreadable
+    part raises, or with ``skip_bad_parts`` is left out with a line in ``notes``)."""
+    return read_table(run_dir, table, list(columns) if columns else None, skip_bad_parts=skip_bad_parts, notes=notes)
 
 
 @dataclass
@@ -168,16 +175,18 @@ def _call_totals(calls: pa.Table) -> dict[str, dict[str, int]]:
     }
 
 
-def load_runs(path: str | Path) -> list[RunData]:
-    """Read every configuration under ``path`` (see the module docstring)."""
+def load_runs(path: str | Path, skip_bad_parts: bool = False, notes: list[str] | None = None) -> list[RunData]:
+    """Read every configuration under ``path`` (see the module docstring). An unreadable part
+    file raises :class:`ReportError` naming it; ``skip_bad_parts`` leaves it out, a line in
+    ``notes`` naming it."""
     run_dirs = find_run_dirs(path)
     if not run_dirs:
         raise ReportError(f"{path}: no results (no folder with a runs/ sub-folder)")
     out: list[RunData] = []
     for d in run_dirs:
-        runs = {r["run_id"]: r for r in _read(d, "runs").to_pylist()}
-        qtab = _read(d, "questions", _QUESTION_COLUMNS)
-        ctab = complete_calls(_read(d, "calls", _CALL_COLUMNS), qtab)
+        runs = {r["run_id"]: r for r in _read(d, "runs", None, skip_bad_parts, notes).to_pylist()}
+        qtab = _read(d, "questions", _QUESTION_COLUMNS, skip_bad_parts, notes)
+        ctab = complete_calls(_read(d, "calls", _CALL_COLUMNS, skip_bad_parts, notes), qtab)
         totals = _call_totals(ctab)
         by_run: dict[str, list[dict[str, Any]]] = {}
         for row in qtab.to_pylist():
@@ -987,11 +996,15 @@ class Report:
     notes: list[str]
 
 
-def build_report(path: str | Path, out: str | Path | None = None, baseline: str = "mad") -> Report:
-    """Read ``path``, compute the table and write the CSV/JSON/PNGs into ``out`` (default path/report)."""
-    runs = load_runs(path)
+def build_report(
+    path: str | Path, out: str | Path | None = None, baseline: str = "mad", skip_bad_parts: bool = False
+) -> Report:
+    """Read ``path``, compute the table and write the CSV/JSON/PNGs into ``out`` (default path/report).
+    ``skip_bad_parts``: leave unreadable part files out, a note naming each (else :class:`ReportError`)."""
+    skipped: list[str] = []
+    runs = load_runs(path, skip_bad_parts, skipped)
     rows = summary_rows(runs, baseline)
-    notes = [n for r in runs for n in r.notes]
+    notes = [*skipped, *(n for r in runs for n in r.notes)]
     unfinished = [r["label"] for r in rows if r["status"] not in ("finished", None)]
     if unfinished:
         notes.append("not finished (interrupted or still running): " + "; ".join(unfinished))

@@ -34,6 +34,7 @@ A ``choice`` question's letter range comes from its dataset file when that file 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import sys
@@ -244,14 +245,22 @@ def _with_latest_answers(calls: list[dict[str, Any]], answers: list[dict[str, An
             c["answer"] = latest[key]
 
 
-def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
-    """Re-grade every run at or below ``path`` (see the module docstring)."""
+def rescore(
+    path: str | Path, write: bool = True, skip_bad_parts: bool = False, notes: list[str] | None = None
+) -> list[RunRescore]:
+    """Re-grade every run at or below ``path`` (see the module docstring).
+
+    A part file that cannot be read raises :class:`ReportError` naming it, before anything is
+    written to its folder. With ``skip_bad_parts`` a run directory holding one is left as it is
+    (re-grading from part of a run's rows would write grades from incomplete debates): lines in
+    ``notes`` name the part and the folder, and the other folders are re-graded."""
     results: list[RunRescore] = []
     for run_dir in find_run_dirs(path):
-        runs = {r["run_id"]: r for r in read_table(run_dir, "runs").to_pylist()}
-        questions = read_table(run_dir, "questions").to_pylist()
-        calls = read_table(
-            run_dir,
+        bad: list[str] = []
+        read = functools.partial(read_table, run_dir, skip_bad_parts=skip_bad_parts, notes=bad)
+        runs = {r["run_id"]: r for r in read("runs").to_pylist()}
+        questions = read("questions").to_pylist()
+        calls = read(
             "calls",
             [
                 "run_id",
@@ -266,7 +275,16 @@ def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
                 "side",
             ],
         ).to_pylist()
-        _with_latest_answers(calls, read_table(run_dir, "answers").to_pylist())
+        answers = read("answers").to_pylist()
+        if bad:
+            bad.append(f"{run_dir}: left as it is: it holds unreadable part(s)")
+            if notes is None:
+                for line in bad:
+                    log.warning("%s", line)
+            else:
+                notes += bad
+            continue
+        _with_latest_answers(calls, answers)
         run_ids = sorted(set(runs) | {q["run_id"] for q in questions})
         for run_id in run_ids:
             qs = [q for q in questions if q["run_id"] == run_id]
@@ -277,13 +295,16 @@ def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
     return results
 
 
-def rescore_command(path: str, dry_run: bool = False) -> int:
-    """``debate rescore OUT [--dry-run]``: one line per run and a total; exit 0."""
+def rescore_command(path: str, dry_run: bool = False, skip_bad_parts: bool = False) -> int:
+    """``debate rescore OUT [--dry-run] [--skip-bad-parts]``: one line per run and a total; exit 0."""
+    notes: list[str] = []
     try:
-        results = rescore(path, write=not dry_run)
+        results = rescore(path, write=not dry_run, skip_bad_parts=skip_bad_parts, notes=notes)
     except (ReportError, OSError) as exc:
         print(f"debate: error: {exc}", file=sys.stderr)
         return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not results:
         print(f"{path}: no question rows to re-grade")
         return 0

@@ -42,11 +42,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import math
 import os
+import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +64,8 @@ from engine.metrics import METRICS, RUNS_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger(__name__)
 
 CALLS_SCHEMA = pa.schema(
     [
@@ -508,28 +512,145 @@ class ParquetSink:
         write_part(self.out / "runs" / f"{row['run_id']}.parquet", "runs", [row])
 
 
-def read_table(out_dir: str | Path, table: str, columns: list[str] | tuple[str, ...] | None = None) -> pa.Table:
+def read_table(
+    out_dir: str | Path,
+    table: str,
+    columns: list[str] | tuple[str, ...] | None = None,
+    *,
+    skip_bad_parts: bool = False,
+    notes: list[str] | None = None,
+) -> pa.Table:
     """Read one table of a run directory (empty table with the schema if nothing was written),
     projected to ``columns`` (those the schema knows; default all). Part files written before a
     column existed read it as null. Question (and re-read answer) rows superseded by a later
-    ``debate rescore`` are left out (:func:`latest_grades`)."""
+    ``debate rescore`` are left out (:func:`latest_grades`).
+
+    A part file that cannot be read (truncated, not Parquet, a column of another type, no read
+    permission) raises :class:`ResultsError` naming it; with ``skip_bad_parts`` it is left out
+    and a line naming it goes to ``notes`` (to the log when ``notes`` is None)."""
+    data, bad = _read_checked(Path(out_dir), table, columns, rest=skip_bad_parts)
+    if bad and not skip_bad_parts:
+        raise ResultsError(_unreadable_message(bad))
+    for path, why in bad:
+        _note(notes, f"{path}: unreadable Parquet part ({why}): left out (--skip-bad-parts)")
+    return data
+
+
+def unreadable_parts(
+    out_dir: str | Path, table: str, columns: list[str] | tuple[str, ...] | None = None
+) -> list[tuple[Path, str]]:
+    """The part files of ``table`` in ``out_dir`` that cannot be read (projected to ``columns``),
+    each with why in one line; empty when the table reads (one read of every part: the fast path)."""
+    return _read_checked(Path(out_dir), table, columns, rest=False)[1]
+
+
+def _read_checked(
+    out_dir: Path, table: str, columns: list[str] | tuple[str, ...] | None, rest: bool = True
+) -> tuple[pa.Table, list[tuple[Path, str]]]:
+    """``table`` of ``out_dir`` as :func:`read_table` reads it, and its unreadable part files
+    with why (:func:`_read_parts`); ``rest``: read the readable parts when some are not (else
+    the table returned is empty)."""
     import pyarrow.dataset as ds
 
     schema = SCHEMAS[table]
     cols = [c for c in (columns or schema.names) if c in schema.names]
-    path = Path(out_dir) / table
+    extra = [c for c in (*GRADED_KEYS.get(table, ()), "graded") if table in GRADED_KEYS and c not in cols]
+    empty = pa.schema([schema.field(c) for c in cols]).empty_table()
+    path = out_dir / table
     files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else []
-    if not files:
-        return pa.schema([schema.field(c) for c in cols]).empty_table()
-    if table == "graphs":
-        return _read_graphs(files, cols)
-    data = ds.dataset(files, schema=schema, format="parquet")
+
+    def read(parts: list[str]) -> pa.Table:
+        if table == "graphs":
+            return _read_graphs(parts, cols)
+        return ds.dataset(parts, schema=schema, format="parquet").to_table(columns=cols + extra)
+
+    data, bad = _read_parts(files, read, rest)
+    if data is None:
+        return empty, bad
     if table == "runs":
-        return _live_status(Path(out_dir), data.to_table(columns=cols))
+        return _live_status(out_dir, data), bad
     if table not in GRADED_KEYS:
-        return data.to_table(columns=cols)
-    extra = [c for c in (*GRADED_KEYS[table], "graded") if c not in cols]
-    return latest_grades(data.to_table(columns=cols + extra), GRADED_KEYS[table]).drop_columns(extra)
+        return data, bad
+    return latest_grades(data, GRADED_KEYS[table]).drop_columns(extra), bad
+
+
+# What reading a damaged or foreign file raises: pyarrow's errors (ArrowInvalid for a bad footer
+# or a column that cannot be cast, ...) and the OS's (a corrupt page, no permission).
+READ_ERRORS = (pa.ArrowException, OSError)
+
+
+def _read_parts(
+    files: list[str], read: Callable[[list[str]], pa.Table], rest: bool = True
+) -> tuple[pa.Table | None, list[tuple[Path, str]]]:
+    """``read(files)`` and the part files it could not read, with why.
+
+    The fast path reads every part at once; only when that fails is each part read alone, to
+    name the bad ones (then the readable ones are read together if ``rest``). A failure no single
+    part causes is not a file's fault: it is raised as it came. None for no table (no files, or
+    every part bad, or ``rest`` false)."""
+    if not files:
+        return None, []
+    try:
+        return read(files), []
+    except READ_ERRORS:
+        bad = [(Path(f), why) for f in files if (why := _read_problem(f, read)) is not None]
+        if not bad:
+            raise
+    good = [f for f in files if Path(f) not in {p for p, _ in bad}]
+    return (read(good) if rest and good else None), bad
+
+
+def _read_problem(path: str, read: Callable[[list[str]], pa.Table]) -> str | None:
+    """Why ``read([path])`` fails, in one line (None: it reads)."""
+    try:
+        read([path])
+    except READ_ERRORS as exc:
+        return _why(exc, path)
+    return None
+
+
+def _why(exc: BaseException, path: str) -> str:
+    """A reader's error in one line, without the path (the caller names it once)."""
+    if isinstance(exc, IsADirectoryError):
+        return "a directory, not a file"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    text = (str(exc).strip().splitlines() or [""])[0]
+    text = re.sub(r"^Could not open Parquet input source '.*?': ", "", text)
+    text = text.replace(". Either the file is corrupted or this is not a parquet file.", ": truncated or not Parquet")
+    return text.replace(f"'{path}'", "it").replace(path, "it").strip() or type(exc).__name__
+
+
+def _unreadable_message(bad: list[tuple[Path, str]]) -> str:
+    """The one-line error for unreadable part files: the first named, how many more."""
+    path, why = bad[0]
+    more = f" (and {len(bad) - 1} more part(s) like it)" if len(bad) > 1 else ""
+    return (
+        f"{path}: unreadable Parquet part ({why}){more}: pass --skip-bad-parts to read the rest (a resumed "
+        "run sets it aside and debates its questions again)"
+    )
+
+
+def _note(notes: list[str] | None, line: str) -> None:
+    if notes is None:
+        log.warning("%s", line)
+    else:
+        notes.append(line)
+
+
+def footer_problems(out_dir: str | Path, tables: Iterable[str] = STREAMED) -> list[tuple[Path, str]]:
+    """The part files of ``tables`` in ``out_dir`` whose Parquet footer cannot be read (a
+    truncated, empty or foreign file), with why: a cheap check (no data is read), for a status
+    that must not read whole tables. A part with a good footer may still fail to read."""
+    bad = []
+    for table in tables:
+        folder = Path(out_dir) / table
+        for f in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+            try:
+                pq.read_metadata(f)
+            except READ_ERRORS as exc:
+                bad.append((f, _why(exc, str(f))))
+    return bad
 
 
 def _live_status(run_dir: Path, runs: pa.Table) -> pa.Table:
@@ -655,7 +776,8 @@ TABLES = ("calls", "questions", "graphs", "runs", "answers", "prompts")  # a run
 
 class ResultsError(UserError, ValueError):
     """Bad input to a reader of result folders (``debate report``, ``rescore``, ``export``,
-    :func:`load`): a missing directory, no results; the message names the path."""
+    :func:`load`): a missing directory, no results, a part file that cannot be read; the message
+    names the path."""
 
 
 def find_run_dirs(path: str | Path) -> list[Path]:
@@ -727,7 +849,8 @@ class Results:
     each question. ``prompts``: one row per distinct prompt message of a run (``run_id``,
     ``message``); :meth:`messages` rebuilds a call's. Every frame has ``run_dir``, the folder the
     rows came from. ``notes``: what the folders lack (columns written before they existed read as
-    null / NaN; tables written before they existed load empty) and what was left out as a duplicate."""
+    null / NaN; tables written before they existed load empty), what was left out as a duplicate
+    and the unreadable part files left out (``skip_bad_parts``)."""
 
     runs: pd.DataFrame
     questions: pd.DataFrame
@@ -735,6 +858,7 @@ class Results:
     graphs: pd.DataFrame
     prompts: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    skip_bad_parts: bool = False  # how load read the folders: readers of their other tables read them so
 
     def messages(self, call: Any) -> list[dict[str, str]]:
         """The messages one call sent, ``[{"role", "content"}, ...]`` in order: ``call`` is a row
@@ -808,15 +932,19 @@ def _lacking(run_dir: Path, table: str) -> list[str]:
         return []
     have: set[str] = set()
     for f in files:
-        names = set(pq.read_schema(f).names)
+        try:
+            names = set(pq.read_schema(f).names)
+        except READ_ERRORS:  # an unreadable part read_table left out (--skip-bad-parts) and said so
+            continue
         have |= names | ({"srcs", "weights"} if "src" in names else set())
-    return [c for c in SCHEMAS[table].names if c not in have]
+    return [c for c in SCHEMAS[table].names if c not in have] if have else []
 
 
-def _read_dir(run_dir: Path, notes: list[str]) -> dict[str, pa.Table]:
+def _read_dir(run_dir: Path, notes: list[str], skip_bad_parts: bool = False) -> dict[str, pa.Table]:
     """The tables of one run directory (:data:`LOADED`), each with a ``run_dir`` column: questions in force
-    (:func:`latest_grades`), calls and graphs of finished question attempts (:func:`complete_calls`)."""
-    tables = {name: read_table(run_dir, name) for name in LOADED}
+    (:func:`latest_grades`), calls and graphs of finished question attempts (:func:`complete_calls`);
+    ``skip_bad_parts``: see :func:`read_table`."""
+    tables = {name: read_table(run_dir, name, skip_bad_parts=skip_bad_parts, notes=notes) for name in LOADED}
     tables["calls"] = complete_calls(tables["calls"], tables["questions"])
     tables["graphs"] = complete_calls(tables["graphs"], tables["questions"])
     if not (run_dir / "prompts").is_dir():
@@ -850,7 +978,7 @@ def _chosen_dirs(runs: pd.DataFrame, questions: pd.DataFrame) -> dict[str, str]:
     return chosen
 
 
-def load(path: str | Path) -> Results:
+def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
     """Every run under ``path`` (a run directory, an ``--out`` folder or a sweep folder: every
     folder at any depth with a ``runs/`` sub-folder, :func:`find_run_dirs`) as :class:`Results`,
     de-duplicated:
@@ -866,7 +994,9 @@ def load(path: str | Path) -> Results:
         load("runs").questions.groupby(["protocol", "agents"]).correct.mean()
 
     Result folders written before a column existed load with it null (NaN), and a note.
-    Raises :class:`ResultsError` when ``path`` is not a directory or holds no run directory.
+    Raises :class:`ResultsError` when ``path`` is not a directory or holds no run directory, or
+    names a part file that cannot be read; ``skip_bad_parts=True`` leaves such parts out, a note
+    naming each (``--skip-bad-parts``).
     """
     import pandas as pd
 
@@ -874,7 +1004,7 @@ def load(path: str | Path) -> Results:
     if not dirs:
         raise ResultsError(f"{path}: no results (no folder with a runs/ sub-folder)")
     notes: list[str] = []
-    parts = [_read_dir(d, notes) for d in dirs]
+    parts = [_read_dir(d, notes, skip_bad_parts) for d in dirs]
     frames = {name: pa.concat_tables([p[name] for p in parts]).to_pandas() for name in LOADED}
     runs, questions = frames["runs"], frames["questions"]
     chosen = _chosen_dirs(runs, questions)
@@ -904,6 +1034,7 @@ def load(path: str | Path) -> Results:
         graphs=frames["graphs"],
         prompts=frames["prompts"],
         notes=list(dict.fromkeys(notes)),
+        skip_bad_parts=skip_bad_parts,
     )
 
 
@@ -919,11 +1050,12 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def export(path: str | Path, to: str | Path, table: str = "questions") -> Results:
+def export(path: str | Path, to: str | Path, table: str = "questions", *, skip_bad_parts: bool = False) -> Results:
     """Write ``table`` of :func:`load` (``path``) to the file ``to``: Parquet for ``.parquet``,
     CSV for ``.csv`` (list columns as JSON text). Returns what was loaded (its ``notes`` say what
     the folders lack). :class:`ResultsError` for another extension, a missing folder for ``to``,
-    an unknown table or a ``path`` without results; checked before anything is read."""
+    an unknown table or a ``path`` without results; checked before anything is read. An
+    unreadable part file: :func:`load` (``skip_bad_parts``)."""
     target = Path(to)
     if target.suffix.lower() not in EXPORT_FORMATS:
         raise ResultsError(f"{to}: the file must end in .parquet or .csv")
@@ -931,7 +1063,7 @@ def export(path: str | Path, to: str | Path, table: str = "questions") -> Result
         raise ResultsError(f"{to}: no such directory {target.parent}")
     if table not in LOADED:
         raise ResultsError(f"unknown table {table!r}: one of {', '.join(LOADED)}")
-    results = load(path)
+    results = load(path, skip_bad_parts=skip_bad_parts)
     frame = results.table(table)
     if target.suffix.lower() == ".csv":
         frame.map(_csv_cell).to_csv(target, index=False)

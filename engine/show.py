@@ -251,11 +251,13 @@ def show(
     full: bool = False,
     limit: int = 1,
     console: Console | None = None,
+    skip_bad_parts: bool = False,
 ) -> int:
     """Print the selected debates of the results under ``path``; returns how many matched.
-    Raises :class:`engine.results.ResultsError` for a bad folder, run or question id."""
+    Raises :class:`engine.results.ResultsError` for a bad folder, run or question id, or an
+    unreadable part file (``skip_bad_parts``: left out, a note naming it)."""
     console = console or make_console()
-    results = load(path)
+    results = load(path, skip_bad_parts=skip_bad_parts)
     for note in results.notes:  # what a folder lacks is said per debate; duplicates here
         if " lacks " not in note:
             console.print(Text(f"note: {note}", style="dim"))

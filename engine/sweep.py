@@ -86,7 +86,7 @@ from engine.config import (
 )
 from engine.errors import UserError
 from engine.protocols import SPECS, validate_protocol
-from engine.results import read_table
+from engine.results import footer_problems, read_table
 
 GRID = "grid"
 MANIFEST = "sweep.json"
@@ -374,18 +374,31 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
 
 def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
     """A valid cell's status from its directory: ``finished`` (run row finished and every
-    question has a row), ``partial`` (some rows exist) or ``pending``; plus the run row's totals."""
+    question has a row), ``partial`` (some rows exist, or a part file cannot be read: the cell's
+    run resumes and sets it aside, :mod:`engine.bad_parts`) or ``pending``; plus the run row's
+    totals. Unreadable parts are left out with a logged warning (and the calls, graphs and
+    prompts parts are checked by their footers only: a status reads no replies)."""
     if not cell.valid:
         return "invalid", {}
     if not cell.out.is_dir():
         return "pending", {}
-    runs = [r for r in read_table(cell.out, "runs").to_pylist() if r["run_id"] == cell.run_id]
+    bad: list[str] = []
+    runs = [
+        r
+        for r in read_table(cell.out, "runs", skip_bad_parts=True, notes=bad).to_pylist()
+        if r["run_id"] == cell.run_id
+    ]
     qids = {
         r["question_id"]
-        for r in read_table(cell.out, "questions").select(["run_id", "question_id"]).to_pylist()
+        for r in read_table(
+            cell.out, "questions", ["run_id", "question_id"], skip_bad_parts=True, notes=bad
+        ).to_pylist()
         if r["run_id"] == cell.run_id
     }
-    if runs and runs[0]["status"] == "finished" and len(qids) >= (runs[0]["n_questions"] or 0):
+    bad += [f"{path}: unreadable Parquet part ({why})" for path, why in footer_problems(cell.out)]
+    for line in bad:
+        log.warning("%s; cell %s counts as partial: running it sets the part aside", line, cell.label)
+    if runs and runs[0]["status"] == "finished" and len(qids) >= (runs[0]["n_questions"] or 0) and not bad:
         r = runs[0]
         return "finished", {
             "n_questions": r["n_questions"],
@@ -396,7 +409,7 @@ def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
             "n_calls": r["n_calls"],
             "wall_s": r["wall_s"],
         }
-    if runs or qids:
+    if runs or qids or bad:
         return "partial", {"questions_done": len(qids)}
     return "pending", {}
 

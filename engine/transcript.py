@@ -301,11 +301,13 @@ AnswerKey = tuple[str, str, Any, int, int]  # run_id, question_id, attempt, roun
 
 def rescored_answers(results: Results) -> dict[AnswerKey, str | None]:
     """The latest ``debate rescore`` reading of each re-read agent call of the runs loaded (the
-    ``answers`` table of each run's folder, which :func:`engine.results.load` does not return)."""
+    ``answers`` table of each run's folder, which :func:`engine.results.load` does not return), read
+    as ``load`` read the folders (``skip_bad_parts``: an unreadable answers part is left out, a
+    warning naming it logged)."""
     out: dict[AnswerKey, str | None] = {}
     dirs = results.runs["run_dir"].dropna().unique() if "run_dir" in results.runs else []
     for run_dir in dirs:
-        for a in read_table(str(run_dir), "answers").to_pylist():
+        for a in read_table(str(run_dir), "answers", skip_bad_parts=results.skip_bad_parts).to_pylist():
             out[(a["run_id"], a["question_id"], a["attempt"], a["round"], a["agent_id"])] = a["answer"]
     return out
 
