@@ -36,7 +36,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +50,7 @@ from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
 from engine.report import ReportError, find_run_dirs
 from engine.results import check_rows, read_table, write_part
+from engine.safe_text import inert, print_error
 
 log = logging.getLogger(__name__)
 
@@ -278,14 +278,14 @@ def rescore(path: str | Path, write: bool = True) -> list[RunRescore]:
 
 
 def rescore_command(path: str, dry_run: bool = False) -> int:
-    """``debate rescore OUT [--dry-run]``: one line per run and a total; exit 0."""
+    """``debate rescore OUT [--dry-run]``: one line per run and a total; exit 0. Lines that
+    quote the folder (run ids, notes) are printed inert (:func:`engine.safe_text.inert`)."""
     try:
         results = rescore(path, write=not dry_run)
     except (ReportError, OSError) as exc:
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     if not results:
-        print(f"{path}: no question rows to re-grade")
+        print(inert(f"{path}: no question rows to re-grade"))
         return 0
     for r in results:
         acc = (
@@ -295,11 +295,13 @@ def rescore_command(path: str, dry_run: bool = False) -> int:
         )
         what = "re-graded" if r.written else "would re-grade" if r.changed else "unchanged"
         print(
-            f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
-            f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})"
+            inert(
+                f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
+                f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})"
+            )
         )
         for note in r.notes:
-            print(f"  note: {note}")
+            print(inert(f"  note: {note}"))
     total = sum(r.verdicts_changed for r in results)
     print(
         f"{len(results)} run(s): {sum(r.answers_changed for r in results)} answers, "
