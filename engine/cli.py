@@ -267,7 +267,10 @@ def html_command(args: argparse.Namespace) -> int:
 
     results = load(args.dir)
     views = debate_views(results, args.run, args.question, args.only)
-    out = write_page(views, args.html, title=f"debates in {args.dir}")
+    try:
+        out = write_page(views, args.html, title=f"debates in {args.dir}")
+    except OSError as exc:  # the page, not the results folder: nothing written (engine.page.write_atomic)
+        return print_error(f"{args.html}: cannot write the page: {exc.strerror or exc}; nothing written")
     for note in results.notes:
         print(inert(f"note: {note}"), file=sys.stderr)
     size = out.stat().st_size / 2**20
