@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import logging
 import re
 import sys
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ from engine.config import (
 from engine.metrics import METRICS, format_aggregate
 from engine.options import GROUPS, Option
 from engine.protocols import SPECS
+from engine.safe_text import inert, print_error
 
 CONFIG_HELP = "YAML file with the same keys as the flags"
 
@@ -120,8 +122,6 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig of ``debate run``: the ``--config`` file, then the flags given over it,
     checked. Logged as warnings, one line each: an option given by its old name (``--placement``,
     :func:`engine.config.new_names`), and options given that the run does not read."""
-    import logging
-
     from engine.sweep import unread_given
 
     log = logging.getLogger("engine.cli")
@@ -186,13 +186,16 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
 def print_summary(result, cfg: RunConfig) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    title = f"run {result.run_id}" + (" [bold red]SIMULATED model[/]" if result.simulated else "")
+    title = Text(inert(f"run {result.run_id}", lines=False))
+    if result.simulated:
+        title.append(" SIMULATED model", style="bold red")
     table = Table(title=title, show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
-    for k, v in summary_rows(result, cfg):
-        table.add_row(k, v)
+    for k, v in summary_rows(result, cfg):  # values quote the config: text, never markup
+        table.add_row(k, Text(inert(v)))
     Console().print(table)
 
 
@@ -205,11 +208,12 @@ def report_command(args: argparse.Namespace) -> int:
     try:
         rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts)
     except (ReportError, OSError) as exc:
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     if args.format != "table":  # stdout holds the table only; notes go to stderr
         sys.stdout.write(
-            markdown_tables(rep.rows, args.baseline) if args.format == "md" else csv_table(rep.rows, args.baseline)
+            inert(
+                markdown_tables(rep.rows, args.baseline) if args.format == "md" else csv_table(rep.rows, args.baseline)
+            )
         )
         console = Console(stderr=True)
     else:
@@ -217,8 +221,10 @@ def report_command(args: argparse.Namespace) -> int:
         for table in render_tables(rep.rows, args.baseline):
             console.print(table)
     for note in rep.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
-    console.print(f"wrote {', '.join(p.name for p in rep.files)} to {rep.out_dir}", markup=False, highlight=False)
+        console.print(inert(f"note: {note}"), markup=False, highlight=False)
+    console.print(
+        inert(f"wrote {', '.join(p.name for p in rep.files)} to {rep.out_dir}"), markup=False, highlight=False
+    )
     return 0
 
 
@@ -229,10 +235,9 @@ def export_command(args: argparse.Namespace) -> int:
     try:
         results = export(args.dir, args.to, args.table, skip_bad_parts=args.skip_bad_parts)
     except (ResultsError, OSError) as exc:
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     for note in results.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(inert(f"note: {note}"), file=sys.stderr)
     print(f"wrote {len(results.table(args.table))} {args.table} rows to {args.to}")
     return 0
 
@@ -248,11 +253,9 @@ def show_command(args: argparse.Namespace) -> int:
         show(args.dir, args.run, args.question, args.only, args.full, args.limit, skip_bad_parts=args.skip_bad_parts)
     except ResultsError as exc:  # the folder named once, by the message or here
         where = "" if str(exc).startswith(str(args.dir)) else f"{args.dir}: "
-        print(f"debate: error: {where}{exc}", file=sys.stderr)
-        return 2
+        return print_error(f"{where}{exc}")
     except OSError as exc:
-        print(f"debate: error: {args.dir}: {exc}", file=sys.stderr)
-        return 2
+        return print_error(f"{args.dir}: {exc}")
     return 0
 
 
@@ -264,11 +267,18 @@ def html_command(args: argparse.Namespace) -> int:
 
     results = load(args.dir, skip_bad_parts=args.skip_bad_parts)
     views = debate_views(results, args.run, args.question, args.only)
-    out = write_page(views, args.html, title=f"debates in {args.dir}")
+    try:
+        out = write_page(views, args.html, title=f"debates in {args.dir}")
+    except OSError as exc:  # the page, not the results folder: nothing written (engine.page.write_atomic)
+        return print_error(f"{args.html}: cannot write the page: {exc.strerror or exc}; nothing written")
     for note in results.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(inert(f"note: {note}"), file=sys.stderr)
     size = out.stat().st_size / 2**20
-    print(f"wrote {out} ({len(views)} debate{'s' if len(views) != 1 else ''}, {size:.1f} MiB): open it in a browser")
+    print(
+        inert(
+            f"wrote {out} ({len(views)} debate{'s' if len(views) != 1 else ''}, {size:.1f} MiB): open it in a browser"
+        )
+    )
     return 0
 
 
@@ -282,16 +292,24 @@ answer; ★ the strong model's agents (--models); ✓/✗ grade an answer agains
 the run's grader."""
 
 
+class InertFormatter(logging.Formatter):
+    """A log formatter whose records are printed inert (:func:`engine.safe_text.inert`): a message
+    quoting a question id, a reply or an error cannot drive the terminal. Newlines and tabs stay
+    (a traceback keeps its lines)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return inert(super().format(record))
+
+
 def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
     """The engine's module loggers (``engine.*``, ``actors.*``, ``topologies.*``) to stderr:
     warnings by default (retries, restarts, timeouts), ``-v`` their decisions, ``-vv`` debug,
     ``-q`` errors only. Actors log in their own processes; Ray forwards their output and its own
-    warnings, except under ``-q`` (see :func:`actors.driver.init_ray`)."""
-    import logging
-
+    warnings, except under ``-q`` (see :func:`actors.driver.init_ray`). Records are printed inert
+    (:class:`InertFormatter`)."""
     level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(InertFormatter("%(levelname)s %(name)s: %(message)s"))
     for name in ("engine", "actors", "topologies"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
@@ -310,7 +328,7 @@ class _Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(bad[2], known, n=1)
             if close:
                 message = f"argument {bad[1]}: invalid choice: {bad[2]!r} (did you mean {close[0]!r}?)"
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {inert(message, lines=False)} (see {self.prog} --help)\n")
 
 
 def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
@@ -505,15 +523,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
             return sweep_command(args.config, args.out, args.list)
     except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     except RunInterrupted as exc:  # not the user's input: one line, how to resume; 130/143 for a signal
-        kind = "" if str(exc).startswith("interrupted") else "error: "
-        print(f"debate: {kind}{exc}", file=sys.stderr)
-        return exc.exit_code
+        if str(exc).startswith("interrupted"):
+            print(f"debate: {inert(str(exc), lines=False)}", file=sys.stderr)
+            return exc.exit_code
+        return print_error(exc, status=exc.exit_code)
     except EngineError as exc:  # a bug: its traceback was logged; exit 1, one line, how to resume
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 1
+        return print_error(exc, status=1)
     return 1
 
 

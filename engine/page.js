@@ -488,12 +488,22 @@
   }
 
   // ------------------------------------------------------------------ start
+  // the debate the address names (#run/question, as select() sets it); null when the hash is
+  // not valid percent-encoding (a hand-edited or cut link): the page then opens on the first
+  function hashKey() {
+    try {
+      return decodeURIComponent(location.hash.slice(1));
+    } catch (e) {
+      if (e instanceof URIError) return null;
+      throw e;
+    }
+  }
   renderList();
   if (!DATA.length) {
     detail.appendChild(el("div", { class: "empty" }, "no debates stored in this folder"));
   } else {
-    const want = decodeURIComponent(location.hash.slice(1));
-    const at = DATA.findIndex((d) => keyOf(d) === want);
+    const want = hashKey();
+    const at = want === null ? -1 : DATA.findIndex((d) => keyOf(d) === want);
     select(at >= 0 ? at : 0, false);
   }
 })();

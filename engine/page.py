@@ -20,15 +20,22 @@ Input: :class:`engine.transcript.DebateView` objects or their ``to_dict()`` dict
 the page reads are those of ``DebateView``; a missing one shows as absent). Model text is
 untrusted: the page inserts every stored string as text (``textContent``), never as HTML, and
 the embedded JSON escapes ``<``, ``>`` and ``&`` so a reply holding ``</script>`` cannot end the
-data block.
+data block. The page's Content-Security-Policy forbids every fetch and runs only the page's own
+script, named by its sha256 hash (no ``'unsafe-inline'`` script). :func:`write_page` writes the
+file whole or not at all (a temporary file in the same folder, fsync, rename).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import dataclasses
+import hashlib
 import html
 import json
 import math
+import os
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
@@ -95,24 +102,33 @@ def page_json(views: Iterable[Any]) -> str:
     return text
 
 
+def script_hash(script: str) -> str:
+    """The Content-Security-Policy source that lets exactly ``script`` (the text of an inline
+    ``<script>`` element, as the browser reads it) run: ``'sha256-<base64 digest>'``."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
 def page_html(views: Iterable[Any], title: str = "Debates") -> str:
     """The whole page as one HTML string (see the module docstring)."""
     data = page_json(views)
     settings = json.dumps({"fullGraphAgents": FULL_GRAPH_AGENTS})
+    script = f"\n{_JS.read_text(encoding='utf-8')}"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        # no network: a policy that forbids every fetch but the page's own inline code and data: URLs
+        # no network: a policy that forbids every fetch and runs only the page's own script (by its
+        # hash); inline styles stay allowed (the script sets style attributes; no data is CSS)
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+        f"style-src 'unsafe-inline'; script-src {script_hash(script)}; img-src data:\">\n"
         f"<title>{html.escape(title)}</title>\n"
         f"<style>\n{_CSS.read_text(encoding='utf-8')}</style>\n</head>\n<body>\n"
         f'<header><h1 id="title">{html.escape(title)}</h1><span id="counts"></span></header>\n'
         '<div id="app"><nav id="side"></nav><main id="detail"></main></div>\n'
         f'<script type="application/json" id="debate-data">{data}</script>\n'
         f'<script type="application/json" id="page-settings">{settings}</script>\n'
-        f"<script>\n{_JS.read_text(encoding='utf-8')}</script>\n"
+        f"<script>{script}</script>\n"
         "</body>\n</html>\n"
     )
 
@@ -120,8 +136,26 @@ def page_html(views: Iterable[Any], title: str = "Debates") -> str:
 def write_page(views: Iterable[Any], path: str | Path, title: str = "Debates") -> Path:
     """Write the page of ``views`` (``DebateView`` objects or their dicts, in the order listed)
     to ``path`` (parent folders created) and return the path. The file needs nothing else:
-    open it in a browser from wherever it lies."""
+    open it in a browser from wherever it lies. Written whole or not at all
+    (:func:`write_atomic`): an ``OSError`` (a full disk) leaves ``path`` as it was."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page_html(views, title), encoding="utf-8")
+    write_atomic(out, page_html(views, title))
     return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: to a hidden temporary file in the
+    same folder, fsync, then rename over ``path``. On any error (a full disk, an interrupt) the
+    temporary file is removed, ``path`` is as it was, and the error is raised."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())  # the data is on disk before the name is
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise

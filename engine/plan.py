@@ -34,6 +34,7 @@ from rich.markup import escape
 from engine.cost_model import Cost, NotCovered, Sizes
 from engine.errors import UserError
 from engine.protocols import SPECS
+from engine.safe_text import inert
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
@@ -195,7 +196,7 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
         table.add_column(name, justify="right", no_wrap=True)
     for c in cells:
         p = plans.get(c.index)
-        label = c.label + (f" (x{c.n_points} grid points)" if c.n_points > 1 else "")
+        label = escape(inert(c.label, lines=False)) + (f" (x{c.n_points} grid points)" if c.n_points > 1 else "")
         if p is not None and p.n_questions is not None:
             label += f"\n[dim]{p.n_questions} questions"
             if p.question_tokens is not None:
@@ -203,7 +204,7 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
             label += "[/]"
         note = _result(c, p)
         if note:
-            label += "\n" + escape(note)
+            label += "\n" + escape(inert(note))
         if p is None or p.per_question is None:
             numbers = ["—"] * 4
         else:

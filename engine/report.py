@@ -67,6 +67,7 @@ from engine.formatting import fmt_num
 from engine.metrics import METRICS
 from engine.protocols import SPECS
 from engine.results import ResultsError, complete_calls, find_run_dirs, read_table
+from engine.safe_text import inert
 
 Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 PLOTS = (  # each also as .pdf and .svg
@@ -459,10 +460,12 @@ def add_seed_stats(rows: list[dict[str, Any]], runs: list[RunData]) -> None:
 
 
 def summary_rows(runs: list[RunData], baseline: str = "mad") -> list[dict[str, Any]]:
-    """The summary table: one dict per configuration, sorted by protocol, agents, rounds, label."""
+    """The summary table: one dict per configuration, sorted by protocol, agents, rounds, label.
+    A label quotes run options: it is made inert (:func:`engine.safe_text.inert`), for the
+    terminal, the figures and the notes alike."""
     rows = [summarize_run(r) for r in runs]
     for row, label in zip(rows, _labels(runs)):
-        row["label"] = label
+        row["label"] = inert(label, lines=False)
     candidates = [r for r in rows if r["protocol"] == baseline]
     for row in rows:
         base, exact = pick_baseline(row, candidates)
@@ -578,8 +581,9 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
     """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics). No number
     is ever wrapped: every column but the configuration has a fixed width that holds its widest
     cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
-    console is narrow."""
+    console is narrow. Cells are text, never markup (a label quotes run options)."""
     from rich.table import Table
+    from rich.text import Text
 
     tables = []
     for section in SECTIONS:
@@ -599,7 +603,7 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
                 left = name in ("consensus by round", "accuracy by round")
                 table.add_column(name, justify="left" if left else "right", width=width)
         for cells in body:
-            table.add_row(*cells)
+            table.add_row(*map(Text, cells))
         tables.append(table)
     return tables
 

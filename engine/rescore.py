@@ -52,6 +52,7 @@ from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
 from engine.report import ReportError, find_run_dirs
 from engine.results import check_rows, read_table, write_part
+from engine.safe_text import inert, print_error
 
 log = logging.getLogger(__name__)
 
@@ -296,17 +297,17 @@ def rescore(
 
 
 def rescore_command(path: str, dry_run: bool = False, skip_bad_parts: bool = False) -> int:
-    """``debate rescore OUT [--dry-run] [--skip-bad-parts]``: one line per run and a total; exit 0."""
+    """``debate rescore OUT [--dry-run] [--skip-bad-parts]``: one line per run and a total; exit 0.
+    Lines that quote the folder (run ids, notes) are printed inert (:func:`engine.safe_text.inert`)."""
     notes: list[str] = []
     try:
         results = rescore(path, write=not dry_run, skip_bad_parts=skip_bad_parts, notes=notes)
     except (ReportError, OSError) as exc:
-        print(f"debate: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {inert(note, lines=False)}", file=sys.stderr)
     if not results:
-        print(f"{path}: no question rows to re-grade")
+        print(inert(f"{path}: no question rows to re-grade"))
         return 0
     for r in results:
         acc = (
@@ -316,11 +317,13 @@ def rescore_command(path: str, dry_run: bool = False, skip_bad_parts: bool = Fal
         )
         what = "re-graded" if r.written else "would re-grade" if r.changed else "unchanged"
         print(
-            f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
-            f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})"
+            inert(
+                f"{r.run_dir} {r.run_id}: {what}: {r.replies} replies re-read, {r.answers_changed} answers changed, "
+                f"{r.finals_changed} final answers changed, {r.verdicts_changed} verdicts changed ({acc})"
+            )
         )
         for note in r.notes:
-            print(f"  note: {note}")
+            print(inert(f"  note: {note}"))
     total = sum(r.verdicts_changed for r in results)
     print(
         f"{len(results)} run(s): {sum(r.answers_changed for r in results)} answers, "

@@ -9,10 +9,15 @@ unless ``full``, tokens), the side calls, the summaries, the vote; at the end th
 With several questions selected it first lists them, one line each, then shows the first
 ``limit`` debates. Graph nodes: agents are ``0, 1, ...``; ``S<g>`` is the summary of group g
 (node ``-1 - g``). The width is the terminal's; off a terminal ``$COLUMNS``, else 100.
+
+Every string from the folder (ids, question, gold, replies, answers, model names, options, notes)
+is printed inert (:func:`engine.safe_text.inert`: control characters as visible escapes) and as
+``rich.text.Text``, never as markup, so a reply cannot drive the terminal and ``[/]`` prints as is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Any
@@ -23,10 +28,14 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.results import load
+from engine.safe_text import inert
 from engine.transcript import DebateView, RoundView, Turn, debate_views
 
 DEFAULT_WIDTH = 100  # off a terminal, without $COLUMNS
 REPLY_LINES = 2  # a reply's lines in the round table, unless --full
+# fields of the views shown on one line (a newline in them is shown as \n), and those not shown
+_ONE_LINE = {"run_id", "question_id", "protocol", "task", "model", "kind", "answer", "gold", "final_answer", "vote"}
+_NOT_SHOWN = {"prompt"}  # the messages each call was sent: large, and only the HTML page shows them
 
 
 def make_console(file: Any = None) -> Console:
@@ -39,6 +48,27 @@ def make_console(file: Any = None) -> Console:
         except ValueError:
             width = DEFAULT_WIDTH
     return Console(file=file, width=width, highlight=False)
+
+
+def inert_view(value: Any, one_line: bool = False) -> Any:
+    """A copy of ``value`` (a DebateView, or its rounds, turns, agents, options) with every string
+    made :func:`~engine.safe_text.inert`; the fields of :data:`_ONE_LINE` on one line."""
+    if isinstance(value, str):
+        return inert(value, lines=not one_line)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(
+            value,
+            **{
+                f.name: inert_view(getattr(value, f.name), f.name in _ONE_LINE)
+                for f in dataclasses.fields(value)
+                if f.name not in _NOT_SHOWN
+            },
+        )
+    if isinstance(value, list):
+        return [inert_view(v, one_line) for v in value]
+    if isinstance(value, dict):
+        return {inert_view(k, True): inert_view(v, one_line) for k, v in value.items()}
+    return value
 
 
 def mark(correct: bool | None) -> Text:
@@ -208,7 +238,9 @@ def footer(view: DebateView) -> Text:
 
 
 def render(view: DebateView, full: bool = False, width: int = DEFAULT_WIDTH) -> Group:
-    """One debate: :func:`header`, each round (agents, summaries, vote), :func:`footer`."""
+    """One debate: :func:`header`, each round (agents, summaries, vote), :func:`footer`; every
+    string of ``view`` shown inert (:func:`inert_view`)."""
+    view = inert_view(view)
     parts = header(view)
     for rv in view.rounds:
         parts.append(Text(f"\nround {rv.round}", style="bold magenta"))
@@ -235,11 +267,12 @@ def listing(views: list[DebateView]) -> Table:
         answers = list(v.final_answers().values())
         given = [a for a in answers if a is not None]
         agree = f"{max(given.count(a) for a in given)}/{len(answers)} agree" if given else "-"
-        final = Text("-" if v.final_answer is None else v.final_answer)
+        final = Text("-" if v.final_answer is None else inert(v.final_answer, lines=False))
         if v.correct is not None:
             final.append(" ").append_text(mark(v.correct))
-        text = " ".join((v.question or "").split())
-        table.add_row(v.run_id, v.question_id, final, v.gold or "-", agree, text)
+        run_id, question_id, gold = (Text(inert(x, lines=False)) for x in (v.run_id, v.question_id, v.gold or "-"))
+        text = Text(inert(" ".join((v.question or "").split())))
+        table.add_row(run_id, question_id, final, gold, agree, text)
     return table
 
 
@@ -260,11 +293,11 @@ def show(
     results = load(path, skip_bad_parts=skip_bad_parts)
     for note in results.notes:  # what a folder lacks is said per debate; duplicates here
         if " lacks " not in note:
-            console.print(Text(f"note: {note}", style="dim"))
+            console.print(Text(f"note: {inert(note)}", style="dim"))
     views = debate_views(results, run=run, question=question, only=only)
     what = f" ({only})" if only else ""
     if not views:
-        console.print(f"no questions{what} under {path}", markup=False)
+        console.print(Text(inert(f"no questions{what} under {path}")))
         return 0
     if len(views) > 1:
         console.print(Text(f"{len(views)} questions{what}", style="bold"))

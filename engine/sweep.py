@@ -87,6 +87,7 @@ from engine.config import (
 from engine.errors import UserError
 from engine.protocols import SPECS, validate_protocol
 from engine.results import footer_problems, read_table
+from engine.safe_text import inert
 
 GRID = "grid"
 MANIFEST = "sweep.json"
@@ -539,7 +540,10 @@ def run_sweep(
         first = cells[0].error if cells else "the grid is empty"
         raise SweepError(f"{spec.path}: no valid cell ({len(cells)} invalid); first: {first}")
     refresh(cells)
-    say = echo or tqdm.write
+    write = echo or tqdm.write
+
+    def say(line: str) -> None:  # a line quotes the sweep file's values and errors: inert
+        write(inert(line))
 
     def save() -> None:
         write_manifest(out_dir, manifest(spec, cells, out_dir))
@@ -651,7 +655,7 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
         console.print(line, markup=False, highlight=False)
     console.print(plan_table(cells, plan_cells(cells)))
     for line in format_seeds(across_seeds(cells)):
-        console.print(line, markup=False, highlight=False)
+        console.print(inert(line), markup=False, highlight=False)
 
 
 def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
@@ -667,6 +671,6 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
         print_plan(spec, out_dir)
         return 0
     cells = run_sweep(spec, out_dir)
-    print("\n".join(format_cells(cells) + format_seeds(across_seeds(cells))))
-    print(f"manifest: {Path(out_dir) / MANIFEST}")
+    print(inert("\n".join(format_cells(cells) + format_seeds(across_seeds(cells)))))
+    print(inert(f"manifest: {Path(out_dir) / MANIFEST}"))
     return 1 if any(c.status in ("error", "stopped", "busy") for c in cells) else 0

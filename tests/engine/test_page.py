@@ -3,12 +3,20 @@ a page that names nothing on the network (tests/engine/test_page_browser.py rend
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 from engine.page import page_html, page_json, write_page
+from tests.support.paths import ROOT
+from tests.support.result_dirs import simulated_run
 
 
 def _data(html: str) -> list:
@@ -48,3 +56,47 @@ def test_the_page_is_one_file_that_fetches_nothing(tmp_path):
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", html)
     assert "default-src 'none'" in html  # and the browser is told to refuse any fetch
     assert _data(html) == []
+
+
+def test_the_policy_runs_only_the_page_script_by_its_hash():
+    """No 'unsafe-inline' script: the policy names the one inline script by its sha256 (the
+    browser test checks that the page still runs under it)."""
+    html = page_html([{"run_id": "r", "question_id": "q"}])
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html).group(1)
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
+    assert "unsafe" not in directives["script-src"]
+    (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)  # the code; the data blocks run nothing
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    assert directives["script-src"] == f"'sha256-{digest}'"
+    assert directives["default-src"] == "'none'"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a file-size limit (RLIMIT_FSIZE) is POSIX")
+def test_a_page_that_cannot_be_written_leaves_nothing_behind_and_names_the_file(tmp_path):
+    """A write that fails half-way (here: past a file-size limit, as on a full disk) leaves no
+    partial page and no temporary file, an older page as it was, and one line naming the page."""
+    run = tmp_path / "run"
+    simulated_run(run, n_questions=2, protocol="mad", agents=3, rounds=2)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    page = pages / "debates.html"
+    limit = 20_000  # bytes; the page is larger (its script alone is)
+    code = f"""
+import resource, signal, sys
+from engine.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
+sys.exit(main(["show", {str(run)!r}, "--html", {str(page)!r}]))
+"""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for old in (None, "an older page"):
+        if old is not None:
+            page.write_text(old)
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines() == [
+            f"debate: error: {page}: cannot write the page: File too large; nothing written"
+        ]
+        assert [p.name for p in pages.iterdir()] == ([] if old is None else [page.name])
+        assert old is None or page.read_text() == old
+    assert len(page_html([])) > limit

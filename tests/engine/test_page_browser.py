@@ -11,6 +11,7 @@ import importlib.util
 import json
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -129,6 +130,20 @@ def test_every_debate_renders_without_a_browser_error(page):
         driver.find_element("css selector", f'#qlist li[data-index="{i}"]').click()
         assert len(graphs(driver)) == len(views[i]["rounds"]) > 0
     assert severe(driver) == []
+
+
+def test_the_address_hash_opens_its_debate_and_a_malformed_one_the_first(stored, browser, page_file):
+    """``#run/question`` (as the page sets it) opens that debate; a hash that is not valid
+    percent-encoding (``%E0%A4%A``: a cut link) opens the first one, without a script error."""
+    _, views = stored
+    for at, tail in ((2, quote(f"{views[2].run_id}/{views[2].question_id}", safe="")), (0, "%E0%A4%A")):
+        browser.get("about:blank")  # a new load, not a jump within the page open
+        browser.get(f"{page_file.as_uri()}#{tail}")
+        assert severe(browser) == []
+        assert len(items(browser)) == len(views)
+        title = browser.find_element("css selector", "#detail h2").text
+        assert views[at].question_id in title and f"run {views[at].run_id}" in title
+        assert browser.find_element("css selector", "#qlist li.sel").get_attribute("data-index") == str(at)
 
 
 def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):

@@ -91,11 +91,13 @@ def full(agents, rounds, prompt, completion):
     return [(i % agents, prompt, completion) for i in range(agents * rounds)]
 
 
-def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
+def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, questions=None, backend=None, **options):
     """A run folder made in-process on the simulated model (``actors.local_run.run_local``, no
     Ray): its questions, calls and graphs written through the sink as a run writes them, and its
     runs row. ``options`` are RunConfig fields (protocol, agents, rounds, ...); ``similarity``
-    (texts -> matrix) for the protocols that ask for one. Returns the config."""
+    (texts -> matrix) for the protocols that ask for one; ``questions`` (default: ``n_questions``
+    arithmetic ones) and ``backend`` (default: a SimulatedBackend) to debate other text. Returns
+    the config."""
     from actors.local_run import run_local
     from backends.simulated_backend import SimulatedBackend
     from engine.config import RunConfig
@@ -103,8 +105,9 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
     from engine.tasks import arithmetic_questions
 
     cfg = RunConfig(backend="simulated", **options)
-    backend = SimulatedBackend(reply_tokens=12, accuracy=accuracy, follow=0.3)
-    rows = run_local(cfg, arithmetic_questions(n_questions, seed=3), backend, similarity)
+    backend = backend or SimulatedBackend(reply_tokens=12, accuracy=accuracy, follow=0.3)
+    questions = questions or arithmetic_questions(n_questions, seed=3)
+    rows = run_local(cfg, questions, backend, similarity)
     sink = ParquetSink(out)
     for row, log in rows:
         labels = {"run_id": row["run_id"], "backend": "simulated", "simulated": True, "attempt": row["attempt"]}
@@ -122,7 +125,7 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, **options):
             "protocol": cfg.protocol,
             "config": cfg.to_json(),
             "status": "finished",
-            "n_questions": n_questions,
+            "n_questions": len(questions),
         }
     )
     return cfg
