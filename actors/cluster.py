@@ -31,6 +31,8 @@
 * **A dead worker's processes die with it**: every Ray the engine starts, and every node of
   cluster.yaml, kills a worker's process group when the worker exits (:data:`RAY_WORKER_CLEANUP`),
   so a SIGKILLed or OOM-killed replica leaves no vLLM engine core holding its GPU.
+* **A Ray the engine starts listens on 127.0.0.1 only** (:func:`local_ray_on_loopback`); a
+  cluster it joins listens as its ``ray start`` set it up.
 """
 
 from __future__ import annotations
@@ -57,6 +59,35 @@ GPU_RESOURCE = re.compile("gpu", re.IGNORECASE)  # custom node resources that ma
 # ignores that one while process groups are on, it reaps only every 10 s, and it makes every Ray
 # process, the driver included, ignore SIGCHLD, so each subprocess's exit status then reads 0.
 RAY_WORKER_CLEANUP = {"RAY_process_group_cleanup_enabled": "true"}
+
+
+@contextlib.contextmanager
+def local_ray_on_loopback(address: str | None, temp_dir: str | None = None):
+    """Around ``ray.init(address=address)``: a Ray that it starts on this machine listens on the
+    loopback address only.
+
+    Ray on Linux gives a new local instance the machine's LAN address as its node IP, and its GCS,
+    raylet, workers, agents and metrics exporters then listen there or on all interfaces: a laptop
+    on a café network offers them to everyone on it. Ray's own default on macOS and Windows is the
+    loopback address (``ray_constants.ENABLE_RAY_CLUSTER`` off, read by
+    ``ray._private.services.get_node_ip_address`` while a node starts; Ray 2.60, pinned); it is
+    turned on for the call inside the ``with`` only, and only when that call starts a new local
+    Ray: with an ``address``, or a ``ray start`` of this machine that ``ray.init`` would join (its
+    session in ``temp_dir``), nothing changes. Other nodes cannot join such a Ray: ``ray start
+    --head`` starts one that they can (docs/troubleshooting.md).
+    """
+    from ray._private import ray_constants, services
+
+    # ray.init's own look-up of the Ray to join (annotated ``str``, but None is what ray.init passes)
+    if address is not None or services.canonicalize_bootstrap_address(None, temp_dir) is not None:  # type: ignore[arg-type]
+        yield
+        return
+    cluster = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster
 
 
 class PlacementTimeout(UserError, RuntimeError):

@@ -121,7 +121,8 @@ def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
 def init_ray(address: str | None = None, **options: Any) -> None:
     """Start Ray here, or join ``address`` (else ``RAY_ADDRESS``), as the engine runs it.
 
-    No dashboard; a Ray started here kills a dead worker's processes with it
+    No dashboard; a Ray started here listens on 127.0.0.1 only
+    (:func:`actors.cluster.local_ray_on_loopback`) and kills a dead worker's processes with it
     (:data:`actors.cluster.RAY_WORKER_CLEANUP`, in the environment its processes inherit; a
     joined cluster has its own, cluster.yaml's ``ray start`` sets the same). The actors' output
     and Ray's own warnings (e.g. "N worker processes have been started") reach this terminal
@@ -131,7 +132,7 @@ def init_ray(address: str | None = None, **options: Any) -> None:
     """
     import ray
 
-    from actors.cluster import RAY_WORKER_CLEANUP
+    from actors.cluster import RAY_WORKER_CLEANUP, local_ray_on_loopback
 
     if ray.is_initialized():
         return
@@ -141,15 +142,16 @@ def init_ray(address: str | None = None, **options: Any) -> None:
     os.environ.update(RAY_WORKER_CLEANUP)
     # before ray.init: a signal during its start-up must not leave its processes behind either
     watch_ray_processes()
-    ray.init(
-        **{
-            "address": address,
-            "include_dashboard": False,
-            "logging_level": "ERROR",
-            "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,
-            **options,
-        }
-    )
+    with local_ray_on_loopback(address, options.get("_temp_dir")):
+        ray.init(
+            **{
+                "address": address,
+                "include_dashboard": False,
+                "logging_level": "ERROR",
+                "log_to_driver": logging.getLogger("actors").getEffectiveLevel() < logging.ERROR,
+                **options,
+            }
+        )
     reinstall()  # Ray's core replaced the SIGTERM handler of a run in progress
 
 

@@ -9,18 +9,21 @@ are never guessed (the engine's accounting is only as exact as its counts).
 
 The replica actor awaits ``agenerate`` directly in its event loop; an ``asyncio.Semaphore`` of
 ``concurrency`` bounds the requests in flight (per event loop: the actor has one loop; the sync
-``generate(list)`` convenience runs its own loop with its own bound). Each attempt has a timeout of
-``timeout_s`` seconds. Failures never raise and never loop forever:
+``generate(list)`` convenience runs its own loop with its own bound). Each attempt may take
+``timeout_s`` seconds (``--api-timeout``), from connecting to the reply's last byte. Failures never
+raise and never loop forever:
 
-* a refused/dropped connection, HTTP 429 and HTTP 5xx are retried up to ``max_retries`` times,
-  with exponential backoff (``backoff_s * 2**k``, or the server's numeric ``Retry-After`` for
-  429/503, capped at ``max_backoff_s``); the semaphore slot is released while backing off, and
-  every retry is counted in ``stats["retries"]``;
-* any other 4xx, an invalid body, a missing ``usage`` and a timeout give an error result at once.
-  A timeout is not retried: the server may still be generating that request, so a retry would
-  add load exactly when the server is slowest (our choice);
+* a refused/dropped connection, an attempt past ``timeout_s`` (connect or read: a hung server),
+  HTTP 429 and HTTP 5xx are retried up to ``max_retries`` times, with exponential backoff
+  (``backoff_s * 2**k``, or the server's numeric ``Retry-After`` for 429/503, capped at
+  ``max_backoff_s``); the semaphore slot is released while backing off, and every retry is counted
+  in ``stats["retries"]`` (timed-out attempts in ``stats["timeouts"]`` too). A request therefore
+  ends within about ``(max_retries + 1) * timeout_s`` plus the backoffs;
+* any other 4xx, an invalid body and a missing ``usage`` give an error result at once;
 * the error names the endpoint, e.g. ``HTTP 400 from http://host:port/v1/chat/completions: <body>``
-  (the body cut to 300 characters), and the result has ``finish_reason="error"`` and empty text.
+  (the body cut to 300 characters) or ``timed out after 120 s waiting for http://host:port/v1/chat/
+  completions (--api-timeout) (gave up after 3 attempts)``, and the result has
+  ``finish_reason="error"`` and empty text.
 
 The API key is read from the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``) at
 each request and sent as ``Authorization: Bearer ...``; without it no Authorization header is sent
@@ -256,9 +259,10 @@ class OpenAIBackend(Backend):
                         status = resp.status
                         raw = (await resp.read()).decode("utf-8", errors="replace")
                         retry_after = resp.headers.get("Retry-After")
-                except TimeoutError:
+                except TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors too
                     self.stats["timeouts"] += 1
-                    raise _Failure(f"timeout after {self.timeout_s:g} s waiting for {self.url} (not retried)") from None
+                    failure = f"timed out after {self.timeout_s:g} s waiting for {self.url} (--api-timeout)"
+                    status = None
                 except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                     failure = f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
                     status = None

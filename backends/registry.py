@@ -207,7 +207,9 @@ def _simulated_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
 
 def _openai_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
     """The model runs on the server: the replica only waits on HTTP."""
-    return ReplicaAsk({"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency})
+    return ReplicaAsk(
+        {"num_cpus": 0}, {"api_base": cfg.api_base, "concurrency": cfg.api_concurrency, "timeout_s": cfg.api_timeout}
+    )
 
 
 def _check_models(cfg: RunConfig) -> None:

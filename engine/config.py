@@ -54,6 +54,8 @@ CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
 _AT_LEAST_1 = "must be at least 1"
 _AT_LEAST_0 = "must be >= 0"
+# --api-timeout's bound: an hour for one reply is past any real generation; more is a hung server
+API_TIMEOUT_MAX = 3600.0
 
 
 DEFAULT_ACCURACY_KEY = "default"  # --sim-accuracy 'big=0.9,default=0.5': the models not named
@@ -278,6 +280,19 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "--backend openai: requests in flight per replica (default 16)",
         low=1,
         bound_error=_AT_LEAST_1,
+        group="engine tuning",
+    ),
+    _opt(
+        "api_timeout",
+        float,
+        120.0,
+        f"--backend openai: seconds one request may take, connecting to the reply's last byte; one that "
+        f"takes longer is retried like an HTTP 5xx, then an error row (default 120, at most {API_TIMEOUT_MAX:g})",
+        low=0,
+        low_open=True,
+        high=API_TIMEOUT_MAX,
+        finite=True,
+        bound_error=f"must be positive seconds, at most {API_TIMEOUT_MAX:g}",
         group="engine tuning",
     ),
     _opt(

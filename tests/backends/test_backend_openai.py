@@ -195,10 +195,24 @@ def test_config_requires_api_base_and_positive_concurrency():
     cfg = RunConfig(backend="openai", api_base="http://127.0.0.1:1/v1", api_concurrency=5).validate()
     from actors.layout import replica_options
 
-    assert replica_options(cfg) == ({"num_cpus": 0}, {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5})
-    b = make_backend("openai", "m", {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5})
+    opts = {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5, "timeout_s": 120.0}
+    assert replica_options(cfg) == ({"num_cpus": 0}, opts)
+    b = make_backend("openai", "m", opts)
     assert isinstance(b, OpenAIBackend) and b.concurrency == 5 and b.url == "http://127.0.0.1:1/v1/chat/completions"
-    assert b.simulated is False
+    assert b.simulated is False and b.timeout_s == 120
+
+
+def test_api_timeout_reaches_the_backend_is_checked_and_keeps_the_run_id():
+    """``--api-timeout`` is each attempt's limit in the replica's backend; it changes how long a
+    hung request is waited for, not results, so the run id leaves it out."""
+    from actors.layout import replica_options
+
+    cfg = RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_timeout=7.5).validate()
+    assert replica_options(cfg)[1]["timeout_s"] == 7.5
+    assert cfg.run_id() == RunConfig(backend="openai", api_base="http://127.0.0.1:1").validate().run_id()
+    for bad in (0, -1, float("inf"), float("nan"), 3601):
+        with pytest.raises(ConfigError, match="--api-timeout must be"):
+            RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_timeout=bad).validate()
 
 
 # ------------------------------------------------------------------ the happy path
@@ -335,14 +349,32 @@ def test_missing_usage_is_an_error_not_a_guess(stub):
     assert "no usage" in res.error and stub.url in res.error
 
 
-def test_slow_server_times_out_into_an_error_result(stub):
+def test_a_hung_request_is_retried_like_a_500(stub):
+    """The first attempt hangs past --api-timeout, the retry answers: the call succeeds with the
+    second answer's counts, one retry and one timeout counted."""
     stub.script = ["slow"]
     b = backend(stub, timeout_s=0.3)
     t0 = time.perf_counter()
+    [res] = b.generate([req(2)])
+    took = time.perf_counter() - t0
+    assert took < SLOW_S / 2, f"took {took:.1f} s: the hung reply was waited for"
+    assert res.error is None and res.text.endswith("\\boxed{19}")
+    assert len(stub.seen) == 2 and stub.seen[0]["body"] == stub.seen[1]["body"]
+    assert (res.prompt_tokens, res.completion_tokens) == stub.usages[-1]
+    assert b.stats["timeouts"] == 1 and b.stats["retries"] == 1 and b.stats["errors"] == 0
+
+
+def test_a_server_that_always_hangs_gives_an_error_row_after_the_retries(stub):
+    stub.script = ["slow"] * 5
+    b = backend(stub, timeout_s=0.3, max_retries=2)
+    t0 = time.perf_counter()
     [res] = b.generate([req(0)])
-    assert time.perf_counter() - t0 < SLOW_S / 2  # the slow reply was not waited for
-    assert res.finish_reason == "error" and "timeout" in res.error and stub.url in res.error
-    assert b.stats["timeouts"] == 1 and b.stats["retries"] == 0 and len(stub.seen) == 1
+    took = time.perf_counter() - t0
+    # 3 attempts of 0.3 s and two short backoffs, not one hung reply of SLOW_S
+    assert took < SLOW_S / 2, f"took {took:.1f} s"
+    assert res.finish_reason == "error" and res.text == "" and res.prompt_tokens == 0 == res.completion_tokens
+    assert res.error == (f"timed out after 0.3 s waiting for {stub.url} (--api-timeout) (gave up after 3 attempts)")
+    assert b.stats["timeouts"] == 3 and b.stats["retries"] == 2 and len(stub.seen) == 3
 
 
 def test_connection_refused_names_the_endpoint():
