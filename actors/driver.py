@@ -28,7 +28,7 @@ from typing import Any
 from actors.cluster import driver_node_strategy
 from actors.interrupts import exit_code, reinstall, stop_signals
 from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_placement, pack_agents, replica_layout
-from actors.prepare import check_loaded_images, needs_embeddings, prepare
+from actors.prepare import RUNS_DIR, check_loaded_images, needs_embeddings, prepare
 from actors.reaper import watch as watch_ray_processes
 from actors.remote import actor_class
 from backends.registry import backend_spec, check_device
@@ -78,7 +78,7 @@ def _now() -> dt.datetime:
 
 
 def default_out_dir() -> Path:
-    return Path("runs") / _now().strftime("%Y%m%d-%H%M%S")
+    return RUNS_DIR / _now().strftime("%Y%m%d-%H%M%S")
 
 
 class ReplicaStartError(UserError, RuntimeError):

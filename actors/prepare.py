@@ -1,23 +1,29 @@
 """What runs before Ray starts: every input of a run checked, so bad input fails in a second.
 
-:func:`prepare` loads the questions and checks the configuration, the protocol, the prompts, the
-backend's model files or endpoint and the embedding model, each failure one line naming the flag;
-:func:`check_loaded_images` is the one check left for after the replicas loaded.
+:func:`prepare` loads the questions and checks the configuration, the questions' text, the memory
+the run will need, the protocol, the prompts, the backend's model files or endpoint, the embedding
+model and the output folder, each failure one line naming the flag; :func:`check_loaded_images` is
+the one check left for after the replicas loaded.
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from backends.registry import backend_spec
-from engine.config import RunConfig
-from engine.dataset_routing import load_questions
+from engine.config import ConfigError, RunConfig
+from engine.dataset_routing import check_text, load_questions
+from engine.footprint import check_in_flight
+from engine.inputs import check_out_dir
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
 from engine.tasks import DatasetError, Question
 
 log = logging.getLogger(__name__)
+
+RUNS_DIR = Path("runs")  # where a run without --out writes (RUNS_DIR/<timestamp>)
 
 
 def needs_embeddings(cfg: RunConfig) -> bool:
@@ -70,11 +76,16 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     """Check every input of a run before any actor starts; return its questions and prompts.
 
     ``questions``: already loaded (else from ``--dataset``). Raises a one-line error naming the
-    flag for a bad configuration, data set, protocol setting, model, endpoint or embedding model.
+    flag for a bad configuration, data set, text that cannot be written as UTF-8, a run too large
+    for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
+    embedding model, or an ``--out`` that is a file or cannot be written in (checked last, as it
+    creates the folder; without ``--out``, :data:`RUNS_DIR`).
     """
     cfg.validate()
     if questions is None:
         questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+    else:
+        questions = check_text(questions)
     if not questions:
         raise DatasetError(f"--dataset {cfg.dataset}: no questions selected")
     check_images(cfg, questions)
@@ -84,6 +95,7 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     # Imports the protocol's module (registering its prompt stages) and runs its own checks,
     # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
     validate_protocol(cfg)
+    check_in_flight(cfg, questions)
     prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
     preflight = backend_spec(cfg.backend).preflight  # model files, an endpoint
     if preflight is not None:
@@ -92,4 +104,5 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
         from backends.embedding import resolve_embedding_model
 
         resolve_embedding_model(cfg.embedding_model)  # names --embedding-model if it cannot load
+    check_out_dir(cfg.out or RUNS_DIR, "--out", ConfigError)
     return questions, prompts

@@ -131,7 +131,7 @@ class SimulatedBackend(Backend):
             return gold
         return _wrong_answer(gold, task, n_choices, rng)
 
-    def _text(self, answer: str | None, task: str, confidence: float) -> str:
+    def _text(self, answer: str | None, task: str, confidence: float, max_tokens: int) -> str:
         conf = ["Confidence:", f"{confidence:.2f}"]
         if answer is None:
             tail = ["I", "cannot", "decide", "on", "this", "one."]
@@ -139,11 +139,14 @@ class SimulatedBackend(Backend):
             tail = ["So", "the", "answer", "is", f"({answer})."] + conf
         else:
             tail = ["So", "the", "answer", "is", f"\\boxed{{{answer}}}."] + conf
-        return self._pad(tail)
+        return self._pad(tail, max_tokens)
 
-    def _pad(self, tail: list[str]) -> str:
-        """``tail`` after filler words: exactly ``reply_tokens`` whitespace tokens."""
-        return " ".join([_FILLER[i % len(_FILLER)] for i in range(self.reply_tokens - len(tail))] + tail)
+    def _pad(self, tail: list[str], max_tokens: int) -> str:
+        """``tail`` after filler words: exactly ``reply_tokens`` whitespace tokens. Filler that a
+        cut at ``max_tokens`` (:meth:`generate`) would drop whole is never made, so a reply longer
+        than ``max_tokens`` costs no more memory than ``max_tokens`` words."""
+        n = min(self.reply_tokens - len(tail), max_tokens + 1)
+        return " ".join([_FILLER[i % len(_FILLER)] for i in range(n)] + tail)
 
     def _judgement(self, req: GenRequest, rng: random.Random) -> str:
         """A judging call's reply (module docstring): a stated score, higher when the judged
@@ -155,7 +158,7 @@ class SimulatedBackend(Backend):
             right = all(a is not None and a == str(req.meta.get("gold")) for a in judged)
             score = rng.randint(6, 10) if right else rng.randint(1, 7)
             tail = ["Score:", f"{score}/10", "Confidence:", f"{score}/10"]
-        return self._pad(tail)
+        return self._pad(tail, req.max_tokens)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         out = []
@@ -169,7 +172,7 @@ class SimulatedBackend(Backend):
                 # a stated confidence (CortexDebate reads it): higher on average when right
                 right = answer is not None and answer == str(req.meta.get("gold"))
                 confidence = rng.uniform(0.6, 1.0) if right else rng.uniform(0.2, 0.8)
-                text = self._text(answer, req.meta.get("task", "numeric"), confidence)
+                text = self._text(answer, req.meta.get("task", "numeric"), confidence, req.max_tokens)
             finish = "stop"
             words = text.split()
             if len(words) > req.max_tokens:  # honour max_tokens like a real model: cut, say so

@@ -65,14 +65,16 @@ _STATES_DEFAULT = re.compile(r"\(default|default[);:]")  # a help that already s
 
 def _flag_help(opt: Option, readers: Sequence[str] = ()) -> str:
     """``--help`` of an option: its declared help, prefixed by the protocols that read it when
-    several do, and its default (``(default X)``) unless the help already states it
-    (``(default ...``, ``default)``, ``default:``, ``default;``)."""
+    several do, then in parentheses its default (``default X``) unless the help already states it
+    (``(default ...``, ``default)``, ``default:``, ``default;``) and a number's range
+    (``range [1, 10000]``, :attr:`Option.range_text`)."""
     text = opt.help
     if len(readers) > 1:
         text = f"{', '.join(readers)}: {text}"
-    if not _STATES_DEFAULT.search(text):
-        text = f"{text} (default {opt.default_text})".lstrip()
-    return text
+    notes = [] if _STATES_DEFAULT.search(text) else [f"default {opt.default_text}"]
+    if opt.range_text:
+        notes.append(f"range {opt.range_text}")
+    return f"{text} ({'; '.join(notes)})".lstrip() if notes else text
 
 
 def _add_flag(group: Any, opt: Option, help_text: str, choices: tuple[Any, ...] | None) -> None:

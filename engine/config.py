@@ -24,9 +24,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-import yaml
-
-from engine.options import RESULT_ENGINE_KEYS, ConfigError, Option, merge_options, parse_number
+from engine.inputs import bad_text, load_yaml
+from engine.options import (
+    ENGINE_KEYS,
+    MAX_AGENT_SEED,
+    MAX_AGENTS,
+    MAX_CONTEXT,
+    MAX_CPUS,
+    MAX_GPUS,
+    MAX_OFFSET,
+    MAX_QUESTIONS,
+    MAX_ROUNDS,
+    MAX_SEED,
+    MAX_TEMPERATURE,
+    MAX_TOKENS,
+    RESULT_ENGINE_KEYS,
+    ConfigError,
+    Option,
+    merge_options,
+    parse_number,
+)
 from engine.protocols import SPECS, protocol_spec
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
@@ -52,8 +69,6 @@ TIE_BREAKS = ("random", "first")
 EMBEDDING_DEVICES = ("auto", "cpu", "cuda")
 CONTEXT_OVERFLOW = ("error", "truncate")
 DEFAULT_MODEL = "smollm2-135m-instruct"
-_AT_LEAST_1 = "must be at least 1"
-_AT_LEAST_0 = "must be >= 0"
 # --api-timeout's bound: an hour for one reply is past any real generation; more is a hung server
 API_TIMEOUT_MAX = 3600.0
 
@@ -108,7 +123,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         3,
         "number of agents (samples for sc; cot always uses 1)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=MAX_AGENTS,
         group="experiment",
     ),
     Option(
@@ -118,7 +133,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "total rounds including the first answer (cot/sc: 1); every output numbers them from 0 (round 0: "
         "the first answers)",
         low=1,
-        bound_error="must be at least 1, rounds count the first answer",
+        high=MAX_ROUNDS,
         group="experiment",
     ),
     Option(
@@ -139,7 +154,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "number of questions (default: 100 for arithmetic, else all)",
         low=1,
-        bound_error="must be positive",
+        high=MAX_QUESTIONS,
         group="experiment",
     ),
     Option(
@@ -149,7 +164,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "questions skipped at the start of the data set (arithmetic: of its seeded stream) before --limit counts "
         "(default 0)",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=MAX_OFFSET,
         group="experiment",
     ),
     Option(
@@ -158,6 +173,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         0,
         "run seed (default 0): agent i samples with seed*1000+i; it also seeds the arithmetic questions, "
         "random graphs and groups, and each question's draws (e.g. tied votes)",
+        low=0,
+        high=MAX_SEED,
         group="experiment",
     ),
     # round-0 replies seeded by this instead of --seed: the first answers stay fixed while later
@@ -168,6 +185,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "seed of the round-0 replies only, in place of --seed (default: --seed): first answers stay fixed "
         "while later rounds change with --seed",
+        low=0,
+        high=MAX_SEED,
         group="experiment",
     ),
     # auto: vllm where installed, else transformers (resolved by validate())
@@ -188,7 +207,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         0.7,
         "sampling temperature of every agent (default 0.7; 0 is greedy)",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=MAX_TEMPERATURE,
         group="model and sampling",
     ),
     Option(
@@ -208,7 +227,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         256,
         "most tokens one reply may generate (default 256)",
         low=1,
-        bound_error="must be positive",
+        high=MAX_TOKENS,
         group="model and sampling",
     ),
     # engine/prompts.py truncate_oldest_turns
@@ -279,7 +298,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         16,
         "--backend openai: requests in flight per replica (default 16)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=4096,
         group="engine tuning",
     ),
     _opt(
@@ -291,7 +310,6 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         low=0,
         low_open=True,
         high=API_TIMEOUT_MAX,
-        finite=True,
         bound_error=f"must be positive seconds, at most {API_TIMEOUT_MAX:g}",
         group="engine tuning",
     ),
@@ -301,7 +319,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         64,
         "questions debated at once; the others wait their turn (default 64)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=10_000,
         group="engine tuning",
     ),
     _opt(
@@ -311,7 +329,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "agents hosted by one agent actor (one process each): 1 = an actor per agent; 0 (default) = "
         "auto: an actor per agent up to max(2, the cluster's CPUs) agents, packed into that many above",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=MAX_AGENTS,
         group="engine tuning",
     ),
     # model engine settings (engine.options.ENGINE_KEYS; vllm / transformers); None = the backend's
@@ -331,7 +349,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "context length of each model (default: the model's own)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=MAX_CONTEXT,
         group="model and sampling",
     ),
     _opt(
@@ -340,7 +358,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "concurrent sequences per replica (vLLM max_num_seqs; default: vLLM's, 16 for transformers)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=65_536,
         group="engine tuning",
     ),
     _opt(
@@ -349,7 +367,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "vLLM: tokens per engine step (default vLLM's; >= max_model_len without chunked prefill)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=MAX_CONTEXT,
         group="engine tuning",
     ),
     _opt(
@@ -378,7 +396,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "vLLM: KV cache bytes per replica (per GPU on GPUs, where it overrides --gpu-memory-utilization; "
         "CPU default: 15% of free RAM, 512 MiB to 4 GiB)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=2**50,
         group="engine tuning",
     ),
     _opt(
@@ -387,7 +405,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         None,
         "vLLM: KV cache block size in tokens (default 32 on CPU, vLLM's on GPU)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=1024,
         group="engine tuning",
     ),
     _opt(
@@ -397,7 +415,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "vLLM on CPU: cores left to vLLM's scheduler process instead of model compute "
         "(default 0 on machines with up to 4 cores, else vLLM's 1)",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=MAX_CPUS,
         group="engine tuning",
     ),
     _opt(
@@ -405,6 +423,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         float,
         None,
         "CPUs each replica reserves on CPU runs (default: the node's CPUs split evenly between the run's replicas)",
+        low=0,
+        low_open=True,
+        high=MAX_CPUS,
         group="cluster",
     ),
     _opt(
@@ -415,7 +436,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "replicas on one GPU, each vLLM engine taking 0.9 x 0.25 of its memory, started one after another",
         low=0,
         low_open=True,
-        bound_error="must be a positive number of GPUs, fractions allowed",
+        high=MAX_GPUS,
+        bound_error=f"must be a positive number of GPUs up to {MAX_GPUS}, fractions allowed",
         group="cluster",
     ),
     _opt(
@@ -424,7 +446,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         1,
         "replicas per model; agent j of a model uses replica j mod N",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=1024,
         group="cluster",
     ),
     _opt(
@@ -433,7 +455,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         1,
         "GPUs per vLLM replica (placement group of that many GPU bundles)",
         low=1,
-        bound_error=_AT_LEAST_1,
+        high=MAX_GPUS,
         group="cluster",
     ),
     _opt(
@@ -461,7 +483,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "all reserved at once, then a one-line error (default 600; 1800 on a cluster with an autoscaler)",
         low=0,
         low_open=True,
-        bound_error="must be positive seconds",
+        high=7 * 86400,  # a week
         group="cluster",
     ),
     _opt(
@@ -477,7 +499,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         3,
         "Ray restarts of a dead replica, agent or embedding actor",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=1000,
         group="engine tuning",
     ),
     _opt(
@@ -486,7 +508,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         2,
         "retries of a call whose agent or replica died, before it becomes an error row",
         low=0,
-        bound_error=_AT_LEAST_0,
+        high=1000,
         group="engine tuning",
     ),
     # counted after ERROR_RATE_MIN_CALLS calls, actors/coordinator_actor.py
@@ -545,13 +567,18 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         float,
         0.5,
         "--backend simulated: chance that a debate reply adopts the majority of the answers it read (default 0.5)",
+        low=0,
+        high=1,
         group="simulator",
     ),
     Option(
         "sim_reply_tokens",
         int,
         60,
-        "--backend simulated: length of every reply in whitespace tokens, at least 8 (default 60)",
+        "--backend simulated: length of every reply in whitespace tokens, at least 8: room for the answer and "
+        "its confidence (default 60)",
+        low=8,
+        high=MAX_TOKENS,
         group="simulator",
     ),
     Option(
@@ -559,6 +586,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         float,
         0.0,
         "--backend simulated: chance that a reply has no readable answer (default 0.0)",
+        low=0,
+        high=1,
         group="simulator",
     ),
     Option(
@@ -566,10 +595,25 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         float,
         0.0,
         "--backend simulated: seconds each call sleeps, standing in for a model's latency (default 0.0)",
+        low=0,
+        high=600,
         group="simulator",
     ),
 )
 ENGINE_OPTION = {opt.name: opt for opt in ENGINE_OPTIONS}  # name -> its Option
+
+# The checks of numbers given outside the flags: an agent's own sampling seed (agent_settings), and
+# the keys of a model's placement_resources entry that are not engine options by the same name.
+AGENT_SEED = Option("seed", int, 0, low=0, high=MAX_AGENT_SEED)
+RESOURCE_AMOUNT = Option("resources", float, 0, low=0, high=2**40)  # a custom Ray resource's amount
+PLACEMENT_OPTIONS = {
+    **{key: ENGINE_OPTION[key] for key in ENGINE_KEYS},  # dtype, max_model_len, ...: as their flags
+    "replicas": ENGINE_OPTION["replicas"],
+    "tensor_parallel_size": ENGINE_OPTION["tensor_parallel"],
+    "gpus_per_replica": ENGINE_OPTION["gpus_per_replica"],
+    "num_gpus": Option("num_gpus", float, None, low=0, high=MAX_GPUS),
+    "num_cpus": Option("num_cpus", float, None, low=0, high=MAX_CPUS),
+}
 
 # Engine options that do not change results, left out of the run id (and so no sweep axis).
 UNHASHED = tuple(opt.name for opt in ENGINE_OPTIONS if not opt.hashed)
@@ -772,6 +816,13 @@ class _RunConfigMethods(_Fields):
         # type, allowed values, bounds (engine.options.Option); backend names come from the registry
         for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
             opt.check(getattr(self, opt.name))
+            why = bad_text(getattr(self, opt.name))
+            if why is not None:
+                raise ConfigError(f"{opt.flag} holds text that cannot be written as UTF-8: {why}")
+        from engine.footprint import check_graph, check_questions
+
+        check_graph(self.n_agents)  # before anything builds them
+        check_questions(self.dataset, self.limit)
         from backends.registry import backend_choices, backend_spec
 
         if self.backend not in backend_choices():
@@ -799,11 +850,14 @@ class _RunConfigMethods(_Fields):
                 raise ConfigError(str(exc)) from None
         if spec.simulated:
             self._check_sim_accuracy()
-        if spec.simulated and self.sim_reply_tokens < 8:
-            raise bad(
-                "sim_reply_tokens",
-                f"must be at least 8, room for the answer and confidence (got {self.sim_reply_tokens})",
-            )
+        self._check_agent_settings()
+        self._check_placement_resources()
+        return self
+
+    def _check_agent_settings(self) -> None:
+        """``agent_settings``: at most one entry per agent, each a mapping of AgentSpec keys whose
+        values pass the check of the run option of that name (an agent's own ``seed`` is its
+        sampling seed: :data:`AGENT_SEED`)."""
         if len(self.agent_settings) > self.n_agents:
             raise ConfigError(
                 f"agent_settings has {len(self.agent_settings)} entries but the run has {self.n_agents} agents"
@@ -815,7 +869,26 @@ class _RunConfigMethods(_Fields):
             unknown = set(over) - allowed
             if unknown:
                 raise ConfigError(f"agent_settings[{i}]: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-        return self
+            for key, value in over.items():
+                opt = AGENT_SEED if key == "seed" else ENGINE_OPTION[key]
+                opt.check(value, f"agent_settings[{i}].{key}")
+
+    def _check_placement_resources(self) -> None:
+        """``placement_resources``: per model a mapping whose numbers and engine settings pass the
+        check of the run option they stand for (``replicas`` as ``--replicas``, ``max_model_len``
+        as ``--max-model-len``, ...); its keys are checked where the replicas are laid out."""
+        for model, over in self.placement_resources.items():
+            where = f"placement_resources[{model!r}]"
+            if over is None:
+                continue
+            if not isinstance(over, dict):
+                raise ConfigError(f"{where} must be a mapping, got {type(over).__name__}")
+            for key, value in over.items():
+                if key == "resources" and isinstance(value, dict):
+                    for name, amount in value.items():
+                        RESOURCE_AMOUNT.check(amount, f"{where}.resources.{name}")
+                elif key in PLACEMENT_OPTIONS:
+                    PLACEMENT_OPTIONS[key].check(value, f"{where}.{key}")
 
 
 def _protocol_options() -> dict[str, Option]:
@@ -940,13 +1013,9 @@ def config_from_mapping(data: dict[str, Any], source: str = "config") -> RunConf
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"--config {path}: no such file")
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--config {path}: not valid YAML: {exc}") from exc
+    """The option -> value mapping of a ``--config`` YAML file (:func:`engine.inputs.load_yaml`:
+    bounded in size and aliases); a ConfigError naming the file otherwise."""
+    data = load_yaml(path, f"--config {path}", ConfigError) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: top level must be a mapping of option: value")
     return data

@@ -31,6 +31,20 @@ _TYPE_NAMES = {
     list: "a list",
 }
 
+# Bounds of the run's numbers (Option low/high; --help states each range), shared by the engine's
+# options and the protocols'.
+MAX_AGENTS = 10_000  # scale tests run 1,000 simulated agents; engine/footprint.py says what more need
+MAX_ROUNDS = 100  # papers debate 2-10 rounds
+MAX_QUESTIONS = 1_000_000  # --limit: a million questions is a run of millions of calls
+MAX_OFFSET = 10_000_000
+MAX_SEED = 2**31 - 1  # agent i samples with seed*1000+i, well inside a 64-bit sampler seed
+MAX_AGENT_SEED = 2**63 - 1  # an agent's own seed (agent_settings): what vLLM and torch take
+MAX_TEMPERATURE = 2  # the OpenAI API's limit; higher only samples noise
+MAX_TOKENS = 2**20  # a reply of a million tokens; no model generates more
+MAX_CONTEXT = 2**24  # a context of 16M tokens, past the longest any model has
+MAX_CPUS = 4096
+MAX_GPUS = 1024
+
 
 # Engine settings of the model-serving backends (flags, YAML keys, and per model under
 # placement_resources). They change speed and memory, not what is computed, so they are not part
@@ -85,9 +99,11 @@ class Option:
     help:     one line for ``--help``; the protocols that read the option are put in front of it.
               Empty: ``--help`` shows the default only.
     choices:  the allowed values (a str option), or None.
-    low/high: bounds of a number (inclusive; ``low_open``: ``low`` itself is out); ``finite``: no
-              infinity or NaN. ``bound_error``: the message of a value out of bounds, after the
-              flag (default ``must be within [low, high]``).
+    low/high: bounds of a number (inclusive; ``low_open``: ``low`` itself is out), required for
+              an int or float option: every number a run takes is finite and within a range that
+              ``--help`` states (:attr:`range_text`); infinity and NaN are always refused.
+              ``bound_error``: the message of a value out of bounds, after the flag (default
+              ``must be within [low, high]``); it must hold for both ends.
     also:     other types a YAML file or sweep grid may give (``groups: 3``, ``groups: [2, 2, 4]``);
               the protocol reads them.
     cli:      False for options given in YAML only (mappings such as ``model_info``).
@@ -117,7 +133,6 @@ class Option:
     choices: tuple[Any, ...] | None = None
     low: float | None = None
     high: float | None = None
-    finite: bool = False
     also: tuple[builtins.type, ...] = ()
     cli: bool = True
     low_open: bool = False
@@ -137,6 +152,10 @@ class Option:
             raise TypeError(
                 f"option {self.name}: a {self.type.__name__} has no flag; declare it with cli=False (YAML only)"
             )
+        if self.type in (int, float) and not all(
+            isinstance(b, (int, float)) and math.isfinite(b) for b in (self.low, self.high)
+        ):
+            raise TypeError(f"option {self.name}: a number needs finite bounds low and high (--help states them)")
         if isinstance(self.default, (dict, list)):
             raise TypeError(
                 f"option {self.name}: a mutable default is shared by every config; use None "
@@ -163,6 +182,14 @@ class Option:
         return str(self.default)
 
     @property
+    def range_text(self) -> str | None:
+        """The bounds of a number option as ``--help`` and its errors show them (``[1, 10000]``,
+        ``(0, 1]``); None for other options."""
+        if self.type not in (int, float):
+            return None
+        return _bounds(self.low, self.high, self.low_open)
+
+    @property
     def annotation(self) -> str:
         base = self.type.__name__
         return f"{base} | None" if self.default is None and self.type is not dict else base
@@ -177,24 +204,25 @@ class Option:
             return self.name, "list[Any]", cast("dataclasses.Field[Any]", dataclasses.field(default_factory=list))
         return self.name, self.annotation, dataclasses.field(default=self.default)
 
-    def check(self, value: Any) -> None:
-        """Raise a ConfigError naming the flag when ``value`` is not a valid value of this option."""
+    def check(self, value: Any, name: str | None = None) -> None:
+        """Raise a ConfigError naming the flag (or ``name``: ``agent_settings[2].temperature``)
+        when ``value`` is not a valid value of this option."""
+        where = name or self.flag
         if value is None and self.default is None:
             return
         if self.parse is not None and isinstance(value, str):
-            value = self.parse(value, self.flag)  # raises on text it cannot read
+            value = self.parse(value, where)  # raises on text it cannot read
         if not any(_is_type(value, t) for t in (self.type, *self.also)):
             kinds = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in (self.type, *self.also))
-            raise ConfigError(f"{self.flag} must be {kinds} (got {value!r})")
+            raise ConfigError(f"{where} must be {kinds} (got {value!r})")
         if self.choices is not None and value not in self.choices:
-            raise ConfigError(f"{self.flag} {value!r} is not one of {', '.join(map(str, self.choices))}")
+            raise ConfigError(f"{where} {value!r} is not one of {', '.join(map(str, self.choices))}")
         if self.type in (int, float) and _is_type(value, self.type):  # not a value of an ``also`` type
-            if self.finite and not math.isfinite(value):
-                raise ConfigError(f"{self.flag} must be a finite number (got {value})")
-            below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-            if below or (self.high is not None and value > self.high):
-                why = self.bound_error or f"must be within {_bounds(self.low, self.high, self.low_open)}"
-                raise ConfigError(f"{self.flag} {why} (got {value})")
+            if not math.isfinite(value):
+                raise ConfigError(f"{where} must be a finite number within {self.range_text} (got {value})")
+            low, high = cast(float, self.low), cast(float, self.high)  # both set: __post_init__
+            if (value <= low if self.low_open else value < low) or value > high:
+                raise ConfigError(f"{where} {self.bound_error or f'must be within {self.range_text}'} (got {value})")
 
 
 def parse_number(text: str, flag: str) -> float:
@@ -217,8 +245,13 @@ def _is_type(value: Any, typ: type) -> bool:
 
 
 def _bounds(low: float | None, high: float | None, low_open: bool = False) -> str:
-    left = "(-inf" if low is None else f"{'(' if low_open else '['}{low:g}"
-    return f"{left}, {'inf)' if high is None else f'{high:g}]'}"
+    left = "(-inf" if low is None else f"{'(' if low_open else '['}{_number(low)}"
+    return f"{left}, {'inf)' if high is None else f'{_number(high)}]'}"
+
+
+def _number(x: float) -> str:
+    """A bound as written: ``10000`` (not ``1e+04``), ``0.5``."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def merge_options(declared: dict[str, list[Option]], reserved: set[str]) -> dict[str, Option]:

@@ -122,13 +122,17 @@ class Planner:
 
     def plan(self, cfg: RunConfig) -> CellPlan:
         """The prediction for one (valid) cell's config."""
+        questions = self.questions(cfg)
+        if isinstance(questions, str):
+            return CellPlan(None, note=questions)
+        return self.predict(cfg, questions)
+
+    def predict(self, cfg: RunConfig, questions: list[Question]) -> CellPlan:
+        """The prediction for a (valid) config debating ``questions`` (at least one)."""
         from engine.cost_predict import predict
         from engine.word_tokens import count_words
 
         spec = SPECS[cfg.protocol]
-        questions = self.questions(cfg)
-        if isinstance(questions, str):
-            return CellPlan(None, note=questions)
         n = len(questions)
         if spec.cost is None:
             return CellPlan(n, note=f"no cost model for --protocol {cfg.protocol}")

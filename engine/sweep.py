@@ -32,7 +32,8 @@ Per backend: ``sim_*`` options only with ``backend: simulated``, ``api_*`` only 
 for its agent count, probmad without a density) is reported, listed in the manifest with its
 error and skipped; the sweep fails only if no cell is valid. Options that do not change results
 (they are not part of :meth:`RunConfig.run_id`: ``out``, ``reuse_first_round``, ``progress``,
-``max_batch``, ...) cannot be grid axes, since their cells would share one run id.
+``max_batch``, ...) cannot be grid axes, since their cells would share one run id. A grid of
+more than :data:`MAX_GRID_POINTS` points is refused before any cell is made.
 
 Layout. Cell ``c`` writes a normal run directory ``DIR/<name>/`` (``calls/``, ``questions/``,
 ``graphs/``, ``runs/``; exactly what ``debate run --out DIR/<name>`` writes), named by
@@ -69,8 +70,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import (
     OLD_NAMES,
@@ -85,12 +84,14 @@ from engine.config import (
     resolve_backend,
 )
 from engine.errors import UserError
+from engine.inputs import check_out_dir, load_yaml
 from engine.protocols import SPECS, validate_protocol
 from engine.results import footer_problems, read_table
 from engine.safe_text import inert
 
 GRID = "grid"
 MANIFEST = "sweep.json"
+MAX_GRID_POINTS = 100_000  # the cells of one sweep (each a run); more is a grid written by mistake
 
 
 log = logging.getLogger(__name__)
@@ -257,17 +258,22 @@ def parse_sweep(data: Any, path: str = "sweep") -> SweepSpec:
         if not values:
             raise SweepError(f"{path}: grid key {key!r} is an empty list (an axis needs at least one value)")
         grid[name] = list(values)
-    return SweepSpec(path=path, base=base, grid=grid, out=out)
+    spec = SweepSpec(path=path, base=base, grid=grid, out=out)
+    if spec.n_points > MAX_GRID_POINTS:  # before a cell is made: a few axes multiply fast
+        sizes = " x ".join(str(len(v)) for v in grid.values())
+        raise SweepError(
+            f"{path}: the grid has {spec.n_points:,} points ({sizes}), more than the {MAX_GRID_POINTS:,} "
+            f"a sweep may have; split it into several sweeps"
+        )
+    return spec
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
-    p = Path(path)
-    if not p.is_file():
+    """The sweep file ``path`` (:func:`engine.inputs.load_yaml`: bounded in size and aliases),
+    checked by :func:`parse_sweep`; a SweepError naming the file otherwise."""
+    if not Path(path).is_file():
         raise SweepError(f"{path}: no such sweep file")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise SweepError(f"{path}: not valid YAML: {exc}") from exc
+    data = load_yaml(path, str(path), SweepError)
     return parse_sweep(data if data is not None else {}, str(path))
 
 
@@ -527,7 +533,8 @@ def run_sweep(
     another process is running (status ``busy``: several sweeps of one file may share a folder,
     each running the cells the others do not hold). Any other stopped run (an engine actor died,
     the writer could not write, Ctrl-C or SIGTERM, a bug) stops the sweep. ``progress=False``: no
-    progress bar (callers that print their own). Returns the cells."""
+    progress bar (callers that print their own). ``out_dir`` must be a folder that can be written
+    in (a SweepError naming it otherwise). Returns the cells."""
     from tqdm import tqdm
 
     from actors.driver import DebateRunner, RunInterrupted
@@ -539,6 +546,7 @@ def run_sweep(
     if not valid:
         first = cells[0].error if cells else "the grid is empty"
         raise SweepError(f"{spec.path}: no valid cell ({len(cells)} invalid); first: {first}")
+    check_out_dir(out_dir, "--out", SweepError)
     refresh(cells)
     write = echo or tqdm.write
 

@@ -69,11 +69,13 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _strip_default(help_text: str, opt: Option | None) -> str:
-    """A run flag's help without the ``(default X)`` the CLI appends (the table has a column)."""
+    """A run flag's help without the ``(default X)`` the CLI appends (the table has a column);
+    a number's range stays (``(default 3; range [1, 10000])`` -> ``(range [1, 10000])``)."""
     if opt is not None:
         suffix = f" (default {opt.default_text})"
         if help_text.endswith(suffix):
             return help_text[: -len(suffix)]
+        return help_text.replace(f" (default {opt.default_text}; range ", " (range ")
     return help_text
 
 
@@ -156,17 +158,16 @@ def _type_name(opt: Option) -> str:
     return " or ".join(names) + (" or null" if opt.default is None and opt.type is not dict else "")
 
 
+def _meaning(opt: Option) -> str:
+    """An option's help with its choices (``one of ...``) or its range (``range [1, 10000]``)."""
+    choices = ", ".join(code(c) for c in opt.choices) if opt.choices else ""
+    bounds = cell(f" (range {opt.range_text})") if opt.range_text else ""
+    return cell(opt.help) + (f" (one of {choices})" if choices else "") + bounds
+
+
 def _option_row(opt: Option, hashed: str) -> list[str]:
     flag = code(opt.flag) if opt.cli else "YAML only"
-    choices = ", ".join(code(c) for c in opt.choices) if opt.choices else ""
-    return [
-        code(opt.name),
-        cell(_type_name(opt)),
-        code(opt.default_text),
-        flag,
-        hashed,
-        cell(opt.help) + (f" (one of {choices})" if choices else ""),
-    ]
+    return [code(opt.name), cell(_type_name(opt)), code(opt.default_text), flag, hashed, _meaning(opt)]
 
 
 def config_page() -> str:
@@ -188,7 +189,7 @@ def config_page() -> str:
     for name, opt in PROTOCOL_OPTIONS.items():
         readers = ", ".join(f"[{r}](../protocols/{r}.md)" for r in option_readers(name))
         hashed = "when read" if opt.hashed else "no"
-        rows.append([*_option_row(opt, hashed)[:-1], cell(opt.help) + f" (read by {readers})"])
+        rows.append([*_option_row(opt, hashed)[:-1], _meaning(opt) + f" (read by {readers})"])
     out.append(
         "\n## protocol options\n\nRead only by some protocols. *when read*: the run id hashes the key when the "
         "run's protocol reads it; a sweep resets the others to their defaults, so equal runs share a run id.\n\n"

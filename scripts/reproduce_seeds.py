@@ -64,6 +64,8 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from engine.accounting import mean_sd  # noqa: E402
+from engine.inputs import load_yaml  # noqa: E402
+from engine.options import ConfigError  # noqa: E402
 
 TABLES_DIR = Path(__file__).resolve().parent / "paper_tables"
 PAPERS = ("sparse", "group", "s2mad", "cortex")
@@ -449,7 +451,10 @@ def main(argv=None) -> int:
         help="run every row on the engine's default prompts, not its paper's (system prompt, limits, stage texts)",
     )
     args = ap.parse_args(argv)
-    user = yaml.safe_load(Path(args.config).read_text()) if args.config else {}
+    try:
+        user = load_yaml(args.config, f"reproduce_seeds: --config {args.config}", ConfigError) if args.config else {}
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
     if not isinstance(user, dict):
         raise SystemExit(f"reproduce_seeds: --config {args.config}: top level must be a mapping")
     out = Path(args.out)

@@ -32,6 +32,18 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.fixture
+def no_ray(monkeypatch):
+    """For a test of ``debate``'s input checks: starting Ray fails the test (every input is
+    checked before Ray starts), so a check that came too late fails fast instead of starting Ray."""
+    import actors.driver
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Ray was started: an input check came too late")
+
+    monkeypatch.setattr(actors.driver, "init_ray", refuse)
+
+
 @pytest.fixture(scope="module")
 def sizes():
     """The cost model's measured prompt constants on the simulated backend (tests/support/cost.py)."""

@@ -167,6 +167,8 @@ KNOWN_MODELS: dict[str, tuple[float, float]] = {
     "smollm2-135m": (0.135, 2.0),
 }
 FALLBACK_MODEL = "smollm2-135m"
+# model_info's bounds: 100,000 billion parameters, 10,000 trillion training tokens (100x past any model)
+MODEL_INFO_MAX = {"params_b": 100_000, "tokens_t": 10_000}
 
 
 def model_size(name: str, model_info: dict[str, dict[str, float]]) -> tuple[float, float, str]:
@@ -191,8 +193,10 @@ def model_size(name: str, model_info: dict[str, dict[str, float]]) -> tuple[floa
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"model_info[{name!r}]: params_b / tokens_t must be numbers ({exc})") from None
     for key, val in (("params_b", params), ("tokens_t", tokens)):
-        if val is not None and not (val > 0 and math.isfinite(val)):
-            raise ConfigError(f"model_info[{name!r}].{key} must be a positive number (got {val})")
+        if val is not None and not (0 < val <= MODEL_INFO_MAX[key]):  # NaN and inf fail too
+            raise ConfigError(
+                f"model_info[{name!r}].{key} must be a positive number up to {MODEL_INFO_MAX[key]:,} (got {val})"
+            )
     full = params is not None and tokens is not None
     return (
         params if params is not None else fallback[0],
@@ -523,7 +527,7 @@ CORTEX_S_OFFSET = Option(
     1.0,
     "added to S_d (eq. 8); our choice: the paper's literal S_1 = 0 divides by zero (0 = literal, W = inf)",
     low=0.0,
-    finite=True,
+    high=1000.0,
 )
 CORTEX_GRAPH = Option(
     "cortex_graph",

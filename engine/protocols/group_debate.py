@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.cost_model import Cost, Sizes, first_call, last_memory_call
-from engine.options import Option
+from engine.options import MAX_ROUNDS, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.shared import MEMORY as MEMORY_OPTION
 from engine.protocols.shared import check_memory, memory_mode
@@ -361,7 +361,9 @@ GROUPS = Option(
     "group sizes '2+2+4' or a number of equal groups (default: the paper's layout for the agent count)",
     also=(int, list),
 )
-STAGE_ROUNDS = Option("stage_rounds", int, 2, "intra-group rounds per stage R (stages S = ceil(rounds / R))", low=1)
+STAGE_ROUNDS = Option(
+    "stage_rounds", int, 2, "intra-group rounds per stage R (stages S = ceil(rounds / R))", low=1, high=MAX_ROUNDS
+)
 
 
 def groups_label(cfg) -> list[str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from engine.cost_model import Cost, NotCovered, Sizes
 from engine.formatting import fmt_num
-from engine.options import ConfigError, Option, parse_number
+from engine.options import MAX_AGENTS, ConfigError, Option, parse_number
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
 from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode, resolve_memory
@@ -274,14 +274,14 @@ DEGREE = Option(
     None,
     "peers per agent k of the regular graph: --density k/(N-1) (give either)",
     low=0,
-    bound_error="must be >= 0 peers",
+    high=MAX_AGENTS - 1,
     hashed=False,  # it sets --density, which the run id hashes: --degree 2 and --density 0.4 are one run
 )
 TOPOLOGY = Option(
     "topology", str, None, "regular (needs --density), ring, star, edges (needs --edges), full", choices=TOPOLOGY_KINDS
 )
 EDGES = Option("edges", str, None, "edge list for --topology edges, e.g. '0-1,1-2' (undirected) or '0->1' (1 reads 0)")
-CENTER = Option("center", int, 0, "the hub of --topology star", low=0)
+CENTER = Option("center", int, 0, "the hub of --topology star", low=0, high=MAX_AGENTS - 1)
 
 _noted: set[str] = set()  # snap notes already logged by this process
 

@@ -89,14 +89,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from engine.confidence import parse_confidence
 from engine.cost_model import Cost, ReconcileBlock, Sizes, sys_tokens
 from engine.extract import majority_vote, tied_answers, weighted_counts, weighted_tied_answers, weighted_vote
+from engine.inputs import load_yaml
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, Votes, tie_key, unanimous
 from engine.protocols.shared import EARLY_STOP
@@ -225,13 +223,7 @@ def load_samples(value: Any) -> dict[str, list[dict[str, str]]]:
     data = value
     if isinstance(value, str):
         where = f"--reconcile-samples {value}"
-        path = Path(value)
-        if not path.is_file():
-            raise SamplesError(f"{where}: no such file")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise SamplesError(f"{where}: not valid YAML or JSON: {' '.join(str(exc).split())}") from None
+        data = load_yaml(value, where, SamplesError, "YAML or JSON")
     if not isinstance(data, dict) or not data:
         raise SamplesError(f"{where}: must map model names (or {ANY_MODEL!r}) to lists of samples")
     out: dict[str, list[dict[str, str]]] = {}

@@ -119,20 +119,23 @@ def check_task(task: str | None, allow_none: bool = False) -> None:
 # --------------------------------------------------------------------------- arithmetic
 
 
-def arithmetic_questions(n: int, seed: int = 0) -> list[Question]:
+def arithmetic_questions(n: int, seed: int = 0, start: int = 0) -> list[Question]:
     """The Du et al. arithmetic task: ``a+b*c+d-e*f`` with six integers uniform in 0..29.
 
     The numbers come from ``random.Random(seed)``, six draws per question in the order
     a..f, so the first N questions of a seed never depend on ``n`` (a smaller ``n`` gives
-    a prefix). ``meta`` holds the six numbers under keys ``"a"``..``"f"``.
+    a prefix). ``meta`` holds the six numbers under keys ``"a"``..``"f"``. ``start``: the
+    questions ``start .. start+n-1`` of the stream (the skipped ones are drawn, never made).
     """
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"n must be an int, got {type(n).__name__}")
     if n < 0:
         raise ValueError(f"n must be >= 0 (got {n})")
     rng = random.Random(seed)
+    for _ in range(6 * start):
+        rng.randint(0, 29)
     out = []
-    for i in range(n):
+    for i in range(start, start + n):
         a, b, c, d, e, f = (rng.randint(0, 29) for _ in range(6))
         out.append(
             Question(

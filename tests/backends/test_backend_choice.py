@@ -63,8 +63,8 @@ def test_dtype_and_context_change_the_run_id_engine_sizes_do_not():
     "key,value,needle",
     [
         ("dtype", "float16", "--dtype 'float16' is not one of auto, bfloat16, float32"),
-        ("max_model_len", 0, "--max-model-len must be at least 1"),
-        ("kv_cache_bytes", -1, "--kv-cache-bytes must be at least 1"),
+        ("max_model_len", 0, "--max-model-len must be within [1, 16777216]"),
+        ("kv_cache_bytes", -1, "--kv-cache-bytes must be within [1, 1125899906842624]"),
         ("gpu_memory_utilization", 1.5, "--gpu-memory-utilization is a fraction in (0, 1]"),
         ("backend", "llamacpp", "--backend 'llamacpp' is not one of auto, vllm, transformers, openai, simulated"),
     ],
@@ -178,7 +178,7 @@ def test_cpu_core_reservation(monkeypatch):
     assert "cpu_reserved_cores" not in engine_settings(
         RunConfig(backend="transformers", cpu_reserved_cores=1), "transformers"
     )
-    with pytest.raises(ConfigError, match="--cpu-reserved-cores must be >= 0"):
+    with pytest.raises(ConfigError, match=r"--cpu-reserved-cores must be within \[0, 4096\]"):
         RunConfig(cpu_reserved_cores=-1).validate()
 
 

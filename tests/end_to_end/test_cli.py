@@ -47,9 +47,9 @@ def test_unknown_protocol_and_flag(capsys):
         (["--backend", "openai", "--api-base", "http://127.0.0.1:9"], "--api-base http://127.0.0.1:9: cannot connect"),
         (["--backend", "openai", "--api-base", "ftp://host"], "--api-base ftp://host: not an http(s) URL"),
         (["--backend", "openai"], "--api-base is required"),
-        (["--replicas", "0"], "--replicas must be at least 1"),
+        (["--replicas", "0"], "--replicas must be within [1, 1024]"),
         (["--tensor-parallel", "2", "--backend", "transformers"], "--tensor-parallel needs --backend vllm"),
-        (["--call-retries", "-1"], "--call-retries must be >= 0"),
+        (["--call-retries", "-1"], "--call-retries must be within [0, 1000]"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_culprit(capsys, monkeypatch, tmp_path, argv, needle):

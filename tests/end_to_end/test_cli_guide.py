@@ -78,9 +78,11 @@ def test_run_help_shows_every_default(monkeypatch, capsys):
     for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
         if opt.cli:
             assert re.search(r"\(default|default[);:]", by_flag[opt.flag]), by_flag[opt.flag]
-    assert "(default 3)" in by_flag["--agents"] and "(default 2)" in by_flag["--rounds"]
+    assert (
+        "(default 3; range [1, 10000])" in by_flag["--agents"] and "(default 2; range [1, 100])" in by_flag["--rounds"]
+    )
     assert "(default mad)" in by_flag["--protocol"] and "(default arithmetic)" in by_flag["--dataset"]
-    assert "(default 0.4)" in by_flag["--tau"] and "(default on)" in by_flag["--filter"]
+    assert "(default 0.4; range [-1, 1])" in by_flag["--tau"] and "(default on)" in by_flag["--filter"]
 
 
 def test_an_engine_option_group_must_be_a_declared_one():

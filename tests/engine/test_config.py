@@ -46,9 +46,9 @@ def test_run_id_is_deterministic_and_ignores_output_dir():
         ({"tau": "abc"}, "--tau must be a number (got 'abc')"),
         ({"filter": "no"}, "--filter must be true or false (got 'no')"),
         ({"stage_rounds": 1.5}, "--stage-rounds must be an integer (got 1.5)"),
-        ({"stage_rounds": 0}, "--stage-rounds must be within [1, inf) (got 0)"),
+        ({"stage_rounds": 0}, "--stage-rounds must be within [1, 100] (got 0)"),
         ({"similarity": "cosine"}, "--similarity 'cosine' is not one of answer, embedding"),
-        ({"cortex_s_offset": float("inf")}, "--cortex-s-offset must be a finite number (got inf)"),
+        ({"cortex_s_offset": float("inf")}, "--cortex-s-offset must be a finite number within [0, 1000] (got inf)"),
         ({"groups": 2.5}, "--groups must be a string or an integer or a list (got 2.5)"),
         ({"model_info": [1]}, "--model-info must be a mapping (got [1])"),
     ],
@@ -92,7 +92,7 @@ def test_two_protocols_sharing_an_option_declare_it_once():
     with pytest.raises(TypeError, match="option 'memory' differs from protocol p's"):
         merge_options({"p": [a], "q": [Option("memory", str, "last", "x")]}, set())
     with pytest.raises(TypeError, match="option 'seed' is already a run option"):
-        merge_options({"p": [Option("seed", int, 0, "x")]}, {"seed"})
+        merge_options({"p": [Option("seed", int, 0, "x", low=0, high=9)]}, {"seed"})
 
 
 def test_engine_options_are_declared_once():
@@ -118,13 +118,16 @@ def test_engine_options_are_declared_once():
 @pytest.mark.parametrize(
     "data, message",
     [
-        ({"replicas": 0}, "--replicas must be at least 1 (got 0)"),
-        ({"call_retries": -1}, "--call-retries must be >= 0 (got -1)"),
+        ({"replicas": 0}, "--replicas must be within [1, 1024] (got 0)"),
+        ({"call_retries": -1}, "--call-retries must be within [0, 1000] (got -1)"),
         ({"top_p": 0.0}, "--top-p must be in (0, 1] (got 0.0)"),
         ({"dtype": "fp8"}, "--dtype 'fp8' is not one of auto, bfloat16, float32"),
         ({"temperature": "hot"}, "--temperature must be a number (got 'hot')"),
         ({"max_error_rate": 1.5}, "--max-error-rate is a fraction of calls in [0, 1]; 1 never stops (got 1.5)"),
-        ({"gpus_per_replica": 0}, "--gpus-per-replica must be a positive number of GPUs, fractions allowed (got 0)"),
+        (
+            {"gpus_per_replica": 0},
+            "--gpus-per-replica must be a positive number of GPUs up to 1024, fractions allowed (got 0)",
+        ),
     ],
 )
 def test_engine_options_are_checked_by_their_declaration(data, message):

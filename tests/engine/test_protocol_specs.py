@@ -183,7 +183,7 @@ def test_a_new_protocol_option_is_declared_once_in_its_spec():
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     flat = " ".join(out["help"].split())  # under its protocol's section, with its default
     assert "--protocol echo: some agents read agent 0 --echo-weight" in flat
-    assert "share of agents that read agent 0 (default 0.5)" in flat
+    assert "share of agents that read agent 0 (default 0.5; range [0, 1])" in flat
     assert out["flag"] == 0.25 and out["yaml"] == 0.75
     assert out["bad"] == "--echo-weight must be within [0, 1] (got 2.0)"
     echo_a, echo_b, mad_a, mad_b = out["ids"]
