@@ -878,15 +878,15 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     (:func:`prepare`) before Ray starts, so bad input fails in a second with one line. See
     :class:`DebateRunner` for reuse."""
     prepared = prepare(cfg, questions)
-    if not cfg.out:
-        cfg = dataclasses.replace(cfg, out=str(default_out_dir()))
+    out = Path(cfg.out) if cfg.out else default_out_dir()
+    cfg = dataclasses.replace(cfg, out=str(out))
     # the lock before Ray starts: a run of the same id in progress is refused in a second
-    with stop_signals(), RunLock(cfg.out, cfg.run_id(), wait=cfg.wait):
+    with stop_signals(), RunLock(out, cfg.run_id(), wait=cfg.wait):
         try:
             with DebateRunner(cfg.ray_address) as runner:
                 return runner.run(cfg, progress_cb=progress_cb, prepared=prepared)
         except KeyboardInterrupt:  # while Ray started or stopped: the run's own cleanup did not apply
-            live = _Live(cfg.run_id(), Path(cfg.out), prepared[0], cfg)
+            live = _Live(cfg.run_id(), out, prepared[0], cfg)
             raise RunInterrupted(
                 f"interrupted: {live.saved_text()}; run the same command to resume", exit_code()
             ) from None

@@ -175,9 +175,9 @@ class RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         told = False
         while True:
-            fd = self._try_take()
-            if fd is not None:
-                RunLock._held[key] = (fd, 1)
+            taken = self._try_take()
+            if taken is not None:
+                RunLock._held[key] = (taken, 1)
                 return self
             holder = read_holder(self.path)
             if not self.wait:

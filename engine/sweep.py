@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import itertools
 import json
 import logging
@@ -578,8 +579,7 @@ def run_sweep(
                     f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
                     + (" (resuming)" if c.status == "partial" else "")
                 )
-                prefix = f"[{done}/{len(valid)}] "
-                if _run_cell(runner, c, save, lambda line, p=prefix: say(p + line)):
+                if _run_cell(runner, c, save, functools.partial(_say_at, say, f"[{done}/{len(valid)}] ")):
                     done += 1
                     bar.update(1)
                     say(f"[{done}/{len(valid)}] {_done_line(c)}")
@@ -636,6 +636,10 @@ def _run_cell(runner, c: Cell, save: Callable[[], None], say: Callable[[str], No
     say(f"{what} {c.run_id}  {c.label}: {c.error}")
     save()
     return False
+
+
+def _say_at(say: Callable[[str], None], prefix: str, line: str) -> None:
+    say(prefix + line)
 
 
 def _done_line(c: Cell) -> str:
