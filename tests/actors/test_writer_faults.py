@@ -22,7 +22,7 @@ import time
 import pytest
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow]  # ~3 min of real runs: CI runs them, the fast suite leaves them out
 
 from actors.driver import DebateRunner, RunInterrupted  # noqa: E402
 from actors.writer_actor import WriterActor  # noqa: E402

@@ -17,7 +17,7 @@ from engine.results import load, read_table
 from engine.run_lock import lock_path
 from tests.support.processes import DEBATE, _env
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]  # a minute: CI runs it
 
 LIMIT = 30
 
