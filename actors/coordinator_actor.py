@@ -278,7 +278,7 @@ class CoordinatorActor:
             return
         reason = writer_failure(exc)
         if reason is None:
-            self.bug = exc
+            self.bug = getattr(exc, "cause", None) or exc  # the writer's own exception, not Ray's wrapper
         else:
             log.info("run %s: stopping: %s", self.run_id, reason)  # the driver says it, once
             state["stopped"], state["writer_error"] = "writer", reason
