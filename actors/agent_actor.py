@@ -180,6 +180,7 @@ class AgentCore:
                 truncated_messages=res.truncated_messages,
                 side=turn.is_side,
                 prompt=keys,
+                cached_prompt_tokens=res.cached_prompt_tokens,
             ),
             user,
             texts,
@@ -273,7 +274,9 @@ class AgentGroupActor:
         self, core: AgentCore, setup: AgentSetup, turn: Turn, req: GenRequest, user: Message | None
     ) -> TurnResult:
         """Round 0 through the cache: a hit is recorded with the original's text and token counts
-        and ``reused=True``; on a miss this agent generates and publishes the reply."""
+        and ``reused=True``, its ``cached_prompt_tokens`` null (no request was made, so no prefix
+        cache served it; the original's count says how that run's cache stood); on a miss this
+        agent generates and publishes the reply."""
         from actors.cache_actor import first_round_key
 
         ckey = first_round_key(req, core.spec.model, setup.cache_namespace)
@@ -281,6 +284,7 @@ class AgentGroupActor:
         if res is not None:
             out = core.record(turn, req, res, user)
             out.record.reused = True
+            out.record.cached_prompt_tokens = None
             return out
         res = None
         try:

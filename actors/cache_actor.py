@@ -19,7 +19,10 @@ reuse saves compute and gives identical results.
 Paper is vague on how fixed first rounds are accounted; we choose: a reused call is recorded
 like a generated one (same text, the original's prompt/completion token counts and latency)
 with ``reused=True``, so every run's cost is the cost it would have had on its own, and the
-flag says which calls were not sent to a model. Failed generations (``error`` set) are never
+flag says which calls were not sent to a model. Its ``cached_prompt_tokens`` is null (unknown),
+not the original's: no request was made, so no prefix cache served it, and how much the
+original's cache held depended on that run's other calls. Run totals of cached prompt tokens
+therefore count only the calls that were sent. Failed generations (``error`` set) are never
 cached, so a transient failure is not replayed into other runs.
 
 In-flight dedup: :meth:`ReplyCache.acquire` returns a cached reply, or ``None`` to the first

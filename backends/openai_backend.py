@@ -5,7 +5,11 @@
 :class:`~engine.records.GenResult` built from ``choices[0].message.content``,
 ``choices[0].finish_reason`` and the server's own token counts ``usage.prompt_tokens`` /
 ``usage.completion_tokens``. A response without usable ``usage`` is an error result: token counts
-are never guessed (the engine's accounting is only as exact as its counts).
+are never guessed (the engine's accounting is only as exact as its counts). The prompt tokens the
+server took from its prefix cache are ``usage.prompt_tokens_details.cached_tokens`` when the server
+sends that count (OpenAI does; vLLM's server with ``--enable-prompt-tokens-details``); without it,
+or with a value that is not a count within ``prompt_tokens``, the result's
+``cached_prompt_tokens`` is None (unknown), never 0.
 
 The replica actor awaits ``agenerate`` directly in its event loop; an ``asyncio.Semaphore`` of
 ``concurrency`` bounds the requests in flight (per event loop: the actor has one loop; the sync
@@ -70,6 +74,16 @@ def chat_completions_url(api_base: str) -> str:
     if base.endswith("/v1"):
         base = base[: -len("/v1")]
     return f"{base}/v1/chat/completions"
+
+
+def cached_prompt_tokens(usage: dict[str, Any], prompt_tokens: int) -> int | None:
+    """``usage.prompt_tokens_details.cached_tokens`` when it is a count of at most ``prompt_tokens``;
+    None (unknown) when the server does not send it or sends something else."""
+    details = usage.get("prompt_tokens_details")
+    n = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= prompt_tokens:
+        return None
+    return n
 
 
 class _LoopState:
@@ -192,8 +206,9 @@ class OpenAIBackend(Backend):
         return min(self.backoff_s * (2**retry), self.max_backoff_s)
 
     # ------------------------------------------------------------------ parsing
-    def _parse(self, raw: str) -> tuple[str, int, int, str]:
-        """(text, prompt_tokens, completion_tokens, finish_reason) of a 200 body, or ValueError."""
+    def _parse(self, raw: str) -> tuple[str, int, int, str, int | None]:
+        """(text, prompt_tokens, completion_tokens, finish_reason, cached prompt tokens or None) of a
+        200 body, or ValueError."""
         try:
             data = json.loads(raw)
         except ValueError:
@@ -225,7 +240,7 @@ class OpenAIBackend(Backend):
         finish = finish if isinstance(finish, str) and finish else "unknown"
         # content None (e.g. a reply cut before any visible text) is an empty reply, not an error:
         # the server spent and counted those tokens.
-        return content or "", counts[0], counts[1], finish
+        return content or "", counts[0], counts[1], finish, cached_prompt_tokens(usage, counts[0])
 
     # ------------------------------------------------------------------ generation
     async def agenerate(self, req: GenRequest) -> GenResult:
@@ -233,7 +248,7 @@ class OpenAIBackend(Backend):
         start = time.perf_counter()
         self.stats["requests"] += 1
         try:
-            text, ptok, ctok, finish = await self._attempts(req)
+            text, ptok, ctok, finish, cached = await self._attempts(req)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error result
@@ -242,9 +257,11 @@ class OpenAIBackend(Backend):
                 str(exc) if isinstance(exc, _Failure) else f"request to {self.url} failed: {type(exc).__name__}: {exc}"
             )
             return GenResult("", 0, 0, time.perf_counter() - start, "error", self._mask(msg)[:2000])
-        return GenResult(self._mask(text) or "", ptok, ctok, time.perf_counter() - start, finish, None)
+        return GenResult(
+            self._mask(text) or "", ptok, ctok, time.perf_counter() - start, finish, None, cached_prompt_tokens=cached
+        )
 
-    async def _attempts(self, req: GenRequest) -> tuple[str, int, int, str]:
+    async def _attempts(self, req: GenRequest) -> tuple[str, int, int, str, int | None]:
         state = self._state()
         payload = self.body(req)
         attempts = self.max_retries + 1

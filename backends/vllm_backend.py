@@ -40,6 +40,10 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   (``ModelConfig.is_multimodal_model``); the driver refuses a data set with images on a text-only
   model before the first call. ``--context-overflow truncate`` counts the image's tokens as a
   fixed part of the prompt and never drops the image (:func:`engine.prompts.truncate_oldest_turns`).
+* cached prompt tokens: prefix caching is always on; each result carries its request's own
+  count of prompt tokens served from the cache (``RequestOutput.num_cached_tokens``,
+  :func:`final_result`; the calls table's ``cached_prompt_tokens``), and ``stats`` their sum
+  over the replica's life.
 * prompt fitting runs off the event loop: the chat template, the tokenisation and, under
   ``--context-overflow truncate``, the re-counting as turns are dropped (:func:`fit_prompt`,
   :func:`fit_messages`) run in one tokenizer thread of the backend's own, so a long transcript
@@ -213,6 +217,26 @@ def model_takes_images(model_config: Any) -> bool:
     """vLLM's own answer to "is the loaded model multimodal" (``ModelConfig.is_multimodal_model``:
     its architecture registers a multimodal processor)."""
     return bool(getattr(model_config, "is_multimodal_model", False))
+
+
+def final_result(final: Any, dropped: int, latency_s: float) -> GenResult:
+    """The result of a request from its final ``vllm.RequestOutput``: the first completion's text
+    (stripped), vLLM's token counts, and ``cached_prompt_tokens``, the request's own
+    ``num_cached_tokens``: the prompt tokens vLLM's scheduler found in the prefix cache when it
+    first scheduled the request (whole KV cache blocks; never the prompt's last token, which is
+    always computed). None when the output does not say (``RequestOutput``'s default), never a
+    guessed 0. ``dropped``: the messages dropped to fit the context."""
+    comp = final.outputs[0]
+    cached = getattr(final, "num_cached_tokens", None)
+    return GenResult(
+        text=comp.text.strip(),
+        prompt_tokens=len(final.prompt_token_ids),  # None only for embeds prompts, which we never send
+        completion_tokens=len(comp.token_ids),
+        latency_s=latency_s,
+        finish_reason=comp.finish_reason or "stop",
+        truncated_messages=dropped,
+        cached_prompt_tokens=None if cached is None else int(cached),
+    )
 
 
 class VLLMBackend(Backend):
@@ -476,16 +500,9 @@ class VLLMBackend(Backend):
             finally:
                 self._in_flight -= 1
         assert final is not None, "vLLM's generate ended without an output"  # it always yields the final one
-        comp = final.outputs[0]
-        self.stats["cached_prompt_tokens"] += int(getattr(final, "num_cached_tokens", 0) or 0)
-        return GenResult(
-            text=comp.text.strip(),
-            prompt_tokens=len(final.prompt_token_ids),  # type: ignore[arg-type]  # None only for embeds prompts
-            completion_tokens=len(comp.token_ids),
-            latency_s=time.perf_counter() - start,
-            finish_reason=comp.finish_reason or "stop",
-            truncated_messages=prompt.dropped,
-        )
+        res = final_result(final, prompt.dropped, time.perf_counter() - start)
+        self.stats["cached_prompt_tokens"] += res.cached_prompt_tokens or 0
+        return res
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """Synchronous convenience (scripts, tests): all requests concurrently. The engine's output

@@ -47,8 +47,11 @@ class GenResult:
 
     Token counts come from the serving model's own tokenizer: ``prompt_tokens`` is the length of
     the chat-template-applied prompt, ``completion_tokens`` the generated tokens including the
-    end-of-turn token when one was produced. ``error`` is set (and ``text`` empty) when the
-    backend failed on this request; it is then recorded, never retried silently.
+    end-of-turn token when one was produced. ``cached_prompt_tokens``: how many of the prompt
+    tokens the serving engine took from its prefix cache instead of computing them (vLLM's
+    ``num_cached_tokens``, an OpenAI-compatible server's ``usage.prompt_tokens_details.cached_tokens``);
+    None when the backend cannot say (never 0 for unknown). ``error`` is set (and ``text`` empty)
+    when the backend failed on this request; it is then recorded, never retried silently.
     """
 
     text: str
@@ -58,6 +61,7 @@ class GenResult:
     finish_reason: str = "stop"  # "stop" | "length" | "error"
     error: str | None = None
     truncated_messages: int = 0  # messages dropped to fit the context (--context-overflow truncate)
+    cached_prompt_tokens: int | None = None  # prompt tokens served from the prefix cache; None: unknown
 
 
 @dataclass
@@ -86,6 +90,9 @@ class CallRecord:
     # the request's messages in order, as prompts-table keys (engine.prompts.message_hash); None
     # when the run stores no prompts (--no-store-prompts) or the call never reached an agent
     prompt: list[str] | None = None
+    # prompt tokens the engine took from its prefix cache (GenResult.cached_prompt_tokens); None when
+    # the backend cannot say, for an error row, and for a reused reply (it made no request)
+    cached_prompt_tokens: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         """The calls table's columns of this record (a shallow copy; ``peers`` a new list).

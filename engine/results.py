@@ -95,6 +95,9 @@ CALLS_SCHEMA = pa.schema(
         # the call's messages in order, as keys of the prompts table; null with --no-store-prompts,
         # for a call that never reached an agent, and in parts written before the column existed
         ("prompt", pa.list_(pa.string())),
+        # prompt tokens the serving engine took from its prefix cache; null when the backend cannot
+        # say, for error rows and reused replies, and in parts written before the column existed
+        ("cached_prompt_tokens", pa.int64()),
     ]
 )
 
@@ -275,6 +278,11 @@ COLUMN_HELP: dict[str, dict[str, str]] = {
         "no answer, not in the agent's transcript",
         "prompt": "the messages the call sent, in order, as keys of the prompts table; null with "
         "--no-store-prompts, for a call that never reached an agent, and in older folders",
+        "cached_prompt_tokens": "of prompt_tokens, those the serving engine took from its prefix cache "
+        "instead of computing them (vLLM's num_cached_tokens; an OpenAI-compatible server's "
+        "usage.prompt_tokens_details.cached_tokens); null when the backend cannot say (transformers, "
+        "simulated, a server that does not send it), for an error row, for a reused reply (no request "
+        "was made) and in older folders; never 0 for unknown",
     },
     "questions": {
         **_SHARED_HELP,

@@ -2,13 +2,15 @@
 
 The stub runs in its own thread with its own event loop (so a Ray actor in another process can
 call it too), records every request it sees, and follows a per-request script: "ok" (default),
-"500", "429", "400", "nousage", "slow", "leak" (a 400 whose body echoes the Authorization header)
-and "echo-key" (a 200 whose reply text contains the Authorization header).
+"500", "429", "400", "nousage", "slow", "leak" (a 400 whose body echoes the Authorization header),
+"echo-key" (a 200 whose reply text contains the Authorization header) and "details:<JSON>" (a 200
+whose ``usage.prompt_tokens_details`` is that JSON value).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -127,6 +129,8 @@ class StubServer:
                     "completion_tokens": completion,
                     "total_tokens": prompt + completion,
                 }
+                if action.startswith("details:"):
+                    answer["usage"]["prompt_tokens_details"] = json.loads(action.removeprefix("details:"))
                 with self.lock:
                     self.usages.append((prompt, completion))
             return web.json_response(answer)
@@ -248,6 +252,32 @@ def test_no_key_means_no_authorization_header_and_finish_reason_is_the_servers(s
     [res] = b.generate([req(1, max_tokens=3)])
     assert "Authorization" not in stub.seen[0]["headers"]
     assert res.error is None and res.finish_reason == "length"
+
+
+@pytest.mark.parametrize(
+    ("details", "cached"),
+    [
+        ('{"cached_tokens": 8}', 8),
+        ('{"cached_tokens": 0}', 0),  # the server says none was cached: a known 0
+        (None, None),  # no prompt_tokens_details: the server does not say
+        ("null", None),
+        ("{}", None),
+        ('{"cached_tokens": "8"}', None),  # not a count
+        ('{"cached_tokens": true}', None),
+        ('{"cached_tokens": 100000}', None),  # more than the prompt: not believed
+    ],
+)
+def test_cached_prompt_tokens_are_the_servers_prompt_tokens_details_or_unknown(stub, details, cached):
+    stub.script = [] if details is None else [f"details:{details}"]
+    [res] = backend(stub).generate([req(2)])
+    assert res.error is None and res.prompt_tokens == stub.usages[0][0] > 8
+    assert res.cached_prompt_tokens == cached  # None (unknown) is never 0, nor 0 None
+
+
+def test_an_error_result_knows_no_cached_tokens(stub):
+    stub.script = ["400"]
+    [res] = backend(stub).generate([req(0)])
+    assert res.error is not None and res.cached_prompt_tokens is None
 
 
 # ------------------------------------------------------------------ images

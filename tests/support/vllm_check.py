@@ -36,6 +36,10 @@ async def main() -> dict:
         *(b.agenerate(GenRequest(messages=[{"role": "user", "content": f"Say {i}."}], max_tokens=4)) for i in range(10))
     )
     too_long = await b.agenerate(GenRequest(messages=[{"role": "user", "content": "word " * 9000}], max_tokens=8))
+    # the prefix cache: a prompt of several KV blocks sent twice; the second finds the first's blocks
+    long = [{"role": "user", "content": "Count these words: " + " ".join(f"w{i}" for i in range(150))}]
+    cold, warm = [await b.agenerate(GenRequest(messages=long, temperature=0, max_tokens=4)) for _ in range(2)]
+    every = [*together, *alone, greedy, *burst, too_long, cold, warm]
     out = {
         "texts": [r.text for r in together],
         "same_alone_and_batched": [a.text == t.text for a, t in zip(alone, together)],
@@ -50,6 +54,10 @@ async def main() -> dict:
         "in_flight_max": b.stats["in_flight_max"],
         "burst_errors": [r.error for r in burst],
         "settings": b.settings,
+        # each request's own count of prompt tokens served from the prefix cache, and the replica's sum
+        "cached": [[r.cached_prompt_tokens, r.prompt_tokens, r.error is None] for r in every],
+        "cached_stat": b.stats["cached_prompt_tokens"],
+        "cold_warm": [[r.cached_prompt_tokens, r.prompt_tokens] for r in (cold, warm)],
     }
     b.shutdown()
     return out
