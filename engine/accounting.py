@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from engine.metrics import METRICS
+from engine.metrics import CACHED_SHARE, METRICS, cached_share
 
 T = TypeVar("T")
 
@@ -75,7 +75,9 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     key is aggregated as it declares (:data:`engine.metrics.METRICS`), a count's ``rate`` (the
     share ``accuracy``, which counts unparseable finals and errored questions as wrong) after
     them. A question counts as errored when it has ``errored`` or (older rows) ``n_errors``. A
-    column missing from older rows counts 0."""
+    column missing from older rows counts 0, except in a ``known_sum`` (cached prompt tokens),
+    which leaves such rows out and is None when no row knows it; ``cached_prompt_share`` is
+    :func:`engine.metrics.cached_share` of those sums."""
     rows = list(rows)
     n = len(rows)
     out: dict[str, Any] = {"n_questions": n}
@@ -91,8 +93,12 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
             out[key] = sum(r.get(m.name) or 0 for r in rows) / n if n else 0.0
         elif m.agg == "by_round":
             out[key] = per_round_mean(rows, m.name)
+        elif m.agg == "known_sum":
+            known = [r[m.name] for r in rows if r.get(m.name) is not None]
+            out[key] = sum(known) if known else None
     for m in METRICS:
         if m.rate is not None and m.summary is not None:  # after every aggregate, as always listed
             out[m.rate] = out[m.summary] / n if n else 0.0
     out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)
+    out[CACHED_SHARE.key] = cached_share(out["cached_prompt_tokens"], out["computed_prompt_tokens"])
     return out

@@ -44,7 +44,7 @@ from engine.config import (
     new_names,
     option_readers,
 )
-from engine.metrics import METRICS, format_aggregate
+from engine.metrics import CACHED_SHARE, CACHED_SHARE_LABEL, METRICS, format_aggregate, format_share
 from engine.options import GROUPS, Option
 from engine.protocols import SPECS
 from engine.safe_text import inert, print_error
@@ -163,7 +163,8 @@ def protocols_command() -> int:
 
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
     """The printed run summary: the run's setup, accuracy, every metric aggregate that declares
-    a label (:data:`engine.metrics.METRICS`, in their order), then time and throughput."""
+    a label (:data:`engine.metrics.METRICS`, in their order), the share of prompt tokens the
+    prefix cache served (``n/a`` when no call reports it), then time and throughput."""
     s = result.summary
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
@@ -178,6 +179,7 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
         *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in METRICS if m.label),
+        (CACHED_SHARE_LABEL, format_share(s.get(CACHED_SHARE.key))),
         ("errored questions", str(s.get("n_errored_questions", 0))),
         ("wall time (s)", f"{result.wall_s:.1f}"),
         ("generated tok/s", f"{rate:.1f}"),

@@ -199,12 +199,14 @@ class DebateLog:
 
         ``n_invalid`` counts agent turns without a readable answer; summary calls and side calls
         (reviews, scores: they state no answer of the agent) never count. ``n_calls`` and the
-        tokens count every call.
+        tokens count every call; ``cached_prompt_tokens`` and ``computed_prompt_tokens`` only the
+        calls that report a cached count (null when none does: the backend cannot say).
 
         The metric columns are exactly those :data:`engine.metrics.METRICS` declares (checked by
         :func:`engine.metrics.metric_columns`): a new metric is declared there and computed here.
         """
         q, recs = self.question, self.records
+        known = [(r.prompt_tokens, r.cached_prompt_tokens) for r in recs if r.cached_prompt_tokens is not None]
         errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
         # one value per metric declared in engine/metrics.py: metric_columns fails on one missing or extra
         metrics = metric_columns(
@@ -230,6 +232,9 @@ class DebateLog:
                 "n_errors": sum(r.error is not None for r in recs),
                 "prompt_tokens": sum(r.prompt_tokens for r in recs),
                 "completion_tokens": sum(r.completion_tokens for r in recs),
+                # over the calls whose backend reported a cached count; null when none did
+                "cached_prompt_tokens": sum(c for _, c in known) if known else None,
+                "computed_prompt_tokens": sum(p - c for p, c in known) if known else None,
             }
         )
         return {

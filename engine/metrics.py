@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-AGGREGATES = ("sum", "count", "mean", "by_round")
+AGGREGATES = ("sum", "count", "mean", "by_round", "known_sum")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,9 @@ class Metric:
     summary: the run summary key it aggregates into (:func:`engine.accounting.summarize`), or None.
     agg:     how: ``sum`` over questions, ``count`` of questions where it is true, ``mean`` over
              questions, ``by_round`` the round-by-round mean of a per-round list (a question that
-             stopped early carries its last value, :func:`engine.accounting.carried_mean`).
+             stopped early carries its last value, :func:`engine.accounting.carried_mean`),
+             ``known_sum`` the sum over the questions where it is known (not null), None when it
+             is known for none (a count some backends cannot give: unknown is never 0).
     graded:  recomputed by ``debate rescore`` from the stored replies (a change is a re-grade).
     report:  read by ``debate report`` from the question rows.
     label:   the row of its aggregate in the summary ``debate run`` prints, or None (not shown).
@@ -227,14 +229,42 @@ METRICS: tuple[Metric, ...] = (
         label="consensus by round",
         runs=RunsColumn("consensus_by_round", pa.list_(pa.float64()), 5),
     ),
+    Metric(
+        "cached_prompt_tokens",
+        pa.int64(),
+        "prompt tokens the serving engine took from its prefix cache, summed over its calls that report "
+        "it (calls.cached_prompt_tokens); null when none does",
+        summary="cached_prompt_tokens",
+        agg="known_sum",
+        label="cached prompt tokens",
+        runs=RunsColumn("cached_prompt_tokens", pa.int64(), 7),
+    ),
+    Metric(
+        "computed_prompt_tokens",
+        pa.int64(),
+        "prompt tokens the serving engine computed (prompt_tokens - cached_prompt_tokens), summed over "
+        "the same calls; null when none reports cached tokens",
+        summary="computed_prompt_tokens",
+        agg="known_sum",
+        label="computed prompt tokens",
+        runs=RunsColumn("computed_prompt_tokens", pa.int64(), 8),
+    ),
 )
 METRIC = {m.name: m for m in METRICS}  # name -> its Metric
 
 # the columns `debate rescore` recomputes
 GRADED = tuple(m.name for m in METRICS if m.graded)
 
+# The share of the prompt tokens that the prefix cache served, over the calls that report it: a
+# run aggregate of two metrics (cached / (cached + computed), :func:`cached_share`), not a metric's
+# own, stored beside them in the runs table; None when no call reports it.
+CACHED_SHARE = RunsColumn("cached_prompt_share", pa.float64(), 9)
+CACHED_SHARE_LABEL = "cached share of prompt tokens"
+
 # the run aggregates the runs table stores, in its column order (engine.results.RUNS_SCHEMA)
-RUNS_COLUMNS: tuple[RunsColumn, ...] = tuple(sorted((m.runs for m in METRICS if m.runs), key=lambda c: c.order))
+RUNS_COLUMNS: tuple[RunsColumn, ...] = tuple(
+    sorted((*(m.runs for m in METRICS if m.runs), CACHED_SHARE), key=lambda c: c.order)
+)
 if [c.order for c in RUNS_COLUMNS] != list(range(len(RUNS_COLUMNS))):
     raise TypeError(f"RunsColumn orders must be 0, 1, ... once each: {[c.order for c in RUNS_COLUMNS]}")
 
@@ -257,21 +287,40 @@ def runs_columns(summary: dict[str, Any], graded: bool = False) -> dict[str, Any
     (:func:`engine.accounting.summarize`); with ``graded``, only those of metrics ``debate
     rescore`` recomputes (the rest do not change with the grades)."""
     stored = [m.runs for m in METRICS if m.runs and (m.graded or not graded)]
+    if not graded:  # the cached share follows token counts, never the grades
+        stored.append(CACHED_SHARE)
     return {c.key: summary[c.key] for c in RUNS_COLUMNS if c in stored}
+
+
+def cached_share(cached: int | None, computed: int | None) -> float | None:
+    """The share of prompt tokens the prefix cache served: ``cached / (cached + computed)``, both
+    summed over the calls that report a cached count; None when none does (or they had no prompt)."""
+    if cached is None or computed is None or cached + computed <= 0:
+        return None
+    return cached / (cached + computed)
+
+
+def format_share(share: float | None) -> str:
+    """A share as printed: a percentage with one decimal, ``n/a`` when unknown."""
+    return "n/a" if share is None else f"{100 * share:.1f}%"
 
 
 def format_aggregate(metric: Metric, value) -> str:
     """A summary aggregate as the printed summary shows it: a count, a mean with two decimals,
-    or a per-round list of them ("-" when empty)."""
+    or a per-round list of them ("-" when empty); a ``known_sum`` known for no question is ``n/a``."""
     if metric.agg == "by_round":
         return " ".join(f"{v:.2f}" for v in value or []) or "-"
     if metric.agg == "mean":
         return f"{value:.2f}"
+    if metric.agg == "known_sum" and value is None:
+        return "n/a"
     return str(value)
 
 
 __all__ = [
     "AGGREGATES",
+    "CACHED_SHARE",
+    "CACHED_SHARE_LABEL",
     "GRADED",
     "METRIC",
     "METRICS",
@@ -279,7 +328,9 @@ __all__ = [
     "Metric",
     "ReportColumn",
     "RunsColumn",
+    "cached_share",
     "format_aggregate",
+    "format_share",
     "metric_columns",
     "runs_columns",
 ]

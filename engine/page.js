@@ -236,7 +236,11 @@
       else head.append(" \u00b7 ", el("b", {}, "no answer"));
     }
     const tok = [];
-    if (has(t.prompt_tokens) || has(t.completion_tokens)) tok.push(`${fmt(t.prompt_tokens)} + ${fmt(t.completion_tokens)} tokens`);
+    if (has(t.prompt_tokens) || has(t.completion_tokens)) {
+      // the prompt tokens the engine's prefix cache served, when the call reports them
+      const cached = has(t.cached_prompt_tokens) ? ` (${fmt(t.cached_prompt_tokens)} prompt tokens cached)` : "";
+      tok.push(`${fmt(t.prompt_tokens)} + ${fmt(t.completion_tokens)} tokens${cached}`);
+    }
     if (has(t.latency_s)) tok.push(t.latency_s < 0.001 ? "<0.001 s" : `${fmt(t.latency_s)} s`);
     const withWeight = (nodes, ws) => nodes.map((n, k) => nodeName(n) + (Array.isArray(ws) && has(ws[k]) ? ` (weight ${fmt(ws[k])})` : ""));
     if (Array.isArray(t.read) && t.read.length) tok.push(`read ${withWeight(t.read, t.weights).join(", ")}`);

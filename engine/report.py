@@ -32,6 +32,11 @@ Metrics per configuration (``summary_rows``):
   rows shows the group's accuracy and total tokens per question as mean ± sd over the seeds
   (sample sd), next to the row's own Wilson interval (which covers question sampling only).
 * prompt tokens per call (CortexDebate's context length).
+* the prompt cache: prompt tokens per question the serving engine's prefix cache served
+  (``calls.cached_prompt_tokens``) and those it computed (prompt - cached), both over the calls
+  that report a cached count, and the cached share cached / (cached + computed)
+  (:func:`engine.metrics.cached_share`); ``n/a`` when no call of the run reports one (the
+  transformers and simulated backends, a server that does not send it, older folders).
 * mean effective debate rounds (rounds until all agents first agree, per question);
 * mean consensus proportion per round (:func:`consensus_curve`): a question that stopped early
   carries its last value forward to the longest question of the run (and to the configured
@@ -44,7 +49,7 @@ two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`; skip
 when every configuration has the same number of agents / rounds). Okabe-Ito colours per
 protocol, a marker per variant, legends outside the axes. Simulated-backend data are labelled
 in every plot title. The printed table is split into :data:`SECTIONS` (accuracy, cost,
-savings, dynamics), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
+savings, dynamics, cache), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
 :func:`csv_table`).
 """
 
@@ -64,7 +69,7 @@ import pyarrow.compute as pc
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import UNHASHED, stored_config
 from engine.formatting import fmt_num
-from engine.metrics import METRICS
+from engine.metrics import METRICS, cached_share, format_share
 from engine.protocols import SPECS
 from engine.results import ResultsError, complete_calls, find_run_dirs, read_table
 from engine.safe_text import inert
@@ -79,7 +84,15 @@ PLOTS = (  # each also as .pdf and .svg
 )
 # Config keys that never change results (RunConfig.run_id leaves them out): no run label names them.
 _NOT_RESULT_KEYS = frozenset(UNHASHED)
-_CALL_COLUMNS = ("run_id", "question_id", "attempt", "agent_id", "prompt_tokens", "completion_tokens")
+_CALL_COLUMNS = (
+    "run_id",
+    "question_id",
+    "attempt",
+    "agent_id",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_prompt_tokens",
+)
 _QUESTION_COLUMNS = (
     "run_id",
     "question_id",
@@ -151,26 +164,32 @@ class RunData:
     run: dict[str, Any]  # the runs-table row ({} when the run has question rows but no run row)
     config: dict[str, Any]
     questions: list[dict[str, Any]]
-    calls: dict[str, int] | None  # totals over complete calls; None when the run has no call rows
+    calls: dict[str, Any] | None  # totals over complete calls; None when the run has no call rows
     notes: list[str] = field(default_factory=list)
 
 
-def _call_totals(calls: pa.Table) -> dict[str, dict[str, int]]:
+def _call_totals(calls: pa.Table) -> dict[str, dict[str, Any]]:
+    """Per run id: its calls' token sums, calls and summary calls; cached and computed prompt
+    tokens summed over the calls that report a cached count (None when none does)."""
     if not calls.num_rows:
         return {}
     summary = pc.equal(calls.column("agent_id"), -1)
-    t = calls.select(["run_id", "prompt_tokens", "completion_tokens"]).append_column(
-        "summary", pc.cast(pc.fill_null(summary, False), pa.int64())
+    cached = calls.column("cached_prompt_tokens")
+    t = (
+        calls.select(["run_id", "prompt_tokens", "completion_tokens", "cached_prompt_tokens"])
+        .append_column("summary", pc.cast(pc.fill_null(summary, False), pa.int64()))
+        .append_column("computed_prompt_tokens", pc.subtract(calls.column("prompt_tokens"), cached))  # null: unknown
     )
-    agg = t.group_by("run_id").aggregate(
-        [("prompt_tokens", "sum"), ("completion_tokens", "sum"), ("summary", "sum"), ("run_id", "count")]
-    )
+    sums = ("prompt_tokens", "completion_tokens", "cached_prompt_tokens", "computed_prompt_tokens", "summary")
+    agg = t.group_by("run_id").aggregate([*((c, "sum") for c in sums), ("run_id", "count")])
     return {
         r["run_id"]: {
             "prompt_tokens": r["prompt_tokens_sum"] or 0,
             "completion_tokens": r["completion_tokens_sum"] or 0,
             "calls": r["run_id_count"],
             "summary_calls": r["summary_sum"] or 0,
+            "cached_prompt_tokens": r["cached_prompt_tokens_sum"],  # a sum over no known value is null
+            "computed_prompt_tokens": r["computed_prompt_tokens_sum"],
         }
         for r in agg.to_pylist()
     }
@@ -306,9 +325,11 @@ def summarize_run(data: RunData) -> dict[str, Any]:
     if data.calls is not None:
         prompt, completion = data.calls["prompt_tokens"], data.calls["completion_tokens"]
         calls, summary_calls = data.calls["calls"], data.calls["summary_calls"]
+        cached, computed = data.calls["cached_prompt_tokens"], data.calls["computed_prompt_tokens"]
     else:
         prompt, completion = run["prompt_tokens"], run["completion_tokens"]
         calls, summary_calls = run["n_calls"], run["n_summary_calls"]
+        cached, computed = run["cached_prompt_tokens"], run["computed_prompt_tokens"]
     total = prompt + completion
     per_q = (lambda x: x / n) if n else (lambda x: math.nan)
     length = rounds if (rounds and any(q.get("stopped_early") for q in qs)) else None
@@ -352,6 +373,12 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         ),
         "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
         "placement": placement_text(data.run.get("placement")),
+        # over the calls that report a cached count (vLLM, some servers); None: no call does
+        "cached_prompt_tokens": cached,
+        "computed_prompt_tokens": computed,
+        "cached_per_q": None if cached is None else per_q(cached),
+        "computed_per_q": None if computed is None else per_q(computed),
+        "cached_share": cached_share(cached, computed),
     }
     return with_metric_columns(row, run)
 
@@ -489,6 +516,11 @@ def _f(x: float, spec: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def _known(x: float | None, spec: str) -> str:
+    """A count some backends cannot give: ``n/a`` when unknown (None), else as :func:`_f`."""
+    return "n/a" if x is None else _f(x, spec)
+
+
 def format_row(row: dict[str, Any]) -> list[str]:
     """Display strings of one row, in the order of :data:`COLUMNS`."""
     acc = (
@@ -523,6 +555,9 @@ def format_row(row: dict[str, Any]) -> list[str]:
         _f(row["effective_rounds"], ".2f"),
         " ".join(f"{c:.2f}" for c in row["consensus_by_round"]) or "-",
         " ".join(f"{c:.2f}" for c in row["accuracy_by_round"]) or "-",
+        _known(row["cached_per_q"], ",.1f"),
+        _known(row["computed_per_q"], ",.1f"),
+        format_share(row["cached_share"]),
     ]
 
 
@@ -542,18 +577,22 @@ COLUMNS = (
     "eff. rounds",
     "consensus by round",
     "accuracy by round",
+    "cached tok/q",
+    "computed tok/q",
+    "cached share",
 )
 
 
 # the summary split into tables narrow enough for an 80-column terminal, each a selection of
 # COLUMNS (the configuration first): accuracy (n, Wilson, over seeds, by round), cost (tokens and
 # calls per question), savings against the baseline, and dynamics (effective rounds, consensus by
-# round, skipped turns, summary calls)
+# round, skipped turns, summary calls), and the prompt cache (cached and computed prompt tokens)
 SECTIONS: dict[str, tuple[str, ...]] = {
     "accuracy": (*COLUMNS[0:4], COLUMNS[14]),
     "cost": (COLUMNS[0], *COLUMNS[4:9]),
     "savings": (COLUMNS[0], COLUMNS[11]),
     "dynamics": (COLUMNS[0], COLUMNS[12], COLUMNS[13], COLUMNS[10], COLUMNS[9]),
+    "cache": (COLUMNS[0], *COLUMNS[15:18]),
 }
 CAPTIONS = {
     "accuracy": "accuracy = correct / n with the 95% Wilson interval (question sampling); over seeds: "
@@ -563,6 +602,9 @@ CAPTIONS = {
     "{baseline} run with the same agents, rounds, dataset, backend, models and seed; - = none",
     "dynamics": "eff. rounds: rounds until all agents first agree; consensus: mean share agreeing with the "
     "majority after each round (stopped questions carry their last value); summary calls: in all",
+    "cache": "prompt tokens per question that the serving engine's prefix cache served (cached) and that it "
+    "computed (prompt - cached), over the calls that report a cached count (vLLM; servers that send "
+    "usage.prompt_tokens_details); share = cached / (cached + computed); n/a: no call reports it",
 }
 
 
@@ -578,7 +620,7 @@ def section_cells(rows: list[dict[str, Any]], section: str, baseline: str = "mad
 
 
 def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any]:
-    """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics). No number
+    """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics, cache). No number
     is ever wrapped: every column but the configuration has a fixed width that holds its widest
     cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
     console is narrow. Cells are text, never markup (a label quotes run options)."""

@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 
 from engine.config import stored_config
 from engine.errors import UserError
-from engine.metrics import METRICS, RUNS_COLUMNS
+from engine.metrics import CACHED_SHARE, METRICS, RUNS_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -231,6 +231,11 @@ STREAMED = ("calls", "questions", "graphs", "prompts")
 
 def _runs_column_help(key: str) -> str:
     """What a runs-table aggregate column holds, from the metric it aggregates."""
+    if key == CACHED_SHARE.key:
+        return (
+            "cached_prompt_tokens / (cached_prompt_tokens + computed_prompt_tokens): the share of the prompt "
+            "tokens the prefix cache served, over the calls that report it; null when none does"
+        )
     metric = next(m for m in METRICS if m.runs is not None and m.runs.key == key)
     what = {
         "count": f"share of questions where questions.{metric.name} is true",
@@ -238,6 +243,7 @@ def _runs_column_help(key: str) -> str:
         "mean": f"mean over the questions of questions.{metric.name}",
         "by_round": f"round-by-round mean of questions.{metric.name} (a question that stopped early carries "
         "its last value)",
+        "known_sum": f"sum over the questions that know it of questions.{metric.name} (null when none does)",
     }[metric.agg or ""]
     return f"{what}: {metric.help}"
 

@@ -4,7 +4,9 @@ Reads every run under ``OUT`` through :func:`engine.results.load` and renders th
 :class:`~engine.transcript.DebateView` of the selected questions (:func:`engine.transcript.debate_views`):
 a header (run, protocol, options, the question text, gold), then per round a table of the
 agents' calls (model, group, whom each read, its answer ✓/✗, the reply shortened to two lines
-unless ``full``, tokens), the side calls, the summaries, the vote; at the end the final answer.
+unless ``full``, tokens: prompt/completion, and a ``cached`` column of the prompt tokens the
+engine's prefix cache served when the debate's calls report them, ``-`` for a call that does
+not), the side calls, the summaries, the vote; at the end the final answer.
 
 With several questions selected it first lists them, one line each, then shows the first
 ``limit`` debates. Graph nodes: agents are ``0, 1, ...``; ``S<g>`` is the summary of group g
@@ -112,6 +114,15 @@ def _tokens(t: Turn) -> str:
     return f"{p}/{c}"
 
 
+def _cached(t: Turn) -> str:
+    return "-" if t.cached_prompt_tokens is None else str(t.cached_prompt_tokens)
+
+
+def has_cached(view: DebateView) -> bool:
+    """Whether any call of the debate reports its cached prompt tokens (then the tables show them)."""
+    return "cached" in view.tokens
+
+
 def _answer(t: Turn) -> Text:
     if t.side:
         return Text("")
@@ -121,9 +132,10 @@ def _answer(t: Turn) -> Text:
     return out
 
 
-def _reply_chars(width: int, has_group: bool) -> int:
+def _reply_chars(width: int, has_group: bool, cached: bool = False) -> int:
     """Characters of a shortened reply: about :data:`REPLY_LINES` lines of the reply column."""
-    fixed = 36 + (6 if has_group else 0)  # agent, model, group, read, answer, tokens and borders
+    # agent, model, group, read, answer, tokens, cached tokens and borders
+    fixed = 36 + (6 if has_group else 0) + (8 if cached else 0)
     return max(30, (width - fixed) * REPLY_LINES)
 
 
@@ -147,7 +159,10 @@ def round_table(rv: RoundView, view: DebateView, full: bool, width: int) -> Tabl
     table.add_column("answer", overflow="fold", max_width=14)
     table.add_column("reply", ratio=1, overflow="fold")
     table.add_column("tok p/c", no_wrap=True, justify="right")
-    chars = _reply_chars(width, has_group)
+    cached = has_cached(view)
+    if cached:
+        table.add_column("cached", no_wrap=True, justify="right")
+    chars = _reply_chars(width, has_group, cached)
     for t in rv.turns:
         who = Text(str(t.agent_id))
         if t.side:
@@ -161,21 +176,26 @@ def round_table(rv: RoundView, view: DebateView, full: bool, width: int) -> Tabl
         if has_group:
             cells.append("" if t.group is None else str(t.group))
         cells += [_reads(t), _answer(t), _reply(t, full, chars), _tokens(t)]
+        if cached:
+            cells.append(_cached(t))
         table.add_row(*cells, style="dim" if t.side else None)
     return table
 
 
-def summaries_table(rv: RoundView, full: bool, width: int) -> Table:
-    """One round's summary calls: which group's, whom it read, its reply."""
+def summaries_table(rv: RoundView, full: bool, width: int, cached: bool = False) -> Table:
+    """One round's summary calls: which group's, whom it read, its reply, its tokens (and, with
+    ``cached``, its cached prompt tokens)."""
     table = Table(show_edge=False, pad_edge=False, expand=True, header_style="bold")
     table.add_column("summary", no_wrap=True)
     table.add_column("read", overflow="fold", max_width=16)
     table.add_column("reply", ratio=1, overflow="fold")
     table.add_column("tok p/c", no_wrap=True, justify="right")
-    chars = _reply_chars(width, False)
+    if cached:
+        table.add_column("cached", no_wrap=True, justify="right")
+    chars = _reply_chars(width, False, cached)
     for t in rv.summaries:
         label = node_name(t.node) + ("" if t.group is None else f" (group {t.group})")
-        table.add_row(label, _reads(t), _reply(t, full, chars), _tokens(t))
+        table.add_row(label, _reads(t), _reply(t, full, chars), _tokens(t), *([_cached(t)] if cached else []))
     return table
 
 
@@ -224,7 +244,8 @@ def header(view: DebateView) -> list[RenderableType]:
 
 
 def footer(view: DebateView) -> Text:
-    """The final answer, graded, with its tie / errored / early-stop flags and the tokens."""
+    """The final answer, graded, with its tie / errored / early-stop flags and the tokens (the
+    cached prompt tokens too, over the calls that report them)."""
     line = _graded("final answer: ", view.final_answer, view.correct)
     line.append(f"   gold {view.gold if view.gold is not None else '-'}")
     if view.tie:
@@ -234,6 +255,8 @@ def footer(view: DebateView) -> Text:
     if view.stopped_early:
         line.append("   stopped early", style="dim")
     line.append(f"   tokens {view.tokens['prompt']}/{view.tokens['completion']}", style="dim")
+    if has_cached(view):
+        line.append(f" ({view.tokens['cached']} prompt tokens cached)", style="dim")
     return line
 
 
@@ -247,7 +270,7 @@ def render(view: DebateView, full: bool = False, width: int = DEFAULT_WIDTH) -> 
         if rv.turns:
             parts.append(round_table(rv, view, full, width))
         if rv.summaries:
-            parts.append(summaries_table(rv, full, width))
+            parts.append(summaries_table(rv, full, width, has_cached(view)))
         parts.append(_vote_line(rv))
     parts.append(Text(""))
     parts.append(footer(view))

@@ -103,6 +103,9 @@ class Turn:
     text:      the reply; None in folders that did not store it.
     prompt:    the chat messages sent ([{"role", "content"}], from the ``prompts`` table);
                None when the call was stored without them (``--no-store-prompts``, old folders).
+    cached_prompt_tokens: of ``prompt_tokens``, those the engine's prefix cache served
+               (``calls.cached_prompt_tokens``); None when unknown (the backend cannot say, an
+               error row, a reused reply, old folders).
     """
 
     agent_id: int
@@ -126,6 +129,7 @@ class Turn:
     finish_reason: str | None
     prompt: list[dict[str, str]] | None = None
     pruned_weights: list[float] | None = None
+    cached_prompt_tokens: int | None = None
 
     @property
     def meaning(self) -> str | None:
@@ -172,7 +176,8 @@ class DebateView:
 
     final_answer / correct / tie / errored: the question row's (after ``debate rescore``, its
     latest grading). options: the run options of :data:`HEADER_OPTIONS` the run sets. tokens:
-    ``{"prompt": ..., "completion": ...}`` summed over its calls. lacks: one line per thing the
+    ``{"prompt": ..., "completion": ...}`` summed over its calls, and ``"cached"`` (over the calls
+    that report a cached count) when any does. lacks: one line per thing the
     folder does not store (question text, groups, the graph, prompts, ...). simulated: the
     simulated model answered (test data; shown labelled as such).
     """
@@ -393,6 +398,7 @@ def _turns(
                 error=_value(row.get("error")),
                 finish_reason=_value(row.get("finish_reason")),
                 prompt=_prompt(row, texts),
+                cached_prompt_tokens=_int(row.get("cached_prompt_tokens")),
             )
         )
     return turns, inferred
@@ -543,6 +549,7 @@ def _view(
     ]
     ptok = sum(t.prompt_tokens or 0 for t in turns)
     ctok = sum(t.completion_tokens or 0 for t in turns)
+    cached = [t.cached_prompt_tokens for t in turns if t.cached_prompt_tokens is not None]
     return DebateView(
         run_id=run_id,
         question_id=qid,
@@ -559,7 +566,7 @@ def _view(
         n_agents=n_agents,
         agents=agents,
         rounds=rounds,
-        tokens={"prompt": ptok, "completion": ctok},
+        tokens={"prompt": ptok, "completion": ctok, **({"cached": sum(cached)} if cached else {})},
         options=_options(run),
         lacks=_lacks(q, calls, graphs, turns, inferred),
         run_dir=_value(q.get("run_dir")),

@@ -8,6 +8,7 @@ hiding a broken install. Elsewhere they skip, saying why.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,14 @@ def test_vllm_engine_generates_counts_tokens_and_keeps_seeds():
     assert s["max_num_batched_tokens"] >= s["max_model_len"] and s["dtype"] == "float32" and s["device"] == "cpu"
     # small machines give every core to the model (vLLM would keep one for its scheduler)
     assert s["cpu_reserved_cores"] == (0 if (os.cpu_count() or 1) <= 4 else None)
+    # every answered request says how many of its prompt tokens the prefix cache served (never the
+    # last one: vLLM always computes it); an error row does not know; the replica's stat is their sum
+    for cached, prompt, ok in facts["cached"]:
+        assert (cached is not None and 0 <= cached < prompt) if ok else cached is None, (cached, prompt, ok)
+    assert facts["cached_stat"] == sum(c for c, _, ok in facts["cached"] if ok)
+    # the same long prompt twice: the second is served from the cache in whole 32-token blocks
+    (cold, n), (warm, n_again) = facts["cold_warm"]
+    assert n == n_again > 100 and cold < n - 32 and warm % 32 == 0 and n - 32 <= warm <= n - 1, facts["cold_warm"]
 
 
 @pytest.mark.ray
@@ -109,6 +118,13 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
         assert len(calls) == 12 and (calls.backend == "vllm").all() and not calls.simulated.any()
         assert (calls.model == HUB_ID).all() and calls.error.isna().all() and calls.text.str.len().gt(0).all()
         assert calls.prompt_tokens.gt(20).all() and calls.completion_tokens.between(1, 40).all()
+        # each call's own prefix-cache hit, known for every call vLLM answered; the runs row sums them
+        cached = calls.cached_prompt_tokens
+        assert cached.notna().all() and (cached >= 0).all() and (cached < calls.prompt_tokens).all()
+        runs_row = read_table(out, "runs").to_pylist()[0]
+        assert runs_row["cached_prompt_tokens"] == cached.sum() > 0  # round 1 extends round 0's prompts
+        assert runs_row["computed_prompt_tokens"] == (calls.prompt_tokens - cached).sum()
+        assert re.search(r"cached share of prompt tokens\W+\d+\.\d%", proc.stdout), proc.stdout[-2500:]
         runs = read_table(out, "runs").to_pandas()
         assert list(runs.backend) == ["vllm"] and list(runs.dtype) == ["float32"]
         (engine,) = json.loads(runs.engine[0])

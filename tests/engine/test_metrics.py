@@ -27,7 +27,8 @@ from engine.results import QUESTIONS_SCHEMA, RUNS_SCHEMA
 from engine.tasks import Question
 
 # The runs table as run directories already hold it: new rows are written beside (and read
-# together with) old files, so its columns, their order and types never change.
+# together with) old files, so its columns, their order and types never change. A new aggregate
+# takes the next place among the aggregates (RunsColumn.order); older files read it as null.
 PINNED_RUNS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -49,6 +50,9 @@ PINNED_RUNS_SCHEMA = pa.schema(
         ("effective_rounds", pa.float64()),
         ("consensus_by_round", pa.list_(pa.float64())),
         ("accuracy_by_round", pa.list_(pa.float64())),
+        ("cached_prompt_tokens", pa.int64()),
+        ("computed_prompt_tokens", pa.int64()),
+        ("cached_prompt_share", pa.float64()),
         ("wall_s", pa.float64()),
         ("timings", pa.string()),
     ]
@@ -100,7 +104,7 @@ def test_a_metric_declares_summary_and_aggregate_together():
 def test_the_runs_schema_derived_from_the_metrics_is_the_pinned_one():
     assert RUNS_SCHEMA.serialize().to_pybytes() == PINNED_RUNS_SCHEMA.serialize().to_pybytes()
     stored = [(c.key, c.type) for c in RUNS_COLUMNS]
-    assert stored == [(f.name, f.type) for f in PINNED_RUNS_SCHEMA][12:19]
+    assert stored == [(f.name, f.type) for f in PINNED_RUNS_SCHEMA][12:22]
 
 
 def test_the_runs_row_takes_every_stored_aggregate_from_the_summary():

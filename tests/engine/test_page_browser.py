@@ -279,6 +279,24 @@ def test_an_old_folders_debate_says_what_it_lacks(browser, tmp_path):
     assert severe(browser) == []
 
 
+def test_each_call_shows_its_cached_prompt_tokens_when_it_knows_them(browser, tmp_path):
+    """A call that reports its cached prompt tokens says so next to its token counts; one that
+    does not (a backend that cannot say) shows only the counts; the debate's facts sum them."""
+    turns = [
+        {"agent_id": 0, "node": 0, "answer": "1", "read": [], "prompt_tokens": 120, "completion_tokens": 9,
+         "cached_prompt_tokens": 96},
+        {"agent_id": 1, "node": 1, "answer": "1", "read": [], "prompt_tokens": 80, "completion_tokens": 7},
+    ]  # fmt: skip
+    view = {"run_id": "r", "question_id": "q", "n_agents": 2, "gold": "1", "rounds": [{"turns": turns}]}
+    view["tokens"] = {"prompt": 200, "completion": 16, "cached": 96}
+    browser.get(write_page([view], tmp_path / "cached.html").as_uri())
+    heads = [e.text for e in browser.find_elements("css selector", "#detail details.turn > summary")]
+    assert "120 + 9 tokens (96 prompt tokens cached)" in heads[0]
+    assert "80 + 7 tokens" in heads[1] and "cached" not in heads[1]
+    assert "cached 96" in browser.find_element("css selector", "#detail .facts").text
+    assert severe(browser) == []
+
+
 def test_the_browser_leaves_no_temporary_folders_behind():
     """Chromium stopped by its driver leaves its temporary folders (``org.chromium.Chromium.*``);
     start_browser gives it its own, which quit() removes."""

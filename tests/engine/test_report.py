@@ -149,7 +149,14 @@ def test_directory_tokens_ignore_stale_attempts(sweep):
     runs = {r.run_id: r for r in load_runs(sweep)}
     sparse = runs["sparse-43"]
     # 8 + 12 calls of (150, 20); the 5 + 3 stale calls of 999/99 tokens are not counted
-    assert sparse.calls == {"prompt_tokens": 20 * 150, "completion_tokens": 20 * 20, "calls": 20, "summary_calls": 0}
+    assert sparse.calls == {
+        "prompt_tokens": 20 * 150,
+        "completion_tokens": 20 * 20,
+        "calls": 20,
+        "summary_calls": 0,
+        "cached_prompt_tokens": None,  # no call reports a cached count: unknown, not 0
+        "computed_prompt_tokens": None,
+    }
     assert not sparse.notes  # calls agree with the question rows
 
 

@@ -24,7 +24,8 @@ def config(protocol, agents, rounds, **kw):
 
 
 def write_run(sink, run_id, cfg, questions, stale=()):
-    """questions: (qid, correct, consensus, stopped_early, effective_rounds, skipped, [(agent, prompt, completion)]).
+    """questions: (qid, correct, consensus, stopped_early, effective_rounds, skipped, [(agent, prompt, completion)]);
+    a call may carry a fourth item, its cached prompt tokens (else null, as a backend that cannot say).
     stale: (qid, attempt, [(agent, prompt, completion)]) call rows of attempts without a question row."""
     sim = cfg["backend"] == "simulated"
     q_rows, c_rows = [], []
@@ -37,10 +38,11 @@ def write_run(sink, run_id, cfg, questions, stale=()):
                 "agent_id": a,
                 "prompt_tokens": p,
                 "completion_tokens": c,
+                "cached_prompt_tokens": cached[0] if cached else None,
                 "simulated": sim,
                 "attempt": attempt,
             }
-            for a, p, c in calls
+            for a, p, c, *cached in calls
         ]
 
     for qid, correct, cons, stopped, eff, skipped, calls in questions:
@@ -55,10 +57,11 @@ def write_run(sink, run_id, cfg, questions, stale=()):
                 "stopped_early": stopped,
                 "correct": correct,
                 "n_calls": len(calls),
-                "n_summary_calls": sum(a == -1 for a, _, _ in calls),
+                "n_summary_calls": sum(a == -1 for a, *_ in calls),
                 "n_skipped": skipped,
-                "prompt_tokens": sum(p for _, p, _ in calls),
-                "completion_tokens": sum(c for _, _, c in calls),
+                "prompt_tokens": sum(call[1] for call in calls),
+                "completion_tokens": sum(call[2] for call in calls),
+                **_cache_columns(calls),
                 "consensus": cons,
                 "simulated": sim,
                 # right only after the last round (debate fixed it), as graded per round
@@ -85,6 +88,14 @@ def write_run(sink, run_id, cfg, questions, stale=()):
             "n_questions": len(questions),
         }
     )
+
+
+def _cache_columns(calls):
+    """A question row's cached and computed prompt tokens over its calls that carry a cached count."""
+    known = [(call[1], call[3]) for call in calls if len(call) > 3 and call[3] is not None]
+    if not known:
+        return {"cached_prompt_tokens": None, "computed_prompt_tokens": None}
+    return {"cached_prompt_tokens": sum(c for _, c in known), "computed_prompt_tokens": sum(p - c for p, c in known)}
 
 
 def full(agents, rounds, prompt, completion):
