@@ -34,7 +34,7 @@ from actors.remote import actor
 from engine.config import AgentSpec
 from engine.debate import call_seed, question_key
 from engine.extract import extract_answer
-from engine.prompts import MessageLedger, PromptSet, build_messages, stored_messages, with_image
+from engine.prompts import MessageLedger, PromptSet, build_messages, stored_messages, summary_content, with_image
 from engine.protocols.base import SUMMARIZER
 from engine.records import CallRecord, GenRequest, GenResult, Message, Turn, TurnResult
 
@@ -106,19 +106,15 @@ class AgentCore:
         return call_seed(spec.seed, turn.key, turn.round)
 
     def request(self, turn: Turn) -> tuple[GenRequest, Message | None]:
-        """The generation request of a turn, and (for an agent turn) the new user message.
+        """The generation request of a turn, and (for an agent turn in the paper layout) the new
+        user message for its transcript.
 
         A question's image goes with every request about it (agent turns and summaries), once, in
         the request's first user message (:func:`engine.prompts.with_image`); the user message
         returned for the transcript is text."""
         call = turn.call
         if turn.is_summary:
-            text = self.prompts.render(
-                call.stage,
-                question=turn.question.text,
-                peers=self.prompts.peers_block([(i, t) for i, t in enumerate(call.texts)]),
-                **call.values,
-            )
+            text = summary_content(self.prompts, turn.question.text, call)
             return GenRequest(
                 messages=with_image([{"role": "user", "content": text}], turn.question.image),
                 temperature=self.spec.temperature,
@@ -138,6 +134,7 @@ class AgentCore:
             memory=call.memory,
             values=call.values,
             image=turn.question.image,
+            boards=call.boards,
         )
         return GenRequest(
             messages=msgs,
@@ -147,7 +144,7 @@ class AgentCore:
             seed=self._seed(turn),
             meta=self._oracle(turn, call.peer_answers, call.stage),
             context_overflow=self.spec.context_overflow,
-        ), user
+        ), (user if call.boards is None else None)  # a shared-layout turn is rebuilt from its boards
 
     def record(self, turn: Turn, req: GenRequest, res: GenResult, user: Message | None = None) -> TurnResult:
         """The turn's result: the call record (answer parsed from the reply) and its user message."""

@@ -45,6 +45,7 @@ from engine.options import (
     parse_number,
 )
 from engine.protocols import SPECS, protocol_spec
+from engine.protocols.layout import check_layout
 from topologies import TopologyError
 from topologies.placement import PLACEMENTS, assign_models, parse_models
 
@@ -755,7 +756,9 @@ class _RunConfigMethods(_Fields):
         checked content, and left out when not given, so runs without the file keep their ids. A
         protocol option with ``hashed=False`` is another way to give a hashed one (sparse's
         ``--degree`` sets ``--density``, which is hashed) and is left out. A renamed option
-        (``Option.old_name``) is hashed under its old name, so the rename kept every run id."""
+        (``Option.old_name``) is hashed under its old name, so the rename kept every run id. An
+        option with ``hash_default=False`` is left out at its default (``--prompt-layout paper``:
+        the runs made before it existed keep their ids)."""
         d = self.to_dict()
         for new, old in _HASHED_AS_OLD.items():
             if new in d:
@@ -765,6 +768,9 @@ class _RunConfigMethods(_Fields):
             d.pop(k, None)
         for name in read:  # a file option: its content, not its path; not given: left out
             opt = PROTOCOL_OPTIONS.get(name)
+            if opt is not None and not opt.hash_default and d.get(name) == opt.default:
+                d.pop(name, None)
+                continue
             if opt is not None and opt.hash_as is not None:
                 value = d.pop(name, None)
                 if value is not None:
@@ -839,6 +845,7 @@ class _RunConfigMethods(_Fields):
         check = SPECS[self.protocol].check
         if check is not None:
             check(self)
+        check_layout(self, self.options_read())
         if self.strong_agents != "none" and not self.models:
             raise ConfigError(
                 f"--strong-agents {self.strong_agents} needs --models (models strongest first, e.g. 'big*1,small*5')"

@@ -132,6 +132,26 @@ the closed-form *estimate* (:func:`engine.cost_predict.predict` with ``protocol=
 run, every reply readable (U = 0, m = N) and ``answer_groups`` G = min(2, N) every round (Figure
 7's majority and minority; a question that never reaches consensus). completion = C N rounds_run.
 
+``--prompt-layout shared``
+-------------------------
+
+(:mod:`engine.protocols.layout`; MAD :func:`engine.protocols.mad.shared_cost`, GroupDebate
+:func:`engine.protocols.group_debate.shared_group_cost`, S2-MAD
+:func:`engine.protocols.s2mad.shared_s2mad_bound`.) A later call is one user message: the first
+prompt, the kept boards and the reader's part, joined by a separator of ``sep`` tokens
+(:class:`SharedSizes`). With ``b`` a board stage's own tokens, ``e`` an entry's framing with its
+label and ``t`` the reader's part::
+
+    P = B + sum_{kept boards} (sep + b + k (e + C)) + sep + t
+
+(B = g + s' + f + a1 + Q, the first call; a board of k texts of C tokens). MAD shows the N
+replies (k = N), or with ``--memory summary`` one summary (k = 1) made per model by a call of
+``g + f + mad_summary(Q) + N (e + C)``; ``full`` memory keeps every earlier board, ``last`` one.
+GroupDebate shows group j its n_j replies in an intra round and everyone the G summaries in an
+inter round, each summary call showing its group's board; S2-MAD is its upper bound (nobody
+skips, nothing deduplicated). Exact on the simulated backend for MAD (one summary per distinct
+model: the planner passes ``n_models``) and GroupDebate.
+
 ChatEval
 --------
 
@@ -205,6 +225,23 @@ class ReconcileBlock:
 
 
 @dataclass(frozen=True)
+class SharedSizes:
+    """``--prompt-layout shared``'s measured pieces (:mod:`engine.protocols.layout`): the board
+    stages (a one-token round, no entries), the reader's part with an agent's and an
+    agent-of-group ``$who``, one entry without its text under each label kind (an agent, a
+    group, the one summary), and the tokens the separator between blocks adds."""
+
+    board: Stage
+    summaries: Stage
+    turn: Stage
+    group_turn: Stage
+    agent_entry: int
+    group_entry: int
+    summary_entry: int
+    sep: int
+
+
+@dataclass(frozen=True)
 class ChatStage:
     """A ChatEval stage's message content: ``const + q Q + name a + role r + history H``, the
     coefficients being how often ``$question``, ``$name``, ``$role`` and ``$history`` occur."""
@@ -219,7 +256,7 @@ class ChatStage:
         return self.const + self.q * question + self.name * name + self.role * role + self.history * history
 
 
-_Measured = TypeVar("_Measured", Stage, ChatStage, ReconcileBlock)
+_Measured = TypeVar("_Measured", Stage, ChatStage, ReconcileBlock, SharedSizes)
 
 
 @dataclass(frozen=True)
@@ -258,6 +295,7 @@ class Sizes:
     # the content counter measure() was given: for run-specific texts (ChatEval's roles)
     content_tokens: ContentCounter | None = field(default=None, compare=False, repr=False)
     feedback: int = 0  # PRD's feedback_block framing around one feedback
+    shared: SharedSizes | None = None  # --prompt-layout shared
 
     @overload
     def need(self, *names: str) -> list[Stage]: ...

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from string import Template
 from typing import Any
 
-from engine.cost_model import ChatStage, ContentCounter, Cost, NotCovered, ReconcileBlock, Sizes, Stage
-from engine.prompts import PromptSet
+from engine.cost_model import ChatStage, ContentCounter, Cost, NotCovered, ReconcileBlock, SharedSizes, Sizes, Stage
+from engine.prompts import SEPARATOR, PromptSet
 from engine.protocols import protocol_spec
 from engine.protocols.chateval import ChatLine, render_history
 from engine.protocols.group_debate import NO_OTHER_GROUPS, group_block
+from engine.protocols.layout import SUMMARY_LABEL, agent_label, group_label, who
 from engine.protocols.prd import feedback_block
 from engine.protocols.reconcile import group_header, member_line, unread_header
 
@@ -71,6 +72,32 @@ def _measure_chat_stage(prompts: PromptSet, stage: str, content_tokens: ContentC
     )
     return ChatStage(
         const=const, q=counts["question"], name=counts["name"], role=counts["role"], history=counts["history"]
+    )
+
+
+def _measure_shared(prompts: PromptSet, content_tokens: ContentCounter) -> SharedSizes:
+    """``--prompt-layout shared``'s pieces (:class:`~engine.cost_model.SharedSizes`): each stage
+    rendered with "x" for the question and a one-token round (a board with no entries), the
+    reader's part with each kind of ``$who``; an entry with the text "x", less it."""
+    x = "x"
+    qx = content_tokens(x)
+
+    def stage(name: str, **values: str) -> Stage:
+        nq = _occurrences(prompts.templates[name], "question")
+        return Stage(const=content_tokens(prompts.render(name, question=x, **values)) - nq * qx, q=nq)
+
+    def entry(label: str) -> int:
+        return content_tokens(prompts.entries_block([(label, x)])) - qx
+
+    return SharedSizes(
+        board=stage("shared_board", round="0", entries=""),
+        summaries=stage("shared_summaries", round="0", entries=""),
+        turn=stage("shared_turn", **who(0)),
+        group_turn=stage("shared_turn", **who(0, 0)),
+        agent_entry=entry(agent_label(0)),
+        group_entry=entry(group_label(0)),
+        summary_entry=entry(SUMMARY_LABEL),
+        sep=content_tokens(x + SEPARATOR + x) - 2 * qx,
     )
 
 
@@ -144,6 +171,7 @@ def measure(
         line=content_tokens(render_history([ChatLine(0, q, q, None)])) - 2 * qx,
         content_tokens=content_tokens,
         feedback=content_tokens(feedback_block([q])) - qx,
+        shared=_measure_shared(prompts, content_tokens),
     )
 
 

@@ -162,15 +162,17 @@ class DebateLog:
     messages: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def turn(self, round_: int, call: Call, key: int) -> Turn:
-        """What the agent needs for ``call``: for an agent call, its transcript and latest answer."""
+        """What the agent needs for ``call``: for an agent call, its transcript (none for a call
+        with boards, ``--prompt-layout shared``: its prompt is built from them) and latest answer."""
         if isinstance(call, AgentCall):
-            return Turn(
-                self.question, call, round_, key, list(self.histories.get(call.agent, ())), self.answers.get(call.agent)
-            )
+            history = list(self.histories.get(call.agent, ())) if call.boards is None else []
+            return Turn(self.question, call, round_, key, history, self.answers.get(call.agent))
         return Turn(self.question, call, round_, key)
 
     def add(self, round_: int, call: Call, result: TurnResult) -> Reply:
-        """Record a finished call; an agent turn that did not fail joins the agent's transcript.
+        """Record a finished call; an agent turn that did not fail joins the agent's transcript
+        (a shared-layout turn, :attr:`AgentCall.boards`, sends no user message back: its prompt
+        is rebuilt from boards, so only its answer is kept).
         A side call (:attr:`AgentCall.side`, e.g. a review) is recorded with its edges but leaves
         the transcript and the latest answer alone."""
         rec = result.record
@@ -179,8 +181,11 @@ class DebateLog:
         reads = call_reads(round_, call)
         if reads is not None:
             self.reads.append(reads)
-        if isinstance(call, AgentCall) and not call.side and rec.error is None and result.user is not None:
-            self.histories.setdefault(call.agent, []).extend([result.user, {"role": "assistant", "content": rec.text}])
+        if isinstance(call, AgentCall) and not call.side and rec.error is None:
+            if result.user is not None:  # none for a shared-layout turn: its boards are its memory
+                self.histories.setdefault(call.agent, []).extend(
+                    [result.user, {"role": "assistant", "content": rec.text}]
+                )
             self.answers[call.agent] = rec.answer
         return Reply(rec.text, rec.answer, rec.error, rec.prompt_tokens, rec.completion_tokens)
 

@@ -110,6 +110,9 @@ class Option:
     hashed:   whether the run id hashes it (engine options: False for those that change speed,
               memory or where output goes, not results; see ``engine.config.UNHASHED``; a
               protocol option: False for another way to give a hashed one, ``--degree``).
+    hash_default: a protocol option's: False, the run id hashes it only at a value other than
+              its default (an option added after runs were recorded, whose default is how those
+              runs ran: ``--prompt-layout``; they keep their run ids).
     hash_as:  for a file option, what the run id hashes in place of the value given (the file's
               checked content, so a moved file keeps the run id and an edited one changes it);
               it must give the same for the path and for what it returns.
@@ -138,6 +141,7 @@ class Option:
     low_open: bool = False
     bound_error: str | None = None
     hashed: bool = True
+    hash_default: bool = True
     hash_as: Callable[[Any], Any] | None = None
     parse: Callable[[str, str], Any] | None = None
     group: str = ""

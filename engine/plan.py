@@ -139,6 +139,7 @@ class Planner:
         q = sum(count_words(x.text) for x in questions) / n
         c, _ = reply_tokens(cfg)
         options = {name: getattr(cfg, name) for name in cfg.options_read()}
+        options["n_models"] = len(cfg.run_models())  # a shared layout's summaries: one per model
         try:
             sizes = self.sizes(cfg, questions[0].task)
             cost = predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)

@@ -14,6 +14,15 @@ following math problem?") and ``$format`` (the answer-format instruction, e.g. "
               ``--system-prompt`` (or an agent's ``system_prompt``) takes its place; the stage lets
               a config give one per task (a paper's system prompt for math, another for pairs)
 
+``--prompt-layout shared`` (:mod:`engine.protocols.layout`) adds four, from which a later
+round's one user message is built: the "first" prompt, then one board per round the memory
+keeps, then the reader's own part, joined by blank lines (:func:`shared_content`):
+
+  shared_board      a board of one round's replies, every agent's ($round, $entries)
+  shared_summaries  a board of one round's summaries ($round, $entries)
+  shared_entry      one entry of a board ($label: "Agent 3", "Group 1", "Summary"; $text)
+  shared_turn       the reader's own part, after the boards ($who: "Agent 3", "Agent 3 of Group 1")
+
 Protocols add their own stages in their specs (``ProtocolSpec.stages``: GroupDebate's summary and
 inter-group prompts, S2-MAD's and CortexDebate's prompts, quoting their papers).
 
@@ -36,7 +45,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from string import Template
@@ -44,6 +53,7 @@ from typing import Any
 
 from engine.errors import UserError
 from engine.protocols import prompt_stage_fields, prompt_stages
+from engine.protocols.base import Board, SummaryCall
 from engine.records import Message
 
 FORMATS = {
@@ -75,6 +85,13 @@ BASE_STAGES = {
         "The original problem is: $question\nPlease restate your reasoning. $format"
     ),
     "system": "",
+    "shared_board": "These are the solutions of every agent after round $round:$entries",
+    "shared_summaries": "These are the summaries of the agents' solutions after round $round:$entries",
+    "shared_entry": "\n$label: ```$text```",
+    "shared_turn": (
+        "You are $who on the boards above. Using the solutions there as additional information, "
+        "can you provide an updated answer? Explain your reasoning. $format"
+    ),
 }
 
 _ALWAYS = {"intro", "format", "question"}
@@ -151,25 +168,36 @@ class PromptSet:
     def first(self, question: str) -> str:
         return self.render("first", question=question)
 
-    def peers_block(self, peer_texts: list[tuple[Any, str]]) -> str:
-        """``$peers``: each (label, text) rendered with the "peer" stage, concatenated. The same
-        text as rendering each with :meth:`render`, made in one pass (a fully connected round of
-        1,000 agents renders 10^6 of them): a template of literals and ``$text`` is one join."""
-        if not peer_texts:
+    def peers_block(self, peer_texts: Sequence[tuple[Any, str]]) -> str:
+        """``$peers``: each (label, text) rendered with the "peer" stage (label as ``$agent``),
+        concatenated."""
+        return self._listing("peer", "agent", peer_texts)
+
+    def entries_block(self, entries: Sequence[tuple[Any, str]]) -> str:
+        """A board's ``$entries`` (:class:`~engine.protocols.base.Board`): each (label, text)
+        rendered with the "shared_entry" stage, concatenated."""
+        return self._listing("shared_entry", "label", entries)
+
+    def _listing(self, stage: str, label: str, pairs: Sequence[tuple[Any, str]]) -> str:
+        """Each (label, text) of ``pairs`` rendered with ``stage`` (the label as ``$<label>``),
+        concatenated. The same text as rendering each with :meth:`render`, made in one pass (a
+        fully connected round of 1,000 agents renders 10^6 of them): a template of literals and
+        ``$text`` is one join."""
+        if not pairs:
             return ""
-        compiled = _compiled(self.templates.get("peer", ""))
-        if compiled is None or not compiled[1] <= {"text", "agent", "intro", "format"}:
-            return "".join(self.render("peer", text=text, agent=str(label)) for label, text in peer_texts)
+        compiled = _compiled(self.templates.get(stage, ""))
+        if compiled is None or not compiled[1] <= {"text", label, "intro", "format"}:
+            return "".join(self.render(stage, text=text, **{label: str(lab)}) for lab, text in pairs)
         fmt, names = compiled
         fixed = {"intro": INTROS[self.task], "format": FORMATS[self.task]}
         if names <= {"text", "intro", "format"}:
             head, sep, tail = fmt.format(text="\0", **fixed).partition("\0")
             if sep and "\0" not in head + tail:
                 try:
-                    return head + (tail + head).join(map(itemgetter(1), peer_texts)) + tail
+                    return head + (tail + head).join(map(itemgetter(1), pairs)) + tail
                 except TypeError:  # a text that is no str: str() it, as render() does
-                    return head + (tail + head).join(str(text) for _, text in peer_texts) + tail
-        return "".join(fmt.format(text=str(text), agent=str(label), **fixed) for label, text in peer_texts)
+                    return head + (tail + head).join(str(text) for _, text in pairs) + tail
+        return "".join(fmt.format(text=str(text), **{label: str(lab)}, **fixed) for lab, text in pairs)
 
     def debate(self, question: str, peer_texts: list[tuple[Any, str]]) -> str:
         return self.render("debate", question=question, peers=self.peers_block(peer_texts))
@@ -291,6 +319,7 @@ def build_messages(
     memory: str = "full",
     values: Mapping[str, Any] | None = None,
     image: str | None = None,
+    boards: Sequence[Board] | None = None,
 ) -> tuple[list[Message], Message]:
     """Messages to send for one turn, and the new user message to append to the memory.
 
@@ -306,10 +335,18 @@ def build_messages(
     (:func:`with_image`: the round-0 prompt when the history is sent, else the new message). The
     returned user message stays text, so transcripts hold text only and the image is sent once per
     request, never once per remembered turn.
+
+    ``boards`` (``--prompt-layout shared``, :attr:`AgentCall.boards`): the request is instead the
+    system message (if any) and ONE user message, :func:`shared_content`; ``stage``,
+    ``history``, ``peer_texts`` and ``memory`` are not read (the boards are the memory).
     """
     if memory not in ("full", "last", "none"):
         raise PromptError(f"unknown memory mode {memory!r}")
-    content = prompts.render(stage, question=question, peers=prompts.peers_block(peer_texts), **dict(values or {}))
+    if boards is not None:
+        content = shared_content(prompts, question, boards, values or {})
+        history, memory = [], "none"
+    else:
+        content = prompts.render(stage, question=question, peers=prompts.peers_block(peer_texts), **dict(values or {}))
     user = {"role": "user", "content": content}
     context = list(history)
     if memory == "last" and len(context) > 2:
@@ -324,6 +361,36 @@ def build_messages(
     msgs.extend(context)
     msgs.append(user)
     return with_image(msgs, image), user
+
+
+SEPARATOR = "\n\n"  # between the blocks of a shared-layout message: a boundary every tokenizer keeps
+
+
+def shared_content(prompts: PromptSet, question: str, boards: Sequence[Board], values: Mapping[str, Any]) -> str:
+    """The one user message of a ``--prompt-layout shared`` turn: the "first" prompt (exactly
+    round 0's text), each board rendered with "shared_board" or "shared_summaries" (its entries
+    with "shared_entry"), then the "shared_turn" stage filled with ``values`` (``$who``), joined
+    by :data:`SEPARATOR`. Everything before the "shared_turn" part depends only on the question
+    and the boards, so readers of the same boards send the same text up to there, and a later
+    round's text (full memory: one more board) starts with an earlier round's shared part."""
+    parts = [prompts.first(question)]
+    for board in boards:
+        stage = "shared_summaries" if board.summaries else "shared_board"
+        parts.append(
+            prompts.render(stage, question=question, round=board.round, entries=prompts.entries_block(board.entries))
+        )
+    parts.append(prompts.render("shared_turn", question=question, **dict(values)))
+    return SEPARATOR.join(parts)
+
+
+def summary_content(prompts: PromptSet, question: str, call: SummaryCall) -> str:
+    """The one user message of a summary call: its stage, ``$peers`` showing its texts (the
+    "peer" stage), or its board's labelled entries under ``--prompt-layout shared``."""
+    if call.board is None:
+        peers = prompts.peers_block(list(enumerate(call.texts)))
+    else:
+        peers = prompts.entries_block(call.board.entries)
+    return prompts.render(call.stage, question=question, peers=peers, **call.values)
 
 
 def truncate_oldest_turns(messages: list[Message], count_tokens, limit: int) -> tuple[list[Message], int]:

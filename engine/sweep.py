@@ -87,6 +87,7 @@ from engine.config import (
 from engine.errors import UserError
 from engine.inputs import check_out_dir, load_yaml
 from engine.protocols import SPECS, validate_protocol
+from engine.protocols.layout import PROMPT_LAYOUT, unread_note
 from engine.results import footer_problems, read_table
 from engine.safe_text import inert
 
@@ -153,6 +154,8 @@ def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
         flag = "--" + name.replace("_", "-")
         if name in shape and shape[name] != getattr(cfg, name):
             lines.append(f"{flag} {getattr(cfg, name)} is ignored: --protocol {cfg.protocol} uses {shape[name]}")
+        elif name == PROMPT_LAYOUT.name and name in unused and unread_note(cfg.protocol):
+            lines.append(str(unread_note(cfg.protocol)))
         elif name in unused and name in PROTOCOL_OPTIONS:
             readers = ", ".join(option_readers(name)) or "no protocol"
             lines.append(f"{flag} is ignored: --protocol {cfg.protocol} does not read it here (read by {readers})")

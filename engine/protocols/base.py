@@ -39,6 +39,22 @@ def summary_node(group: int) -> int:
     return SUMMARIZER - group
 
 
+@dataclass(frozen=True)
+class Board:
+    """One round's texts as ``--prompt-layout shared`` shows them (:mod:`engine.protocols.layout`):
+    the same text for every reader, the reader's own reply included.
+
+    round:     the round whose replies (or the summaries of whose replies) it lists.
+    entries:   (label, text) in a fixed order: ("Agent 0", reply), ... in agent id order, or
+               ("Group 1", summary), ... in group order; rendered with the "shared_entry" stage.
+    summaries: it lists summaries (the "shared_summaries" stage) rather than replies ("shared_board").
+    """
+
+    round: int
+    entries: tuple[tuple[str, str], ...]
+    summaries: bool = False
+
+
 @dataclass
 class AgentCall:
     """One agent speaks.
@@ -73,6 +89,11 @@ class AgentCall:
     pruned:       (agent, weight) of every edge into this agent that the protocol pruned (CortexDebate
                   eq. 11): not read; recorded in the graphs table after the read edges, flagged
                   ``pruned``, with its weight before pruning.
+    boards:       ``--prompt-layout shared``: the boards the agent is shown, oldest first. The
+                  request is then one user message, the "first" prompt, these boards and the
+                  "shared_turn" stage (:func:`engine.prompts.build_messages`), with no transcript:
+                  ``stage`` names the kind of turn (calls.kind), ``values`` fill "shared_turn"
+                  (``$who``). None: the paper layout (``stage`` rendered after the transcript).
     """
 
     agent: int
@@ -88,6 +109,7 @@ class AgentCall:
     summaries: list[int] = field(default_factory=list)
     reads: list[int] | None = None
     pruned: list[tuple[int, float]] = field(default_factory=list)
+    boards: tuple[Board, ...] | None = None
 
 
 @dataclass
@@ -97,7 +119,8 @@ class SummaryCall:
     It is served by ``agent``'s model and does not touch any agent's memory. Recorded in the
     calls table with ``agent_id = -1`` and ``kind = stage``; ``group`` says which group.
     ``texts`` are shown in ``$peers``; ``values`` fills further placeholders of the stage
-    (ChatEval's ``$history``).
+    (ChatEval's ``$history``). ``board`` (``--prompt-layout shared``): ``$peers`` shows this
+    board's labelled entries instead (:meth:`engine.prompts.PromptSet.entries_block`).
     """
 
     group: int
@@ -107,6 +130,7 @@ class SummaryCall:
     sources: list[int] = field(default_factory=list)
     stage: str = "summary"
     values: dict[str, str] = field(default_factory=dict)
+    board: Board | None = None
 
 
 Call = AgentCall | SummaryCall

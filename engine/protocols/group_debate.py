@@ -42,6 +42,10 @@ Choices where the paper leaves room (each said again where it is coded):
   it is not applied by default, so GD runs on the same system prompt as the other protocols.
   Pass it with ``--system-prompt`` to reproduce the paper exactly.
 
+``--prompt-layout shared`` (:mod:`engine.protocols.layout`): an intra-group round shows each group
+one board of its members' replies, an inter-group round everyone one board of the summaries
+(:class:`SharedBoards`); the paper's prompts otherwise.
+
 Token-cost equations (sec. 3.2, Alg. 3 of appendix B.2) are implemented as the pure functions
 :func:`gd_first_round_tokens`, :func:`gd_intra_round_tokens` (eq. 3),
 :func:`gd_inter_round_tokens` (eq. 4), :func:`gd_summary_tokens` (Alg. 3 line 6) and
@@ -55,7 +59,20 @@ from typing import Any
 
 from engine.cost_model import Cost, Sizes, first_call, last_memory_call
 from engine.options import MAX_ROUNDS, Option
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
+from engine.protocols.base import AgentCall, Board, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
+from engine.protocols.layout import (
+    PROMPT_LAYOUT,
+    answer_board,
+    board_summary_call,
+    board_tokens,
+    group_label,
+    is_shared,
+    keep,
+    layout_label,
+    shared_prompt,
+    summary_board,
+    who,
+)
 from engine.protocols.shared import MEMORY as MEMORY_OPTION
 from engine.protocols.shared import check_memory, memory_mode
 from engine.protocols.spec import ProtocolSpec
@@ -140,6 +157,47 @@ def summary_calls(
     return calls
 
 
+def _paper_call(
+    kind: str,
+    i: int,
+    groups: Groups,
+    texts: list[str],
+    answers: list[str | None],
+    summaries: list[tuple[str, str | None, list[int]]],
+    summarised: list[int],
+    memory: str,
+) -> AgentCall:
+    """Agent i's call in a round of ``kind`` (first, intra, inter), the paper's prompts."""
+    if kind == "first":  # (1) initial thinking, Alg. 1 lines 12-15
+        return AgentCall(agent=i, stage="first", memory=memory)
+    if kind == "intra":  # (2) intra-group debate, Alg. 1 lines 19-26
+        mates = groups.mates(i)
+        return AgentCall(
+            agent=i,
+            stage="gd_intra" if mates else "self_check",
+            peers=mates,
+            peer_texts=list(zip(mates, map(texts.__getitem__, mates))),
+            peer_answers=list(map(answers.__getitem__, mates)),
+            memory=memory,
+        )
+    # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
+    own = groups.group_of(i)
+    others = [j for j in range(groups.n_groups) if j != own]
+    read_from = [a for a in summarised if a != i]
+    return AgentCall(
+        agent=i,
+        stage="gd_inter",
+        peers=read_from,
+        values={
+            "own_summary": summaries[own][0],
+            "other_summaries": group_block([summaries[j][0] for j in others]) if others else NO_OTHER_GROUPS,
+        },
+        peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
+        memory=memory,
+        summaries=[own, *others],
+    )
+
+
 def group_debate(ctx: Context) -> ProtocolGen:
     """GroupDebate, Alg. 1 of the paper's appendix A (see the module docstring)."""
     cfg, n = ctx.cfg, ctx.n_agents
@@ -152,51 +210,24 @@ def group_debate(ctx: Context) -> ProtocolGen:
     summaries: list[tuple[str, str | None, list[int]]] = []  # per group: text, answer, sources
     summary_answers: list[list[str | None]] = []
 
+    shared = SharedBoards(groups.n_groups, memory) if is_shared(cfg) else None
     for rp in plan:
-        calls: list[AgentCall] = []
         summarised = sorted({a for summary in summaries for a in summary[2]})  # every source of a summary
-        for i in range(n):
-            if rp.kind == "first":  # (1) initial thinking, Alg. 1 lines 12-15
-                calls.append(AgentCall(agent=i, stage="first", memory=memory))
-            elif rp.kind == "intra":  # (2) intra-group debate, Alg. 1 lines 19-26
-                mates = groups.mates(i)
-                calls.append(
-                    AgentCall(
-                        agent=i,
-                        stage="gd_intra" if mates else "self_check",
-                        peers=mates,
-                        peer_texts=list(zip(mates, map(texts.__getitem__, mates))),
-                        peer_answers=list(map(answers.__getitem__, mates)),
-                        memory=memory,
-                    )
-                )
-            else:  # (3) inter-group debate, Alg. 1 lines 16-18 and 38-40: all N summaries
-                own = groups.group_of(i)
-                others = [j for j in range(groups.n_groups) if j != own]
-                read_from = [a for a in summarised if a != i]
-                calls.append(
-                    AgentCall(
-                        agent=i,
-                        stage="gd_inter",
-                        peers=read_from,
-                        values={
-                            "own_summary": summaries[own][0],
-                            "other_summaries": group_block([summaries[j][0] for j in others])
-                            if others
-                            else NO_OTHER_GROUPS,
-                        },
-                        peer_answers=[summaries[own][1]] + [summaries[j][1] for j in others],
-                        memory=memory,
-                        summaries=[own, *others],
-                    )
-                )
+        if shared is not None and rp.kind == "intra":
+            calls = shared.intra(rp.round, groups, [list(g) for g in groups.members], texts, answers)
+        elif shared is not None and rp.kind == "inter":
+            shown = [(j, text, answer) for j, (text, answer, _) in enumerate(summaries)]
+            calls = shared.inter(rp.round, groups, shown, summarised)
+        else:
+            calls = [_paper_call(rp.kind, i, groups, texts, answers, summaries, summarised, memory) for i in range(n)]
         replies = yield Step(rp.round, in_groups(calls, groups))
         texts = [r.shown_text for r in replies]
         answers = [r.answer for r in replies]
         history.append(list(answers))
 
         if rp.summarize_after:  # end of a stage that is not the last: Alg. 1 lines 30-36
-            sreplies = yield Step(rp.round, summary_calls(groups, texts, answers, "gd_summary"))
+            scalls = summary_calls(groups, texts, answers, "gd_summary")
+            sreplies = yield Step(rp.round, scalls if shared is None else on_boards(scalls, rp.round, texts))
             summaries = [(r.shown_text, r.answer, list(g)) for r, g in zip(sreplies, groups.members)]
             summary_answers.append([r.answer for r in sreplies])
 
@@ -210,6 +241,82 @@ def group_debate(ctx: Context) -> ProtocolGen:
             "summary_answers": summary_answers,
         },
     )
+
+
+def on_boards(calls: list[SummaryCall], round_: int, texts: list[str]) -> list[SummaryCall]:
+    """``--prompt-layout shared``: each summary call shows its sources as a board (labelled, in id order)."""
+    for call in calls:
+        call.board = answer_board(round_, call.sources, texts)
+    return calls
+
+
+class SharedBoards:
+    """The boards of GroupDebate and S2-MAD under ``--prompt-layout shared``
+    (:mod:`engine.protocols.layout`), kept per group: an intra-group round shows each group the
+    board of the replies it is given (its members'; S2-MAD: its unique ones); an inter-group
+    round shows every group one board of the summaries given, in group order, labelled
+    "Group j". ``memory`` ``full`` keeps every board a group was shown, ``last`` the newest only.
+    All members of a group are shown the same boards, so they share a prefix; the summaries'
+    board is the same for everyone."""
+
+    def __init__(self, n_groups: int, memory: str):
+        self.kept: list[tuple[Board, ...]] = [() for _ in range(n_groups)]
+        self.memory = memory
+
+    def _show(self, boards: list[Board]) -> None:
+        self.kept = [keep(k, b, self.memory) for k, b in zip(self.kept, boards)]
+
+    def _call(self, i: int, j: int, stage: str, peers: list[int], peer_answers: list, read: list[int]) -> AgentCall:
+        return AgentCall(
+            agent=i,
+            stage=stage,
+            peers=peers,
+            values=who(i, j),
+            peer_answers=peer_answers,
+            summaries=read,
+            group=j,
+            boards=self.kept[j],
+        )
+
+    def intra(
+        self,
+        round_: int,
+        groups: Groups,
+        shown: list[list[int]],
+        texts: list[str],
+        answers: list[str | None],
+        speakers: Sequence[int] | None = None,
+        stage: str = "gd_intra",
+    ) -> list[AgentCall]:
+        """An intra-group round: group j is shown the board of round ``round_`` - 1's replies of
+        ``shown[j]``; one call (kind ``stage``, or ``self_check`` for an agent alone on its board)
+        per agent of ``speakers`` (default: all)."""
+        self._show([answer_board(round_ - 1, agents, texts) for agents in shown])
+        calls = []
+        for i in range(groups.n) if speakers is None else speakers:
+            j = groups.group_of(i)
+            peers = [a for a in shown[j] if a != i]
+            calls.append(self._call(i, j, stage if peers else "self_check", peers, [answers[a] for a in peers], []))
+        return calls
+
+    def inter(
+        self,
+        round_: int,
+        groups: Groups,
+        shown: list[tuple[int, str, str | None]],
+        summarised: list[int],
+        speakers: Sequence[int] | None = None,
+        stage: str = "gd_inter",
+    ) -> list[AgentCall]:
+        """An inter-group round: everyone is shown one board of the summaries ``shown`` (group,
+        text, answer); one call per agent of ``speakers`` (default: all), reading the summaries'
+        sources (``summarised``) but itself."""
+        self._show([summary_board(round_ - 1, [(group_label(j), text) for j, text, _ in shown])] * groups.n_groups)
+        read, said = [j for j, _, _ in shown], [answer for _, _, answer in shown]
+        calls = []
+        for i in range(groups.n) if speakers is None else speakers:
+            calls.append(self._call(i, groups.group_of(i), stage, [a for a in summarised if a != i], said, read))
+        return calls
 
 
 # ---------------------------------------------------------------------------
@@ -262,6 +369,39 @@ def group_cost(
         if rp.summarize_after:
             prompt += summary_step
             calls += n_groups
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
+def shared_group_cost(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    memory: str = "last",
+) -> Cost:
+    """GroupDebate under ``--prompt-layout shared`` (:class:`SharedBoards`), exact: an agent of
+    group j is sent ``B + (its group's kept boards) + turn`` (:func:`engine.protocols.layout.shared_prompt`);
+    an intra round adds to group j the board of its n_j replies, an inter round the board of the
+    G summaries; a summary call shows its group's board."""
+    (summ,) = s.need("gd_summary")
+    sizes = parse_group_sizes(groups, n_agents)
+    q, c = question_tokens, reply_tokens
+    kept: list[list[float]] = [[] for _ in sizes]
+    prompt, calls = n_agents * first_call(s, q), float(n_agents)
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind != "first":
+            new = [board_tokens(s, q, c, len(sizes), "group")] * len(sizes) if rp.kind == "inter" else None
+            for j, m in enumerate(sizes):
+                board = new[j] if new else board_tokens(s, q, c, m)
+                kept[j] = kept[j] + [board] if memory == "full" else [board]
+                prompt += m * shared_prompt(s, q, sum(kept[j]), group=True)
+            calls += n_agents
+        if rp.summarize_after:
+            prompt += sum(board_summary_call(s, summ, q, c, m) for m in sizes)
+            calls += len(sizes)
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
@@ -340,10 +480,11 @@ def _cost(
     groups=None,
     stage_rounds: int = 2,
     memory: str | None = None,
+    prompt_layout: str = "paper",
     **_: object,
 ):
-
-    return group_cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
+    cost = shared_group_cost if prompt_layout == "shared" else group_cost
+    return cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
 
 
 def _check(cfg) -> None:
@@ -351,7 +492,8 @@ def _check(cfg) -> None:
 
 
 def _label(cfg) -> list[str]:
-    return groups_label(cfg) + ([f"mem={cfg['memory']}"] if cfg.get("memory") not in (None, MEMORY) else [])
+    memory = [f"mem={cfg['memory']}"] if cfg.get("memory") not in (None, MEMORY) else []
+    return groups_label(cfg) + memory + layout_label(cfg)
 
 
 GROUPS = Option(
@@ -375,7 +517,7 @@ SPEC = ProtocolSpec(
     group_debate,
     "GroupDebate: groups debate inside, share summaries between stages (Liu et al.)",
     "GroupDebate",
-    settings=(GROUPS, STAGE_ROUNDS, MEMORY_OPTION),
+    settings=(GROUPS, STAGE_ROUNDS, MEMORY_OPTION, PROMPT_LAYOUT),
     check=_check,
     validate=validate,
     stages=GD_STAGES,

@@ -19,6 +19,9 @@ served by the agent's own model, with no system prompt and no memory, like Group
 summaries; the debate prompt is our ``debate`` prompt with the summary in place of the replies.
 ``summary-last`` keeps, like ``last``, only the first prompt and the previous reply
 (GroupDebate's "MAD+Forget").
+
+``--prompt-layout shared`` (MAD only, simultaneous talk; :mod:`engine.protocols.layout`): later
+rounds show every agent the same boards of all answers, then its own part (:func:`shared_debate`).
 """
 
 from __future__ import annotations
@@ -27,11 +30,24 @@ import functools
 import logging
 from collections.abc import Callable
 
-from engine.cost_model import Cost, NotCovered, Sizes
+from engine.cost_model import Cost, NotCovered, Sizes, first_call
 from engine.formatting import fmt_num
 from engine.options import MAX_AGENTS, ConfigError, Option, parse_number
-from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
+from engine.protocols.base import AgentCall, Board, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
 from engine.protocols.group_debate import GD_STAGES
+from engine.protocols.layout import (
+    PROMPT_LAYOUT,
+    SUMMARY_LABEL,
+    answer_board,
+    board_summary_call,
+    board_tokens,
+    is_shared,
+    keep,
+    layout_label,
+    shared_prompt,
+    summary_board,
+    who,
+)
 from engine.protocols.shared import FORGETTING, MEMORY, TALK, check_memory, memory_mode, resolve_memory
 from engine.protocols.spec import ProtocolSpec
 from topologies import (
@@ -131,8 +147,10 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
     topology gives it (or their summary, ``--memory summary``) and revises; ``--talk one-by-one``
     has the agents speak in id order within the round, each reading what its peers said last,
     this round's replies for the peers that already spoke."""
-    topo = topology or build_topology(ctx.cfg)
     n, mode = ctx.n_agents, memory_mode(ctx.cfg, "full") if ctx.n_rounds > 1 else "full"
+    if is_shared(ctx.cfg):
+        return (yield from shared_debate(ctx, mode))
+    topo = topology or build_topology(ctx.cfg)
     memory = "last" if mode in ("last", "summary-last") else "full"
     summarise = mode.startswith("summary")
     one_by_one = ctx.n_rounds > 1 and ctx.cfg.talk == "one-by-one"
@@ -158,6 +176,81 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
                 texts[i], answers[i] = reply.text, reply.answer
         history.append(list(answers))
     return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)
+
+
+def models_of(cfg, n: int) -> list[list[int]]:
+    """The agents of each distinct model, in the order the models first appear (agent order)."""
+    by_model: dict[str, list[int]] = {}
+    for i, spec in enumerate(cfg.agent_specs()[:n]):
+        by_model.setdefault(spec.model, []).append(i)
+    return list(by_model.values())
+
+
+def shared_debate(ctx: Context, mode: str) -> ProtocolGen:
+    """MAD (simultaneous talk) under ``--prompt-layout shared`` (:mod:`engine.protocols.layout`).
+
+    Round t: every agent is shown the board of round t-1's replies, all N in agent order, its own
+    included, after the boards its memory keeps (``full``: every earlier board; ``last``: none).
+    ``--memory summary`` / ``summary-last``: after round t-1, ONE summary call of that board per
+    distinct model among the agents (:func:`models_of`; served by the model's lowest-id agent,
+    recorded as summary group k for the k-th model), and each agent is shown its model's summary
+    as a board instead of the replies. A lone agent (N = 1) is shown its own reply (kind
+    ``self_check``, no summary)."""
+    n = ctx.n_agents
+    summarise = mode.startswith("summary") and n > 1
+    replies = yield Step(0, [AgentCall(agent=i, stage="first") for i in range(n)])
+    texts = [r.text for r in replies]
+    answers = [r.answer for r in replies]
+    history = [answers]
+    readers = models_of(ctx.cfg, n) if summarise else [list(range(n))]
+    kept: list[tuple[Board, ...]] = [() for _ in readers]
+    everyone = list(range(n))
+    for t in range(1, ctx.n_rounds):
+        board = answer_board(t - 1, everyone, texts)
+        shown: list[Reply | None] = [None] * len(readers)
+        new = [board]
+        if summarise:
+            summaries: list[Reply] = yield Step(
+                t - 1,
+                [
+                    SummaryCall(k, list(texts), m[0], list(answers), everyone, "mad_summary", board=board)
+                    for k, m in enumerate(readers)
+                ],
+            )
+            shown = list(summaries)
+            new = [summary_board(t - 1, [(SUMMARY_LABEL, r.shown_text)]) for r in summaries]
+        kept = [keep(old, b, mode) for old, b in zip(kept, new)]
+        turns = [_shared_turn(i, k, n, answers, kept[k], shown[k]) for k, m in enumerate(readers) for i in m]
+        replies = yield Step(t, sorted(turns, key=lambda c: c.agent))
+        texts = [r.text for r in replies]
+        answers = [r.answer for r in replies]
+        history.append(list(answers))
+    return Outcome(final_answer=vote(ctx, answers), answers_by_round=history)
+
+
+def _shared_turn(
+    i: int, k: int, n: int, answers: list[str | None], boards: tuple[Board, ...], summary: Reply | None
+) -> AgentCall:
+    """Agent i's shared-layout turn reading ``boards`` (of reader set k: its model's summaries)."""
+    peers = [j for j in range(n) if j != i]
+    if summary is not None:
+        return AgentCall(
+            agent=i,
+            stage="mad_summary_debate",
+            peers=peers,
+            values=who(i),
+            peer_answers=[summary.answer],
+            summaries=[k],
+            boards=boards,
+        )
+    return AgentCall(
+        agent=i,
+        stage="debate" if peers else "self_check",
+        peers=peers,
+        values=who(i),
+        peer_answers=[answers[j] for j in peers],
+        boards=boards,
+    )
 
 
 # --------------------------------------------------------------------------- cost model
@@ -223,6 +316,29 @@ def topology_cost(
     return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
 
 
+def shared_cost(s: Sizes, n: int, rounds: int, q: float, c: float, memory: str = "full", n_models: int = 1) -> Cost:
+    """MAD under ``--prompt-layout shared`` (:func:`shared_debate`), exact: round t's prompt is
+    ``B + (kept boards) + turn`` (:func:`engine.protocols.layout.shared_prompt`), a board of the N
+    replies is ``board_tokens(N)``; ``--memory summary``: per round, one summary call per model
+    (``n_models``) of that board, and a board of one summary in place of the replies."""
+    summarise = memory.startswith("summary") and n > 1
+    calls = prompt = 0.0
+    kept: list[float] = []
+    m = min(n_models, n) if summarise else 0
+    for t in range(rounds):
+        if t:
+            if summarise:
+                (summ,) = s.need("mad_summary")
+                prompt += m * board_summary_call(s, summ, q, c, n)
+                board = board_tokens(s, q, c, 1, "summary")
+            else:
+                board = board_tokens(s, q, c, n)
+            kept = kept + [board] if memory in ("full", "summary") else [board]
+        prompt += n * shared_prompt(s, q, sum(kept)) if t else n * first_call(s, q)
+        calls += n + (m if t else 0)
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
 # --------------------------------------------------------------------------- specs
 def _cost(protocol: str):
     """The closed-form cost of one of the five (:func:`topology_cost`)."""
@@ -237,10 +353,14 @@ def _cost(protocol: str):
         density: float | None = None,
         forgetting: bool = False,
         memory: str | None = None,
+        prompt_layout: str = "paper",
+        n_models: int = 1,
         **_: object,
     ):
 
         mode = resolve_memory(memory, forgetting, "full")
+        if protocol == "mad" and prompt_layout == "shared":
+            return shared_cost(s, n, rounds, q, c, mode, n_models)
         if protocol == "cot":
             return topology_cost(s, 1, 1, q, c, 0)
         if protocol == "sc":
@@ -366,6 +486,20 @@ def _memory_label(cfg) -> list[str]:
     return ([f"mem={mode}"] if mode else []) + talk
 
 
+def _mad_label(cfg) -> list[str]:
+    return _memory_label(cfg) + layout_label(cfg)
+
+
+def _check_mad(cfg) -> None:
+    """MAD's memory, and ``--prompt-layout shared`` only with simultaneous talk."""
+    check_memory(cfg)
+    if cfg.prompt_layout == "shared" and cfg.talk == "one-by-one":
+        raise ConfigError(
+            "--prompt-layout shared needs --talk simultaneous: one by one, each agent reads a different mix of "
+            "this round's and the last round's replies, so no board is the same for every reader"
+        )
+
+
 def _graph_label(cfg) -> list[str]:
     parts = _memory_label(cfg)
     if cfg.get("topology") and cfg["topology"] != "regular":
@@ -401,13 +535,13 @@ SPECS = (
         topology_debate,
         "fully connected MAD (Du et al. 2023)",
         "MAD",
-        settings=(FORGETTING, MEMORY, TALK),
-        check=check_memory,
+        settings=(FORGETTING, MEMORY, TALK, PROMPT_LAYOUT),
+        check=_check_mad,
         validate=validate,
         topology=build_topology,
         stages=SUMMARY_STAGES,
         cost=_cost("mad"),
-        label_parts=_memory_label,
+        label_parts=_mad_label,
     ),
     ProtocolSpec(
         "sparse",

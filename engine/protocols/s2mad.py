@@ -60,6 +60,10 @@ Choices where the paper leaves room:
 * Everything else (groups from ``--seed`` once per run, default groups, summary model, round
   index of summary steps, ``memory="last"``, recorded peers) is as in GroupDebate.
 
+``--prompt-layout shared`` (:mod:`engine.protocols.layout`): the same agents speak, each shown its
+group's board of unique replies or the board of the summaries left by the filter
+(:func:`_shared_round`); ``--group-density`` below 1 is refused.
+
 Token-cost equations: :func:`s2_differing_count` (eq. 1), :func:`s2_participation` (eq. 2),
 :func:`s2_intra_round_tokens` (eq. 3), :func:`s2_inter_round_tokens` (eq. 4),
 :func:`s2_summary_tokens` (Alg. 2 line 7), below. Eq. 3 as printed needs
@@ -77,20 +81,30 @@ from typing import Any
 import numpy as np
 
 from engine.cost_model import Cost, Sizes, first_call, last_memory_call
-from engine.options import Option
+from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from engine.protocols.group_debate import (
     GROUPS,
     MEMORY,
     NO_OTHER_GROUPS,
     STAGE_ROUNDS,
+    SharedBoards,
     group_block,
     groups_label,
     in_groups,
+    on_boards,
     run_groups,
     summary_calls,
 )
 from engine.protocols.group_debate import validate as _validate_groups
+from engine.protocols.layout import (
+    PROMPT_LAYOUT,
+    board_summary_call,
+    board_tokens,
+    is_shared,
+    layout_label,
+    shared_prompt,
+)
 from engine.protocols.shared import EARLY_STOP, EMBEDDING_MODEL
 from engine.protocols.spec import ProtocolSpec
 from topologies.groups import (
@@ -213,12 +227,15 @@ def s2mad(ctx: Context) -> ProtocolGen:
     pool_sim: Matrix = np.zeros((0, 0), dtype=bool)  # similarity over agents 0..n-1 and summaries n..n+N-1
     summary_answers: list[list[str | None]] = []
     stopped = False
+    shared = SharedBoards(n_groups, MEMORY) if is_shared(cfg) else None
 
     for rp in plan:
         calls: list[AgentCall] = []
         silent: list[int] = []
         if rp.kind == "first":  # initial response generation, Alg. 1 lines 12-15
             calls = [AgentCall(agent=i, stage="first", memory=MEMORY) for i in range(n)]
+        elif shared is not None:  # --prompt-layout shared: who speaks as below, shown one board
+            calls, silent = yield from _shared_round(cfg, rp, groups, shared, texts, answers, pool, pool_sim)
         elif rp.kind == "intra":  # Alg. 1 lines 24-29, then 31-34
             sim = yield from _similar(cfg, texts, answers)
             for i in range(n):
@@ -298,9 +315,8 @@ def s2mad(ctx: Context) -> ProtocolGen:
             if use_filter:  # summarise the group's unique replies (sec. 4.1, Table 5)
                 sim = yield from _similar(cfg, texts, answers)
                 members = [dedup(list(g), sim) for g in groups.members]
-            sreplies = yield Step(
-                rp.round, summary_calls(groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members)
-            )
+            scalls = summary_calls(groups, texts, answers, "s2_summary" if use_filter else "gd_summary", members)
+            sreplies = yield Step(rp.round, scalls if shared is None else on_boards(scalls, rp.round, texts))
             pool = [(r.shown_text, summary_answer(r.answer, m, answers), m) for r, m in zip(sreplies, members)]
             summary_answers.append([p[1] for p in pool])
             pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
@@ -325,6 +341,45 @@ def s2mad(ctx: Context) -> ProtocolGen:
             "jump": bool(cfg.jump),
         },
     )
+
+
+def _shared_round(
+    cfg,
+    rp,
+    groups,
+    shared: SharedBoards,
+    texts: list[str],
+    answers: list[str | None],
+    pool: list[tuple[str, str | None, list[int]]],
+    pool_sim: Matrix,
+):
+    """A debate round under ``--prompt-layout shared``: the same agents speak as in the paper
+    layout (eqs. 1-2, ``--no-jump``), but every speaker of a group is shown one board -- in an
+    intra round the group's unique replies (:func:`topologies.groups.dedup`: of similar replies
+    the first in id order; ``--no-filter``: every member), in an inter round the summaries left
+    by ``Sum <- F(Sum)`` (all with ``--no-filter``), its own view among them. Returns the calls
+    and the silent agents."""
+    n, use_filter = len(texts), bool(cfg.filter)
+    stages = ("s2_intra", "s2_inter") if use_filter else ("gd_intra", "gd_inter")
+    if rp.kind == "intra":
+        sim = yield from _similar(cfg, texts, answers)
+        views = [groups.mates(i) for i in range(n)]
+        shown = [dedup(list(g), sim) if use_filter else list(g) for g in groups.members]
+    else:
+        summary_ids = [n + j for j in range(groups.n_groups)]
+        sim = pool_sim
+        visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids
+        views = [visible] * n
+    speaking = [i for i in range(n) if participates(len(differing(i, views[i], sim))) or not cfg.jump]
+    heard = set(speaking)
+    silent = [i for i in range(n) if i not in heard]
+    if rp.kind == "intra":
+        return shared.intra(rp.round, groups, shown, texts, answers, speaking, stages[0]), silent
+    read = [k - n for k in visible]
+    summaries = [(j, pool[j][0], pool[j][1]) for j in read]
+    return shared.inter(
+        rp.round, groups, summaries, _summarised(tuple(tuple(pool[j][2]) for j in read)), speaking, stages[1]
+    ), silent
 
 
 def _sources(pool: list[tuple[str, str | None, list[int]]], read: list[int], agent: int) -> list[int]:
@@ -465,6 +520,39 @@ def s2mad_bound(
     )
 
 
+def shared_s2mad_bound(
+    s: Sizes,
+    n_agents: int,
+    rounds: int,
+    question_tokens: float,
+    reply_tokens: float,
+    groups: Any = None,
+    stage_rounds: int = 2,
+    filter: bool = True,
+    jump: bool = True,
+) -> Cost:
+    """S2-MAD under ``--prompt-layout shared``, the upper bound of :func:`s2mad_bound` (nobody
+    skips but agents alone in a group, nothing deduplicated, no early stop): an intra speaker of
+    group j is sent ``B + board(n_j replies) + turn``, an inter speaker ``B + board(G summaries)
+    + turn`` (memory "last": one board), a summary call shows its group's board."""
+    (summ,) = s.need("s2_summary" if filter else "gd_summary")
+    sizes = parse_group_sizes(groups, n_agents)
+    q, c = question_tokens, reply_tokens
+    prompt, calls = n_agents * first_call(s, q), float(n_agents)
+    for rp in stage_plan(rounds, stage_rounds):
+        if rp.kind == "intra":
+            speakers = [m for m in sizes if m > 1 or not jump]
+            prompt += sum(m * shared_prompt(s, q, board_tokens(s, q, c, m), group=True) for m in speakers)
+            calls += sum(speakers)
+        elif rp.kind == "inter":
+            prompt += n_agents * shared_prompt(s, q, board_tokens(s, q, c, len(sizes), "group"), group=True)
+            calls += n_agents
+        if rp.summarize_after:
+            prompt += sum(board_summary_call(s, summ, q, c, m) for m in sizes)
+            calls += len(sizes)
+    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+
+
 _S2_INTER = ("s2_inter", "gd_inter")
 
 _S2_INTRA = ("s2_intra", "gd_intra")
@@ -575,10 +663,25 @@ def _cost(
     filter: bool = True,
     jump: bool = True,
     group_density: float = 1.0,
+    prompt_layout: str = "paper",
     **_: object,
 ):
-
+    if prompt_layout == "shared":
+        return shared_s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump)
     return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density)
+
+
+def _check(cfg) -> None:
+    """``--prompt-layout shared`` needs every member of a group to read the same mates."""
+    if cfg.prompt_layout == "shared" and cfg.group_density < 1:
+        raise ConfigError(
+            f"--prompt-layout shared needs --group-density 1 (got {cfg.group_density:g}): below it each member "
+            "of a group reads different mates, so no board is the same for every reader"
+        )
+
+
+def _label(cfg) -> list[str]:
+    return groups_label(cfg) + layout_label(cfg)
 
 
 SIMILARITY = Option(
@@ -621,14 +724,26 @@ SPEC = ProtocolSpec(
     s2mad,
     "S2-MAD: GroupDebate where only agents whose views differ speak, with early stop (Zeng et al.)",
     "S2-MAD",
-    settings=(GROUPS, STAGE_ROUNDS, SIMILARITY, TAU, FILTER, JUMP, GROUP_DENSITY, EARLY_STOP, EMBEDDING_MODEL),
+    settings=(
+        GROUPS,
+        STAGE_ROUNDS,
+        SIMILARITY,
+        TAU,
+        FILTER,
+        JUMP,
+        GROUP_DENSITY,
+        EARLY_STOP,
+        EMBEDDING_MODEL,
+        PROMPT_LAYOUT,
+    ),
     unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
+    check=_check,
     validate=validate,
     stages=S2_STAGES,
     needs_embeddings=lambda cfg: cfg.similarity == "embedding",
     cost=_cost,
     cost_kind="bound",
-    label_parts=groups_label,
+    label_parts=_label,
 )
 
 

@@ -511,3 +511,66 @@ def test_prd_closed_form_by_hand(sizes):
     got = prd_cost(s, 2, 2, q, c)
     assert got.prompt_tokens == want and got.calls == 6 and got.completion_tokens == 42
     assert s.feedback == 3 and s.prd_review.extra == 1 and s.prd_revise.extra == 1 and s.prd_revise.views == 1
+
+
+# ---------------------------------------------------------------------------
+# --prompt-layout shared (engine/protocols/layout.py)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(protocol="mad", agents=4, rounds=3),
+        dict(protocol="mad", agents=5, rounds=4, memory="last"),
+        dict(protocol="mad", agents=4, rounds=3, memory="summary"),  # one summary of the board per round
+        dict(protocol="mad", agents=4, rounds=4, memory="summary-last", system_prompt="Be brief and exact."),
+        dict(protocol="mad", agents=3, rounds=3, memory="summary", models="big*1,small*2"),  # a summary per model
+        dict(protocol="mad", agents=1, rounds=3),  # a lone agent is shown its own reply
+        dict(protocol="group", agents=4, rounds=4, groups="2+2"),
+        dict(protocol="group", agents=5, rounds=5, groups="1+4"),
+        dict(protocol="group", agents=6, rounds=6, groups="2+2+2", stage_rounds=3, memory="full"),
+        dict(protocol="group", agents=3, rounds=4, groups="1", system_prompt=GD_SYSTEM_PROMPT),
+    ],
+)
+def test_shared_layout_exact(kw):
+    """MAD and GroupDebate under the shared layout, tolerance 0 tokens: every prompt is the first
+    prompt, the kept boards and the reader's part, each a sum of measured pieces, and what is shown
+    does not depend on the answers. The planner's count of models is passed as it passes it."""
+    cfg = RunConfig(backend="simulated", prompt_layout="shared", **kw).validate()
+    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    backends = {m: SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3) for m in cfg.run_models()}
+    q_tokens, rows = run_sim(cfg, backend=backends)
+    options = {name: getattr(cfg, name) for name in cfg.options_read()}
+    pred = cost_predict.predict(
+        cfg.protocol, s, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, n_models=len(cfg.run_models()), **options
+    )
+    assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == totals(rows)
+    paper = cost_predict.predict(
+        cfg.protocol, s, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, **{**options, "prompt_layout": "paper"}
+    )
+    assert pred != paper
+
+
+@pytest.mark.parametrize(
+    "n, groups, rounds, extra",
+    [(4, "2+2", 4, {}), (5, "1+4", 5, {}), (6, "3+3", 6, {"filter": False}), (5, "1+4", 5, {"jump": False})],
+)
+def test_shared_layout_s2mad_upper_bound(sizes, n, groups, rounds, extra):
+    """S2-MAD under the shared layout: measured <= the bound on the simulated model (its agents
+    agree at times), and the bound is tight, 0 tokens off, when nothing ever agrees."""
+    cfg = RunConfig(
+        backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, prompt_layout="shared", **extra
+    )
+    options = {name: getattr(cfg, name) for name in cfg.options_read()}
+    q_tokens, rows = run_sim(cfg)
+    bound = cost_predict.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, **options)
+    assert all(row["prompt_tokens"] <= bound.prompt_tokens and row["n_calls"] <= bound.calls for row, _ in rows)
+    assert any(row["prompt_tokens"] < bound.prompt_tokens for row, _ in rows)
+    q_tokens, rows = run_sim(cfg, n_q=2, backend=DistinctBackend(REPLY))
+    for row, _ in rows:
+        assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
+            bound.prompt_tokens,
+            bound.completion_tokens,
+            bound.calls,
+        )

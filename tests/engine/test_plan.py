@@ -167,3 +167,32 @@ def test_list_other_backends_assume_max_tokens_replies(tmp_path):
     assert (cols["calls/q"][0], cols["calls"][0]) == ("18", "72")  # calls do not depend on the tokenizer
     assert cols["tokens/q"][0].startswith("~") and cols["tokens"][0].startswith("~")
     assert any("other backends: C = --max-tokens" in line for line in header(cells))
+
+
+def test_plan_of_shared_layout_cells_against_measured_simulated_runs(tmp_path):
+    """`sweep --list` plans --prompt-layout shared cells with the shared layout's closed form:
+    exactly the simulated run's calls and tokens (MAD with one summary per model, GroupDebate);
+    a paper cell of the same grid is planned otherwise."""
+    grid = {"protocol": ["mad", "group"], "prompt_layout": ["paper", "shared"], "memory": ["summary", "last"]}
+    spec = parse_sweep({**BASE, "limit": 2, "models": "big*2,small*4", "grid": grid}, "s.yaml")
+    cells = [c for c in expand(spec, tmp_path / "out") if c.valid]
+    plans = plan_cells(cells)
+    shared = [c for c in cells if c.config.prompt_layout == "shared"]
+    assert {(c.config.protocol, c.config.memory) for c in shared} == {
+        ("mad", "summary"),
+        ("mad", "last"),
+        ("group", "last"),
+    }
+    for c in shared:
+        cfg, p = c.config, plans[c.index]
+        qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+        backends = {m: SimulatedBackend(reply_tokens=40, accuracy=0.6, follow=0.5) for m in cfg.run_models()}
+        rows = [r for r, _ in run_local(cfg, qs, backends)]
+        measured = (sum(r["n_calls"] for r in rows), sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows))
+        assert p.tokens_kind == "exact" and measured == (p.calls, p.tokens)
+        (paper,) = [
+            d
+            for d in cells
+            if (d.config.protocol, d.config.memory, d.config.prompt_layout) == (cfg.protocol, cfg.memory, "paper")
+        ]
+        assert plans[paper.index].per_question != p.per_question
