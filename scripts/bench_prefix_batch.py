@@ -16,7 +16,7 @@ most that could hit: ``group - 1`` times the prefix rounded down to whole KV blo
 ``--max-tokens`` generated tokens per request (end-of-sequence ignored), so both ways do the same
 work. ``--max-num-batched-tokens`` (default: room for the whole group in one engine step; 0 for
 the replica's own default) sets how many prompt tokens one engine step may take. Prints a table
-and saves ``bench/prefix_batch.json``; docs/scaling.md reports the numbers.
+and saves ``bench/prefix_batch.json``; docs/backends.md reports the numbers.
 
 Usage:
   .venv/bin/python scripts/bench_prefix_batch.py                # 12 x (600 + 100) tokens, 3 repeats
