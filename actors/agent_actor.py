@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -43,9 +43,11 @@ from engine.records import CallRecord, GenRequest, GenResult, Message, Turn, Tur
 class AgentSetup:
     """One agent's configuration for one run (the coordinator sends a group's with :meth:`AgentGroupActor.configure`).
 
-    ``replica``: the replica actor serving the agent's model; ``cache``/``cache_namespace``: the
-    first-round cache (``actors/cache_actor.py``) or None; ``retries``: resubmissions of a request
-    whose replica died before it becomes an error row.
+    ``replica``: the replica actor serving the agent (its own, for the whole run); ``replicas``:
+    every replica of the agent's model in layout order, of which a turn routed per question's
+    round (``--prompt-layout shared``, :mod:`actors.scheduling`) names one (``Turn.replica``);
+    ``cache``/``cache_namespace``: the first-round cache (``actors/cache_actor.py``) or None;
+    ``retries``: resubmissions of a request whose replica died before it becomes an error row.
     """
 
     agent_id: int
@@ -57,6 +59,11 @@ class AgentSetup:
     cache_namespace: str = ""
     retries: int = 0
     store_prompts: bool = True
+    replicas: list[Any] = field(default_factory=list)
+
+    def serving(self, turn: Turn) -> Any:
+        """The replica actor that answers ``turn``: the one it names, else the agent's own."""
+        return self.replica if turn.replica is None else self.replicas[turn.replica]
 
 
 class AgentCore:
@@ -229,13 +236,13 @@ class AgentGroupActor:
         async for ref in replica.generate_stream.remote(requests):
             yield await ref
 
-    async def _generate(self, setup: AgentSetup, req: GenRequest) -> GenResult:
-        """The replica's reply. A replica that dies mid-request is restarted by Ray; the request
+    async def _generate(self, setup: AgentSetup, replica: Any, req: GenRequest) -> GenResult:
+        """``replica``'s reply. A replica that dies mid-request is restarted by Ray; the request
         is sent again, at most ``retries`` times (same seed, so the same reply), after which it
         is an error result (recorded as an error row), not an exception."""
         for _attempt in range(setup.retries + 1):
             try:
-                return await self._to_replica.submit(setup.replica, req)
+                return await self._to_replica.submit(replica, req)
             except ray.exceptions.RayActorError as exc:
                 error = exc
         return GenResult(
@@ -263,7 +270,7 @@ class AgentGroupActor:
         if turn.round == 0 and not turn.is_summary and not turn.is_side and setup.cache is not None:
             out = await self._first_round(core, setup, turn, req, user)
         else:
-            out = core.record(turn, req, await self._generate(setup, req), user)
+            out = core.record(turn, req, await self._generate(setup, setup.serving(turn), req), user)
         out.messages = self.shipped.new(out.messages)
         return out
 
@@ -285,7 +292,7 @@ class AgentGroupActor:
             return out
         res = None
         try:
-            res = await self._generate(setup, req)
+            res = await self._generate(setup, setup.serving(turn), req)
         finally:  # always release the key, so agents waiting on it never hang
             await setup.cache.put.remote(ckey, res)
         return core.record(turn, req, res, user)

@@ -20,6 +20,14 @@ the agent sends its unanswered requests again (same seeds, so the same replies),
 dead gives error rows for its agents' calls. Any other exception raised by an agent or a
 protocol is a bug: it stops the run.
 
+Replicas. Under ``--prompt-layout paper`` each agent's calls go to the agent's own replica. Under
+``shared`` the coordinator routes every call of one question's round to one replica of the call's
+model (:class:`actors.scheduling.RoundRouter`: the least loaded, by the calls in flight it sent,
+when the round starts) and names it on the turn, so the round's readers, whose prompts begin with
+the same text, meet in one prefix cache. ``max_questions`` (from the driver: at most
+``--max-concurrent-questions``, fewer where the replicas' KV caches hold fewer questions,
+:mod:`engine.kv_budget`) bounds the debates in flight.
+
 Calls travel micro-batched (:mod:`actors.batching`): the turns one agent group gets in the same
 event-loop turn (any of its agents, any question) go as one streamed actor call, and the group's
 requests to each replica likewise, so the Ray overhead per turn shrinks with the number of
@@ -56,6 +64,7 @@ import ray
 from actors.agent_actor import AgentSetup
 from actors.batching import MicroBatcher
 from actors.remote import actor
+from actors.scheduling import RoundRouter, routes_rounds
 from engine.config import RunConfig
 from engine.debate import debate
 from engine.prompts import MessageLedger
@@ -132,14 +141,23 @@ class CoordinatorActor:
         simulated: bool,
         embedder=None,
         attempt: str = "",
+        max_questions: int | None = None,
     ) -> list[int]:
         """Configure this coordinator and every agent group for a run (``group_setups[g]``: the
-        agents group ``g`` hosts); returns the groups' process ids."""
+        agents group ``g`` hosts); returns the groups' process ids. ``max_questions``: debates in
+        flight at most (None: ``--max-concurrent-questions``)."""
         self.cfg = cfg
+        self.max_questions = max_questions or cfg.max_concurrent_questions
         self.run_id = run_id
         self.groups = groups
         self.group_setups = group_setups
         self.group_of = {s.agent_id: g for g, setups in enumerate(group_setups) for s in setups}
+        self.model_of = {s.agent_id: s.spec.model for setups in group_setups for s in setups}
+        self.router = (
+            RoundRouter({s.spec.model: len(s.replicas) for setups in group_setups for s in setups})
+            if routes_rounds(cfg)
+            else None
+        )
         # a group's configuration epoch: the turns that failed on one death restore it once
         self.epochs = [0] * len(groups)
         self.restoring = [asyncio.Lock() for _ in groups]
@@ -204,7 +222,7 @@ class CoordinatorActor:
     async def run(self, questions: list[Question]) -> list[dict[str, Any]]:
         """Debate ``questions``; returns the question rows of those that finished (all of them
         unless the run was stopped: error rate, writer failure, :meth:`stop`)."""
-        sem = asyncio.Semaphore(self.cfg.max_concurrent_questions)
+        sem = asyncio.Semaphore(self.max_questions)
 
         async def one(q: Question) -> dict[str, Any]:
             async with sem:
@@ -286,6 +304,18 @@ class CoordinatorActor:
             t.cancel()
 
     async def _call(self, turn: Turn) -> TurnResult:
+        """One turn through its agent's group, on the replica of its question's round when calls
+        are routed per round (module docstring)."""
+        if self.router is None:
+            return await self._send_turn(turn)
+        model = self.model_of[turn.call.agent]
+        turn.replica = self.router.route(turn.question.qid, turn.round, model)
+        try:
+            return await self._send_turn(turn)
+        finally:
+            self.router.done(model, turn.replica)
+
+    async def _send_turn(self, turn: Turn) -> TurnResult:
         """One turn through its agent's group; a lost group is configured again and the turn
         resent (bounded by ``call_retries``), after which the turn is an error record."""
         agent = turn.call.agent
@@ -367,9 +397,13 @@ class CoordinatorActor:
             t.cancel()
 
     async def _debate(self, q: Question) -> dict[str, Any]:
-        row, _ = await debate(
-            q, self.cfg, self._call, self._similarity if self.embedder is not None else None, self._write_step
-        )
+        try:
+            row, _ = await debate(
+                q, self.cfg, self._call, self._similarity if self.embedder is not None else None, self._write_step
+            )
+        finally:
+            if self.router is not None:
+                self.router.forget(q.qid)
         row.update(self.labels)
         self._send("questions", [row])
         self.progress_state["questions_done"] += 1

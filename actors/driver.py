@@ -35,6 +35,7 @@ from backends.registry import backend_spec, check_device
 from engine.accounting import summarize
 from engine.config import RunConfig
 from engine.errors import UserError
+from engine.kv_budget import plan_in_flight
 from engine.metrics import runs_columns
 from engine.prompts import PromptSet
 from engine.run_lock import RunLock
@@ -550,13 +551,16 @@ class DebateRunner:
         timings = {"replicas_s": time.perf_counter() - t_replicas, "agents_s": 0.0, "debate_s": 0.0}
         check_loaded_images(cfg, questions, replicas.infos)
         log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
+        flight = plan_in_flight(cfg, questions, replicas.kv_capacity())
+        log.info("run %s: %s", run_id, flight.reason)
+        engine = flight.engine(replicas.engine)  # with the KV cache sizes and the limit they gave
         live.run_row = {
             "run_id": run_id,
             "protocol": cfg.protocol,
             "backend": cfg.backend,
             "simulated": replicas.simulated,
             "dtype": engine_dtypes(replicas.engine),
-            "engine": json.dumps(replicas.engine, sort_keys=True),
+            "engine": json.dumps(engine, sort_keys=True),
             "config": cfg.to_json(),
             "status": "running",
             "started": old_run["started"] if old_run else _now(),
@@ -568,7 +572,7 @@ class DebateRunner:
         actors: RunActors | None = None
         if todo:
             t_agents = time.perf_counter()
-            actors = live.actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer)
+            actors = live.actors = self._setup_run(cfg, run_id, attempt, prompts, replicas, writer, flight.limit)
             t_debate = time.perf_counter()
             rows, progress = self._debate_all(cfg, live, todo, len(previous), replicas.simulated, progress_cb)
             timings.update(agents_s=t_debate - t_agents, debate_s=time.perf_counter() - t_debate)
@@ -605,7 +609,7 @@ class DebateRunner:
                 "agent_turns": progress.get("agent_turns_shipped", 0),
             },
             backend=cfg.backend,
-            engine=replicas.engine,
+            engine=engine,
             placement=placement,
             timings=timings,
         )
@@ -684,11 +688,19 @@ class DebateRunner:
         return self._writer
 
     def _setup_run(
-        self, cfg: RunConfig, run_id: str, attempt: str, prompts: PromptSet, replicas: ReplicaSet, writer
+        self,
+        cfg: RunConfig,
+        run_id: str,
+        attempt: str,
+        prompts: PromptSet,
+        replicas: ReplicaSet,
+        writer,
+        max_questions: int | None = None,
     ) -> RunActors:
         """Agents packed into agent-group actors (:func:`pack_agents`, ``--agents-per-actor``) next
-        to the replica they call, the embedder if the protocol needs one, and the coordinator,
-        configured for this run."""
+        to the replica they call (each also told its model's other replicas, for calls routed per
+        question's round), the embedder if the protocol needs one, and the coordinator, configured
+        for this run with at most ``max_questions`` in flight (None: ``--max-concurrent-questions``)."""
         import ray
 
         from actors.agent_actor import AgentSetup
@@ -708,6 +720,7 @@ class DebateRunner:
                 namespaces.get(spec.model, ""),
                 max(0, int(cfg.call_retries)),
                 cfg.store_prompts,
+                replicas.handles[spec.model],
             )
             for i, spec in enumerate(specs)
         ]
@@ -734,6 +747,7 @@ class DebateRunner:
                 replicas.simulated,
                 embedder,
                 attempt,
+                max_questions,
             )
         )
         return RunActors(self._coordinator, embedder, groups, packs, group_replicas)

@@ -247,6 +247,17 @@ class ReplicaSet:
             }.values()
         )
 
+    def kv_capacity(self) -> dict[str, tuple[int, int | None]]:
+        """Each model's replicas and the smallest KV cache among them in tokens (the replicas'
+        ``settings["kv_cache_tokens"]``; None where one reports none), for :mod:`engine.kv_budget`."""
+        infos = iter(self.infos)
+        out: dict[str, tuple[int, int | None]] = {}
+        for model, specs in self.layout.items():
+            sizes = [next(infos).get("settings", {}).get("kv_cache_tokens") for _ in specs]
+            known = [int(x) for x in sizes if x is not None]
+            out[model] = (len(specs), min(known) if len(known) == len(sizes) else None)
+        return out
+
     def for_agents(
         self, cfg: RunConfig, agent_models: list[str], replicas: dict[tuple, Any]
     ) -> tuple[list[Any], list[int]]:

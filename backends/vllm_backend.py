@@ -202,6 +202,17 @@ def engine_args(
     return args
 
 
+def kv_cache_tokens(cache_config: Any) -> int | None:
+    """The tokens the engine's KV cache holds, once vLLM sized it: its own count
+    (``kv_cache_size_tokens``, right for models with several cache groups), else blocks x block
+    size; None before the engine reported either."""
+    tokens = getattr(cache_config, "kv_cache_size_tokens", None)
+    if tokens:
+        return int(tokens)
+    blocks = getattr(cache_config, "num_gpu_blocks", None)
+    return int(blocks) * int(cache_config.block_size) if blocks else None
+
+
 @dataclasses.dataclass
 class EnginePrompt:
     """What vLLM is sent for one request: ``engine_input`` (token ids, or the rendered multimodal
@@ -323,6 +334,7 @@ class VLLMBackend(Backend):
             "chunked_prefill": bool(cfg.scheduler_config.enable_chunked_prefill),
             "block_size": int(cfg.cache_config.block_size),
             "kv_cache_bytes": args.get("kv_cache_memory_bytes"),
+            "kv_cache_tokens": kv_cache_tokens(cfg.cache_config),  # what engine.kv_budget divides
             # None: vLLM's own reservation (one core per engine on x86)
             "cpu_reserved_cores": None
             if gpu or "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ

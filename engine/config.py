@@ -318,7 +318,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "max_concurrent_questions",
         int,
         64,
-        "questions debated at once; the others wait their turn (default 64)",
+        "questions debated at once, at most: fewer where the replicas' KV caches hold fewer (docs/backends.md); "
+        "the others wait their turn (default 64)",
         low=1,
         high=10_000,
         group="engine tuning",

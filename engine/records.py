@@ -124,6 +124,7 @@ class Turn:
     key: int  # the question's key (engine.debate.question_key): seeds every call of the question
     history: list[Message] = field(default_factory=list)
     own_answer: str | None = None
+    replica: int | None = None  # the model's replica that serves it (actors.scheduling); None: the agent's own
 
     @property
     def is_summary(self) -> bool:
