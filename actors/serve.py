@@ -180,15 +180,16 @@ def serve(cfg: RunConfig, echo=print) -> int:
     """``debate serve``: join the Ray of ``--ray-address`` (else ``RAY_ADDRESS``, else one that
     ``ray start`` started on this machine) or start one (:func:`start_head`), start the replicas a
     run with ``cfg`` would start as served replicas (those served already are kept) and print one
-    line per replica and the address to pass. Returns 0; a replica that cannot load is a
-    :class:`actors.driver.ReplicaStartError`, and a head started here then ends with it."""
+    line per replica and the address to pass. Returns 0. All or nothing: when a replica cannot
+    load (:class:`actors.driver.ReplicaStartError`) or Ctrl-C stops the command, the replicas it
+    started are stopped, and a head it started ends with them."""
     import ray
 
     from actors.driver import DebateRunner, init_ray
 
     check_serve_inputs(cfg)
     address = cfg.ray_address or os.environ.get("RAY_ADDRESS") or running_local_ray()
-    head = None
+    head, runner = None, None
     if address is None and not ray.is_initialized():
         address, proc = start_head()
         head = head_record(address, proc)
@@ -204,6 +205,9 @@ def serve(cfg: RunConfig, echo=print) -> int:
         if head is not None:  # nothing is served on it: it goes too
             ray.shutdown()
             log.warning("%s", stop_head(head))
+        elif runner is not None and ray.is_initialized():
+            started = {name for name, kept in runner.served.values() if not kept}
+            stop_served([s for s in served_replicas() if s.name in started])
         raise
     for spec in (s for specs in replicas.layout.values() for s in specs):
         name, kept = runner.served[spec.key(cfg)]

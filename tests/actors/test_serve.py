@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,6 +63,18 @@ def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsy
         assert main(["serve", flag]) == 0
         out = capsys.readouterr().out.strip()
         assert out == "no Ray runs on this machine (nor --ray-address / RAY_ADDRESS): nothing is served"
+
+
+def test_serve_at_an_address_where_nothing_listens_is_one_line(capsys):
+    """Serving, listing or stopping at a ``--ray-address`` where no Ray answers: the run's one-line
+    error (exit 2), before Ray starts."""
+    from engine.cli import main
+
+    for flags in ([], ["--list"], ["--stop"]):
+        assert main(["serve", *flags, "--backend", "simulated", "--ray-address", "127.0.0.1:9"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("debate: error: --ray-address 127.0.0.1:9: no Ray cluster answers there"), err
+        assert len(err.splitlines()) == 1
 
 
 def test_ray_address_auto_with_no_ray_here_is_one_line(monkeypatch):
@@ -251,7 +264,7 @@ def test_debate_serve_starts_a_ray_that_outlives_it_and_stop_ends_it(tmp_path):
         ran = cli("run", *model, "--limit", "4", "--out", str(tmp_path / "run"), "--ray-address", "auto")
         took = time.perf_counter() - start
         assert ran.returncode == 0, ran.stderr[-2000:]
-        assert f"served replicas used │ {name}" in ran.stdout, ran.stdout
+        assert re.search(rf"served replicas used +│ +{name} ", ran.stdout), ran.stdout
         assert took < 120, f"a run on a served replica took {took:.1f} s"
         listed = cli("serve", "--list")
         assert listed.stdout.startswith(f"{name}: "), listed.stdout
