@@ -38,7 +38,9 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
+import os
 import re
 import tempfile
 import time
@@ -72,22 +74,53 @@ def local_ray_on_loopback(address: str | None, temp_dir: str | None = None):
     loopback address (``ray_constants.ENABLE_RAY_CLUSTER`` off, read by
     ``ray._private.services.get_node_ip_address`` while a node starts; Ray 2.60, pinned); it is
     turned on for the call inside the ``with`` only, and only when that call starts a new local
-    Ray: with an ``address``, or a ``ray start`` of this machine that ``ray.init`` would join (its
-    session in ``temp_dir``), nothing changes. Other nodes cannot join such a Ray: ``ray start
-    --head`` starts one that they can (docs/troubleshooting.md).
+    Ray or joins one on the loopback address (``debate serve``'s, :mod:`actors.serve`; Ray would
+    otherwise take this machine's LAN address for 127.0.0.1 and not find it). Such a Ray is
+    joined as Ray joins a local one it finds itself: with token authentication when
+    ``~/.ray/auth_token`` exists and ``RAY_AUTH_MODE`` is not set, as ``ray start --head``
+    decides for the head (an address given explicitly never sends the token). Joining another
+    Ray (an ``address``, ``RAY_ADDRESS``, or a ``ray start`` of this machine that ``ray.init``
+    would join: its session in ``temp_dir``) changes nothing. Other nodes cannot join such a Ray:
+    ``ray start --head`` starts one that they can (docs/troubleshooting.md).
     """
     from ray._private import ray_constants, services
 
-    # ray.init's own look-up of the Ray to join (annotated ``str``, but None is what ray.init passes)
-    if address is not None or services.canonicalize_bootstrap_address(None, temp_dir) is not None:  # type: ignore[arg-type]
+    joined = address
+    if address in (None, "auto"):  # ray.init's own look-up of the Ray to join, unresolved
+        joined = os.environ.get("RAY_ADDRESS") or services.find_bootstrap_address(temp_dir) or address
+    if joined is not None and not on_loopback(joined):
         yield
         return
+    if joined is not None:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+
+        quiet = logging.getLogger(maybe_enable_token_auth_if_token_available.__module__)
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # not Ray's warning on every join
+        try:
+            maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+        finally:
+            quiet.setLevel(level)
     cluster = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = cluster
+
+
+def on_loopback(address: str) -> bool:
+    """Whether a Ray address (``host:port``, ``ray://host:port``) names this machine's loopback
+    address."""
+    host = address.removeprefix("ray://").rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class PlacementTimeout(UserError, RuntimeError):
@@ -219,17 +252,28 @@ def default_placement_timeout(cfg) -> float:
 
 
 def reserve_all(
-    requests: dict[Any, tuple[list[dict[str, float]], str]], timeout_s: float, report_every_s: float = 60.0
+    requests: dict[Any, tuple[list[dict[str, float]], str]],
+    timeout_s: float,
+    report_every_s: float = 60.0,
+    detached: dict[Any, str] | None = None,
 ) -> dict[Any, Any]:
     """STRICT_PACK placement groups for every ``key: (bundles, what)``, all created before any is
     waited on, so that an autoscaler sees the whole demand at once and starts the nodes together.
+    ``detached``: ``key: name`` of the groups that outlive this driver (``debate serve``'s
+    replicas), named so that ``debate serve --stop`` finds them.
 
     One deadline for all: after ``timeout_s`` without a node for each, every group made here is
     removed and :class:`PlacementTimeout` names the ones still waiting, what they ask for and the
     nodes up now. Progress is logged every ``report_every_s``. Returns ``key: group``."""
     import ray
 
-    groups = {key: ray.util.placement_group(bundles, strategy="STRICT_PACK") for key, (bundles, _) in requests.items()}
+    keep = detached or {}
+    groups = {
+        key: ray.util.placement_group(
+            bundles, strategy="STRICT_PACK", **({"name": keep[key], "lifetime": "detached"} if key in keep else {})
+        )
+        for key, (bundles, _) in requests.items()
+    }
     if not groups:
         return groups
     for key, (bundles, what) in requests.items():

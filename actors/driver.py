@@ -30,7 +30,7 @@ from actors.interrupts import exit_code, reinstall, stop_signals
 from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_placement, pack_agents, replica_layout
 from actors.prepare import RUNS_DIR, check_loaded_images, needs_embeddings, prepare
 from actors.reaper import watch as watch_ray_processes
-from actors.remote import actor_class
+from actors.remote import actor_class, probe_all
 from backends.registry import backend_spec, check_device
 from engine.accounting import summarize
 from engine.config import RunConfig
@@ -101,10 +101,22 @@ class RayAddressError(UserError, ConnectionError):
 def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
     """Raise :class:`RayAddressError` in one line when ``address`` is a ``host:port`` (optionally
     ``ray://``) that refuses or does not answer a TCP connection within ``timeout_s``; Ray itself
-    would retry for minutes and then print a traceback. ``auto``, ``local`` and None are Ray's to
-    resolve and are not checked."""
+    would retry for minutes and then print a traceback. ``auto`` is checked as what it stands
+    for, the Ray that ``ray start`` (or ``debate serve``) started on this machine; with none,
+    and no other local Ray that Ray's ``auto`` would join, one line too. ``local`` and None are
+    Ray's to resolve and are not checked."""
     import socket
 
+    if address == "auto" and not os.environ.get("RAY_ADDRESS"):
+        from ray._private import services
+
+        found = services.find_bootstrap_address(None)
+        if not found and not services.find_gcs_addresses():
+            raise RayAddressError(
+                "--ray-address auto: no Ray runs on this machine; start one ('debate serve' starts one with the "
+                "model's replicas, 'ray start --head' an empty one) or give its host:port"
+            )
+        address = found
     if not address or address in ("auto", "local"):
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
@@ -119,7 +131,7 @@ def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
         ) from None
 
 
-def init_ray(address: str | None = None, **options: Any) -> None:
+def init_ray(address: str | None = None, reap: bool = True, **options: Any) -> None:
     """Start Ray here, or join ``address`` (else ``RAY_ADDRESS``), as the engine runs it.
 
     No dashboard; a Ray started here listens on 127.0.0.1 only
@@ -129,7 +141,9 @@ def init_ray(address: str | None = None, **options: Any) -> None:
     and Ray's own warnings (e.g. "N worker processes have been started") reach this terminal
     unless the engine logs errors only (``-q``: the ``actors`` logger at ERROR); they stay in
     Ray's session logs (``/tmp/ray/session_latest/logs``) either way. ``options`` go to
-    ``ray.init`` (the tests: ``num_cpus``, ``log_to_driver``).
+    ``ray.init`` (the tests: ``num_cpus``, ``log_to_driver``). ``reap=False``: no reaper
+    (:mod:`actors.reaper`) ends the Ray processes below this one when it ends (``debate serve``,
+    whose Ray outlives it).
     """
     import ray
 
@@ -141,8 +155,8 @@ def init_ray(address: str | None = None, **options: Any) -> None:
     check_ray_address(address)
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     os.environ.update(RAY_WORKER_CLEANUP)
-    # before ray.init: a signal during its start-up must not leave its processes behind either
-    watch_ray_processes()
+    if reap:  # before ray.init: a signal during its start-up must not leave its processes behind either
+        watch_ray_processes()
     with local_ray_on_loopback(address, options.get("_temp_dir")):
         ray.init(
             **{
@@ -216,22 +230,6 @@ def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
         return ray.get(getattr(actor, method).remote(), timeout=timeout)
     except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
         return None
-
-
-def _probe_all(refs: list, timeout: float = 60.0) -> list[Any]:
-    """The results of ``refs`` (no-argument method calls), None for an actor that is dead or
-    does not answer."""
-    import ray
-
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-    done = set(ready)
-    out = []
-    for ref in refs:
-        try:
-            out.append(ray.get(ref) if ref in done else None)
-        except ray.exceptions.RayActorError:
-            out.append(None)
-    return out
 
 
 def _alive(actor, method: str = "info", timeout: float = 60.0) -> bool:
@@ -309,7 +307,10 @@ class DebateRunner:
 
     Replicas are keyed by (backend, model, backend options, max batch) and embedding actors by
     model name, so cells that use the same model reuse the loaded model instead of restarting
-    it; a replica the next run does not need is stopped first, so its CPUs/GPUs are free.
+    it; a replica the next run does not need is stopped first, so its CPUs/GPUs are free. A
+    replica that ``debate serve`` started with the same setup (:mod:`actors.served`) is used
+    instead of starting one, and left running: neither :meth:`shutdown` nor a run that does not
+    need it stops it (:attr:`served`).
     ``run`` resumes: questions that already have a result row for this run id in ``--out`` are
     not debated again, and the run's summary covers old and new rows.
     """
@@ -318,6 +319,8 @@ class DebateRunner:
         init_ray(ray_address)
         self._replicas: dict[tuple, Any] = {}
         self._groups: dict[tuple, Any] = {}  # replica key -> its placement group (tensor parallel)
+        # replica key -> (name, found on the cluster) of each served replica in _replicas: never killed here
+        self.served: dict[tuple, tuple[str, bool]] = {}
         self._embedders: dict[str, Any] = {}
         # actor handles (typed Any: actors/remote.py), None until first used
         self._cache: Any | None = None  # first-round reply cache (actors/cache_actor.py)
@@ -337,19 +340,27 @@ class DebateRunner:
 
         singles = [x for x in (self._cache, self._writer, self._coordinator) if x is not None]
         agents = [a for pool in self._agent_pool.values() for a in pool]
-        for actor in [*self._replicas.values(), *self._embedders.values(), *agents, *singles]:
+        own = [r for key, r in self._replicas.items() if key not in self.served]
+        for actor in [*own, *self._embedders.values(), *agents, *singles]:
             ray.kill(actor)
-        for pg in self._groups.values():
-            ray.util.remove_placement_group(pg)
+        for key, pg in self._groups.items():
+            if key not in self.served:
+                ray.util.remove_placement_group(pg)
         self._replicas.clear()
+        self.served.clear()
         self._groups.clear()
         self._embedders.clear()
         self._agent_pool.clear()
         self._cache = self._writer = self._coordinator = None
 
     def _stop_replica(self, key: tuple) -> None:
+        """Stop a replica this runner started; a served one is only let go (it keeps running)."""
         import ray
 
+        if self.served.pop(key, None) is not None:
+            self._replicas.pop(key)
+            self._groups.pop(key, None)
+            return
         ray.kill(self._replicas.pop(key))
         pg = self._groups.pop(key, None)
         if pg is not None:
@@ -363,20 +374,48 @@ class DebateRunner:
         try:
             info = ray.get(info_ref)
         except ray.exceptions.RayActorError as exc:  # died while loading (e.g. out of memory)
+            self.served.pop(key, None)  # started here for debate serve: stopped all the same
             self._stop_replica(key)
             raise _start_error(model, exc) from None
         if info.get("error"):
+            self.served.pop(key, None)
             self._stop_replica(key)
             raise ReplicaStartError(f"--model {model}: the replica could not load it: {info['error']}")
         return info
 
-    def replicas_for(self, cfg: RunConfig, models: list[str]) -> ReplicaSet:
-        """Each model's replicas (started, or kept from an earlier run with the same setup), once
-        every model is loaded."""
+    def _adopt_served(self, cfg: RunConfig, wanted: dict[tuple, ReplicaSpec], serve: bool) -> dict[tuple, Any]:
+        """The served replicas (:mod:`actors.served`) of the wanted setups that this runner does not
+        hold yet, taken as its own (never stopped by it): their info by key. One line per
+        replica: reused (info), or why a served one of that model is not (warning). ``serve``:
+        for ``debate serve``, which starts another one beside a served one that differs. The
+        replicas still to start must fit beside the served ones (:func:`actors.served.check_room`)."""
+        from actors.served import ServeError, check_room, choose, served_name, served_replicas, served_setup
+
+        missing = {key: spec for key, spec in wanted.items() if key not in self._replicas}
+        served = served_replicas() if missing else []
+        infos: dict[tuple, Any] = {}
+        for key, spec in missing.items() if served else ():
+            want = served_setup(cfg, spec)
+            found, line = choose(want, served, "serving another beside it" if serve else "starting its own")
+            if found is not None:
+                log.info("%s", line)
+                self._replicas[key], self.served[key], infos[key] = found.handle, (found.name, True), found.info
+            elif serve and any(s.name == served_name(want) for s in served):
+                raise ServeError(f"{line}; end it with 'debate serve --stop' first")
+            elif line:
+                log.warning("%s", line)
+        check_room([spec for key, spec in missing.items() if key not in infos], served)
+        return infos
+
+    def replicas_for(self, cfg: RunConfig, models: list[str], serve: bool = False) -> ReplicaSet:
+        """Each model's replicas (started, kept from an earlier run with the same setup, or served
+        by ``debate serve``), once every model is loaded. ``serve``: the replicas it starts are
+        served ones (named, detached: :mod:`actors.served`) and outlive this runner."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from actors.cluster import cluster_gpus, default_placement_timeout, reserve_all, wants_gpu
         from actors.replica_actor import ReplicaActor, shipped_backend
+        from actors.served import NAMESPACE, served_name, served_setup
 
         gpu = wants_gpu(cfg, cluster_gpus())
         check_device(cfg, gpu)
@@ -391,7 +430,9 @@ class DebateRunner:
                 infos[key] = info
         for key in [k for k in self._replicas if k not in wanted]:
             self._stop_replica(key)  # frees its CPUs/GPUs before the new ones ask for them
+        infos.update(self._adopt_served(cfg, wanted, serve))
         new = {key: spec for key, spec in wanted.items() if key not in self._replicas}
+        setups = {key: served_setup(cfg, spec) for key, spec in new.items()} if serve else {}
         # GPUs / custom resources: every new replica's group asked for at once (an autoscaler sees
         # the whole demand), then one deadline for all, ending in a line naming what no node offered
         asks = {
@@ -400,9 +441,13 @@ class DebateRunner:
             if spec.bundles
         }
         if asks:
-            self._groups.update(reserve_all(asks, default_placement_timeout(cfg)))
+            names = {key: served_name(setup) for key, setup in setups.items()}
+            self._groups.update(reserve_all(asks, default_placement_timeout(cfg), detached=names))
         for key, spec in new.items():
             opts = dict(spec.actor_options)
+            if serve:
+                self.served[key] = (served_name(setups[key]), False)
+                opts.update(name=self.served[key][0], namespace=NAMESPACE, lifetime="detached")
             if spec.bundles:
                 pg = self._groups[key]
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
@@ -422,7 +467,13 @@ class DebateRunner:
             self._replicas[key] = (
                 actor_class(ReplicaActor)
                 .options(**opts)
-                .remote(shipped_backend(cfg.backend), spec.model, spec.backend_options, max_batch=cfg.max_batch)
+                .remote(
+                    shipped_backend(cfg.backend),
+                    spec.model,
+                    spec.backend_options,
+                    max_batch=cfg.max_batch,
+                    served=setups.get(key),
+                )
             )
         # All new replicas were created before waiting on any, so their models load in parallel.
         loading = {key: self._replicas[key].info.remote() for key in wanted if key not in infos}
@@ -820,6 +871,12 @@ class DebateRunner:
                 "resources": held,
             }
             pg = self._groups.get(spec.key(cfg))
+            served = self.served.get(spec.key(cfg))
+            if served is not None:
+                from actors.served import served_group
+
+                entry["served"] = served[0]
+                pg = pg or (served_group(served[0]) if spec.bundles else None)
             if pg is not None:
                 entry["bundles"] = [dict(b) for b in spec.bundles]
                 entry["bundle_nodes"] = group_nodes(pg)
@@ -827,7 +884,7 @@ class DebateRunner:
         if actors is None:
             return out + ([{"role": "writer", **ray.get(writer.where.remote())}] if writer is not None else [])
         for g, (pack, r, info) in enumerate(
-            zip(actors.packs, actors.replicas, _probe_all([a.where.remote() for a in actors.groups]))
+            zip(actors.packs, actors.replicas, probe_all([a.where.remote() for a in actors.groups]))
         ):
             out.append(
                 {

@@ -56,3 +56,19 @@ def actor_class(cls: object) -> ActorFactory:
     if not isinstance(cls, ActorClass):
         raise TypeError(f"{cls!r} is not a Ray actor class (decorate it with @actor(...))")
     return cls
+
+
+def probe_all(refs: list, timeout: float = 60.0) -> list[Any]:
+    """The results of ``refs`` (calls of actors' no-argument methods, waited on together), None
+    for an actor that is dead or does not answer within ``timeout`` seconds."""
+    import ray
+
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    done = set(ready)
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref) if ref in done else None)
+        except ray.exceptions.RayActorError:
+            out.append(None)
+    return out

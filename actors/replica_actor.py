@@ -198,8 +198,12 @@ class ReplicaActor:
         model: str,
         options: dict[str, Any] | None = None,
         max_batch: int | None = None,
+        served: dict[str, Any] | None = None,
     ):
+        """``served``: the setup of a replica that ``debate serve`` started (:mod:`actors.served`),
+        reported by :meth:`info` so that a run can check it before using the replica."""
         options = dict(options or {})
+        self.served = served
         # the model backends carry their own max_batch among their engine settings (per model)
         max_batch = options.get("max_batch", max_batch)
         self.backend_name = backend if isinstance(backend, str) else backend.name
@@ -228,8 +232,9 @@ class ReplicaActor:
                 self._exit(f"the model did not load again after a restart ({self.load_error})")
 
     async def info(self) -> dict[str, Any]:
+        served = {"served": self.served} if self.served is not None else {}
         if self.core is None:
-            return {"backend": self.backend_name, "model": self.model, "error": self.load_error}
+            return {"backend": self.backend_name, "model": self.model, "error": self.load_error, **served}
         b = self.core.backend
         try:
             b.check_alive()  # a dead engine is not reported as a live replica
@@ -247,6 +252,7 @@ class ReplicaActor:
             "loaded": dict(self.loaded),  # when the model load started and ended (epoch seconds)
             "node": ray.get_runtime_context().get_node_id(),
             **here(),
+            **served,
         }
 
     async def generate(self, request: GenRequest) -> GenResult:

@@ -3,8 +3,10 @@
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
     debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
     debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see engine/rescore.py)
-    debate sweep SWEEP.yaml --out DIR [--list]   (a grid of runs, resumable; see engine/sweep.py;
+    debate sweep SWEEP.yaml --out DIR [--list] [--ray-address ADDR]
+                                                (a grid of runs, resumable; see engine/sweep.py;
                                                 --list: the cells and their predicted cost, engine/plan.py)
+    debate serve [run's model flags] [--list | --stop]  (replicas kept for later runs: actors/serve.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
                                                 (stored debates round by round; see engine/show.py)
@@ -145,6 +147,19 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
     return cfg
 
 
+def serve_command(args: argparse.Namespace) -> int:
+    """``debate serve`` (start and keep replicas), ``--list`` and ``--stop`` (:mod:`actors.serve`)."""
+    from actors import serve
+
+    cfg = parse_run_config(args)
+    if args.list:
+        return serve.list_command(cfg.ray_address)
+    if args.stop:
+        chosen = args.model or args.models or args.config
+        return serve.stop_command(cfg.ray_address, cfg.run_models() if chosen else None)
+    return serve.serve(cfg)
+
+
 def protocols_command() -> int:
     """``debate protocols``: each protocol's name, paper (its spec's help) and options with defaults."""
     from rich.console import Console
@@ -164,7 +179,8 @@ def protocols_command() -> int:
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
     """The printed run summary: the run's setup, accuracy, every metric aggregate that declares
     a label (:data:`engine.metrics.METRICS`, in their order), the share of prompt tokens the
-    prefix cache served (``n/a`` when no call reports it), then time and throughput."""
+    prefix cache served (``n/a`` when no call reports it), then time and throughput, and the
+    served replicas it used (:func:`served_rows`)."""
     s = result.summary
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
@@ -183,8 +199,15 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
         ("errored questions", str(s.get("n_errored_questions", 0))),
         ("wall time (s)", f"{result.wall_s:.1f}"),
         ("generated tok/s", f"{rate:.1f}"),
+        *served_rows(result),
         ("results", f"{result.out_dir}/{{calls,questions,runs}}"),
     ]
+
+
+def served_rows(result) -> list[tuple[str, str]]:
+    """The summary row naming the served replicas (``debate serve``) a run used, if any."""
+    names = [p["served"] for p in getattr(result, "placement", None) or [] if p.get("served")]
+    return [("served replicas used", ", ".join(names))] if names else []
 
 
 def print_summary(result, cfg: RunConfig) -> None:
@@ -296,6 +319,17 @@ answer; ★ the strong model's agents (--models); ✓/✗ grade an answer agains
 the run's grader."""
 
 
+SERVE_HELP = """\
+Start the replicas a 'debate run' with the same model flags would start (--backend, --model or
+--models, --replicas, engine settings such as --max-batch and --dtype, GPU options, --config) and
+keep them: they stay up after this command returns, and every later run or sweep on that Ray
+(--ray-address ADDR, or auto on this machine) whose replica has the same setup (backend, model,
+backend options, max batch) uses it instead of loading the model again; one with another setup
+starts its own and a warning says why. Without a Ray to join (--ray-address, $RAY_ADDRESS, or a
+'ray start' on this machine) it starts one, on 127.0.0.1 only. Flags other than the model's are
+read but not used. --list lists the served replicas; --stop ends them."""
+
+
 class InertFormatter(logging.Formatter):
     """A log formatter whose records are printed inert (:func:`engine.safe_text.inert`): a message
     quoting a question id, a reply or an error cannot drive the terminal. Newlines and tabs stay
@@ -369,6 +403,18 @@ def _version() -> str:
         return "debate (version unknown: not installed)"
 
 
+def _described(sub, name: str, help_text: str, description: str, common) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` shows ``description`` as written (its line breaks kept)."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_text,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``debate`` parser with every subcommand and flag; builds it only (runs nothing, imports
     no Ray). :func:`main` parses with it; the docs site's CLI reference is generated from it."""
@@ -428,6 +474,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the cells, their status and predicted calls and tokens (per question, per cell, in all); "
         "run nothing",
     )
+    sweep_p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join, host:port or auto (default: the file's ray_address, else $RAY_ADDRESS, else "
+        "as ray.init() without an address); replicas that 'debate serve' keeps there are reused",
+    )
+    serve_p = _described(
+        sub, "serve", "start a model's replicas and keep them for later runs (--list, --stop)", SERVE_HELP, common
+    )
+    action = serve_p.add_mutually_exclusive_group()
+    action.add_argument("--list", action="store_true", help="list the served replicas; start nothing")
+    action.add_argument(
+        "--stop",
+        action="store_true",
+        help="end the served replicas (only those of the model(s) given with --model/--models/--config), then "
+        "the Ray that debate serve started once none is left",
+    )
+    _add_run_flags(serve_p)
     export_p = sub.add_parser(
         "export", help="one result table, de-duplicated, run options as columns, to Parquet or CSV", parents=[common]
     )
@@ -440,13 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
     )
     _add_skip_bad_parts(export_p)
-    show_p = sub.add_parser(
-        "show",
-        help="stored debates round by round in the terminal",
-        description=SHOW_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
-    )
+    show_p = _described(sub, "show", "stored debates round by round in the terminal", SHOW_HELP, common)
     show_p.add_argument("dir", metavar="OUT", help="a run directory, an --out folder or a sweep folder")
     show_p.add_argument("--run", metavar="ID", help="only this run (its id or a unique prefix)")
     pick = show_p.add_mutually_exclusive_group()
@@ -525,7 +583,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sweep":
             from engine.sweep import sweep_command
 
-            return sweep_command(args.config, args.out, args.list)
+            return sweep_command(args.config, args.out, args.list, args.ray_address)
+        if args.command == "serve":
+            return serve_command(args)
     except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
         return print_error(exc)
     except RunInterrupted as exc:  # not the user's input: one line, how to resume; 130/143 for a signal

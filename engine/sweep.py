@@ -527,7 +527,12 @@ def format_cells(cells: list[Cell]) -> list[str]:
 
 # ---------------------------------------------------------------------------------- running
 def run_sweep(
-    spec: SweepSpec, out_dir: str | Path, runner=None, echo: Callable[[str], None] | None = None, progress: bool = True
+    spec: SweepSpec,
+    out_dir: str | Path,
+    runner=None,
+    echo: Callable[[str], None] | None = None,
+    progress: bool = True,
+    ray_address: str | None = None,
 ) -> list[Cell]:
     """Run every valid, unfinished cell on one :class:`actors.driver.DebateRunner` (made here unless
     given; replicas and the first-round cache are kept across cells) and keep
@@ -537,8 +542,9 @@ def run_sweep(
     another process is running (status ``busy``: several sweeps of one file may share a folder,
     each running the cells the others do not hold). Any other stopped run (an engine actor died,
     the writer could not write, Ctrl-C or SIGTERM, a bug) stops the sweep. ``progress=False``: no
-    progress bar (callers that print their own). ``out_dir`` must be a folder that can be written
-    in (a SweepError naming it otherwise). Returns the cells."""
+    progress bar (callers that print their own). ``ray_address``: the Ray to join (``debate sweep
+    --ray-address``; default the cells' ``ray_address``). ``out_dir`` must be a folder that can be
+    written in (a SweepError naming it otherwise). Returns the cells."""
     from tqdm import tqdm
 
     from actors.driver import DebateRunner, RunInterrupted
@@ -577,7 +583,7 @@ def run_sweep(
                 if c.status == "finished":
                     continue
                 if runner is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                    runner = DebateRunner(c.config.ray_address)
+                    runner = DebateRunner(ray_address or c.config.ray_address)
                 say(
                     f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
                     + (" (resuming)" if c.status == "partial" else "")
@@ -673,7 +679,7 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
         console.print(inert(line), markup=False, highlight=False)
 
 
-def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
+def sweep_command(config: str, out: str | None, list_only: bool = False, ray_address: str | None = None) -> int:
     """``debate sweep``: 0 when every valid cell finished, 1 when a cell's run failed (bad
     input found at run time), stopped on ``--max-error-rate`` or was busy (run by another
     process); file errors raise
@@ -685,7 +691,7 @@ def sweep_command(config: str, out: str | None, list_only: bool = False) -> int:
     if list_only:
         print_plan(spec, out_dir)
         return 0
-    cells = run_sweep(spec, out_dir)
+    cells = run_sweep(spec, out_dir, ray_address=ray_address)
     print(inert("\n".join(format_cells(cells) + format_seeds(across_seeds(cells)))))
     print(inert(f"manifest: {Path(out_dir) / MANIFEST}"))
     return 1 if any(c.status in ("error", "stopped", "busy") for c in cells) else 0
