@@ -79,10 +79,11 @@ SIMULATED_NOTE = "simulated backend: it has no prefix cache, so cached and compu
 
 
 class Counters(NamedTuple):
-    """The serving model's token counters: a message body's tokens, a chat prompt's token ids."""
+    """The serving model's token counters: a message body's tokens, a chat prompt's token ids
+    (None: an engine without a simulated tokenizer of ids) and a chat prompt's tokens."""
 
     content: Callable[[str], int]
-    chat_ids: Callable[[list[dict]], list[int]] | None  # None: no tokenizer of ids (an older simulated engine)
+    chat_ids: Callable[[list[dict]], list[int]] | None
     chat: Callable[[list[dict]], int]
 
 
