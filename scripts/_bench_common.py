@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,12 @@ def git_commit() -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return rev + ("+" if dirty else "")
+
+
+def debate_exe() -> str:
+    """The ``debate`` command of this interpreter's environment (else the one on PATH)."""
+    here = Path(sys.executable).with_name("debate")
+    return str(here) if here.exists() else (shutil.which("debate") or "debate")
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:
@@ -128,3 +135,31 @@ def finish(res: dict[str, Any], out: str, argv: list[str] | None, quiet: bool, p
     if not quiet:
         print(f"saved {out}")
     return 0
+
+
+def agents_axis(ax, ticks, ylabel: str, legend_size: int = 8, log_y: bool = False) -> None:
+    """Format a figure panel drawn against the agent count: log x with plain numbers at
+    ``ticks`` only, y from 0 (or log y), a light grid and the legend."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(ticks)
+    ax.set_xlabel("agents N (log)")
+    ax.set_ylabel(ylabel)
+    if log_y:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
+def save_figure(fig, title: str, path: Path) -> Path:
+    """Title ``fig``, lay it out and save it at ``path`` (its folder made); returns ``path``."""
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    return path

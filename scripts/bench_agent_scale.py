@@ -76,7 +76,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scripts._bench_common import finish, git_commit, loadavg, log_for, machine_info, rich_table, scratch_dir  # noqa: E402
+from scripts._bench_common import (  # noqa: E402
+    agents_axis,
+    debate_exe,
+    finish,
+    git_commit,
+    loadavg,
+    log_for,
+    machine_info,
+    rich_table,
+    save_figure,
+    scratch_dir,
+)
 
 LAYOUT_FLAG = "--agents-per-actor"
 MODES: dict[str, tuple[str, ...]] = {"per-agent": (LAYOUT_FLAG, "1"), "packed": ()}
@@ -106,12 +117,6 @@ def parse_sizes(spec: str, questions: int) -> list[tuple[int, int]]:
     if not sizes or any(n < 1 or q < 1 for n, q in sizes):
         raise ValueError(f"--agents {spec!r}: agent counts (N or N:questions), each >= 1")
     return sizes
-
-
-def debate_exe() -> str:
-    """The ``debate`` command of this interpreter's environment (else the one on PATH)."""
-    here = Path(sys.executable).with_name("debate")
-    return str(here) if here.exists() else (shutil.which("debate") or "debate")
 
 
 def has_layout_flag(debate: str) -> bool:
@@ -717,7 +722,6 @@ def plot(res: dict[str, Any], path: Path) -> Path:
     """Two panels, one line per mode, log x: whole command seconds and peak memory vs N."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import ScalarFormatter
 
     fig = Figure(figsize=(11, 4.5), dpi=110)
     FigureCanvasAgg(fig)
@@ -754,23 +758,12 @@ def plot(res: dict[str, Any], path: Path) -> Path:
                 linestyle="none",
                 label="target (at most)" if i == 0 else None,
             )
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.set_xticks(sorted({n for n, _ in res["params"]["sizes"]} | {tg["agents"] for tg in res["targets"]}))
-        ax.set_xlabel("agents N (log)")
-        ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(
+        agents_axis(ax, sorted({n for n, _ in res["params"]["sizes"]} | {tg["agents"] for tg in res["targets"]}), label)
+    title = (
         f"debate run, SIMULATED backend, sparse ring, {res['params']['rounds']} rounds, "
-        f"Q={default_q} questions unless marked; commit {res['commit']}",
-        fontsize=10,
+        f"Q={default_q} questions unless marked; commit {res['commit']}"
     )
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
+    return save_figure(fig, title, path)
 
 
 def main(argv: list[str] | None = None) -> int:
