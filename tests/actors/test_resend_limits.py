@@ -52,7 +52,8 @@ def generate(retries: int, deaths: int):
     replica = DyingReplica(deaths)
     spec = RunConfig(agents=1, backend="simulated").agent_specs()[0]
     setup = AgentSetup(0, spec, PromptSet.for_task("numeric"), True, replica, retries=retries)
-    res = asyncio.run(plain(AgentGroupActor)._generate(setup, GenRequest([{"role": "user", "content": "x"}], seed=9)))
+    req = GenRequest([{"role": "user", "content": "x"}], seed=9)
+    res = asyncio.run(plain(AgentGroupActor)._generate(setup, replica, req))
     return res, replica.streams
 
 

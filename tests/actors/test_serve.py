@@ -53,7 +53,16 @@ def test_a_run_takes_the_served_replica_of_its_setup_and_says_why_not_another():
     assert differences(want, want) == ([], [])
 
 
-def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsys, no_ray):
+@pytest.fixture
+def outside_ray(monkeypatch):
+    """As a fresh ``debate`` process sees it: not connected to Ray, even where an earlier test of
+    this session connected the test process (``ray_local``)."""
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+
+
+def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsys, no_ray, outside_ray):
     """Nothing to list or stop (no Ray runs here): one line, exit 0, no Ray started."""
     from engine.cli import main
 
@@ -65,7 +74,7 @@ def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsy
         assert out == "no Ray runs on this machine (nor --ray-address / RAY_ADDRESS): nothing is served"
 
 
-def test_serve_at_an_address_where_nothing_listens_is_one_line(capsys):
+def test_serve_at_an_address_where_nothing_listens_is_one_line(capsys, outside_ray):
     """Serving, listing or stopping at a ``--ray-address`` where no Ray answers: the run's one-line
     error (exit 2), before Ray starts."""
     from engine.cli import main
