@@ -19,7 +19,9 @@ judges (``peer_answers``), an integer uniform in 6..10 when they are all right (
 answer) and in 1..7 otherwise, ending "Score: s/10 Confidence: s/10" — so a stated score and a
 confidence in the judgement are both higher on average when the judged answer is right.
 
-Reply length is exactly ``reply_tokens`` whitespace tokens, and token counts use the same
+Reply length is exactly ``reply_tokens`` whitespace tokens, the first a word drawn from the call's
+seed (:func:`reply_tag`: two replies part at their first token, as sampled ones do, so a prefix
+cache count of its prompts is a real model's, :mod:`engine.prefix`), and token counts use the same
 whitespace tokenizer over a fixed chat layout (:func:`engine.word_tokens.count_tokens`: 4 tokens
 of framing per message plus 3 for the generation prompt), so closed-form cost models can be
 checked exactly against it.
@@ -44,6 +46,18 @@ from engine.records import GenRequest, GenResult, Message
 from engine.word_tokens import count_tokens
 
 _FILLER = ("let", "me", "work", "through", "this", "step", "by", "carefully", "and", "check", "each", "part")
+
+
+def reply_tag(seed: int) -> str:
+    """The first word of a simulated reply: six letters drawn from the call's seed. Sampled
+    replies differ from their first tokens on; so do these, so a prefix cache shares no more of
+    a prompt that quotes them than it would with a real model (the replies' common filler would
+    otherwise be shared: :mod:`engine.prefix`)."""
+    letters = []
+    for _ in range(6):
+        seed, r = divmod(seed, 26)
+        letters.append(chr(ord("a") + r))
+    return "".join(letters)
 
 
 def _wrong_answer(gold: str, task: str, n_choices: int, rng: random.Random) -> str:
@@ -131,7 +145,7 @@ class SimulatedBackend(Backend):
             return gold
         return _wrong_answer(gold, task, n_choices, rng)
 
-    def _text(self, answer: str | None, task: str, confidence: float, max_tokens: int) -> str:
+    def _text(self, answer: str | None, task: str, confidence: float, max_tokens: int, seed: int) -> str:
         conf = ["Confidence:", f"{confidence:.2f}"]
         if answer is None:
             tail = ["I", "cannot", "decide", "on", "this", "one."]
@@ -139,14 +153,15 @@ class SimulatedBackend(Backend):
             tail = ["So", "the", "answer", "is", f"({answer})."] + conf
         else:
             tail = ["So", "the", "answer", "is", f"\\boxed{{{answer}}}."] + conf
-        return self._pad(tail, max_tokens)
+        return self._pad(tail, max_tokens, seed)
 
-    def _pad(self, tail: list[str], max_tokens: int) -> str:
-        """``tail`` after filler words: exactly ``reply_tokens`` whitespace tokens. Filler that a
-        cut at ``max_tokens`` (:meth:`generate`) would drop whole is never made, so a reply longer
-        than ``max_tokens`` costs no more memory than ``max_tokens`` words."""
-        n = min(self.reply_tokens - len(tail), max_tokens + 1)
-        return " ".join([_FILLER[i % len(_FILLER)] for i in range(n)] + tail)
+    def _pad(self, tail: list[str], max_tokens: int, seed: int) -> str:
+        """``tail`` after filler words whose first is the call's tag (:func:`reply_tag`): exactly
+        ``reply_tokens`` whitespace tokens. Filler that a cut at ``max_tokens`` (:meth:`generate`)
+        would drop whole is never made, so a reply longer than ``max_tokens`` costs no more memory
+        than ``max_tokens`` words."""
+        n = min(self.reply_tokens - len(tail), max_tokens + 1)  # >= 1: reply_tokens >= 8 > len(tail)
+        return " ".join([reply_tag(seed)] + [_FILLER[i % len(_FILLER)] for i in range(1, n)] + tail)
 
     def _judgement(self, req: GenRequest, rng: random.Random) -> str:
         """A judging call's reply (module docstring): a stated score, higher when the judged
@@ -158,7 +173,7 @@ class SimulatedBackend(Backend):
             right = all(a is not None and a == str(req.meta.get("gold")) for a in judged)
             score = rng.randint(6, 10) if right else rng.randint(1, 7)
             tail = ["Score:", f"{score}/10", "Confidence:", f"{score}/10"]
-        return self._pad(tail, req.max_tokens)
+        return self._pad(tail, req.max_tokens, req.seed)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         out = []
@@ -172,7 +187,7 @@ class SimulatedBackend(Backend):
                 # a stated confidence (CortexDebate reads it): higher on average when right
                 right = answer is not None and answer == str(req.meta.get("gold"))
                 confidence = rng.uniform(0.6, 1.0) if right else rng.uniform(0.2, 0.8)
-                text = self._text(answer, req.meta.get("task", "numeric"), confidence, req.max_tokens)
+                text = self._text(answer, req.meta.get("task", "numeric"), confidence, req.max_tokens, req.seed)
             finish = "stop"
             words = text.split()
             if len(words) > req.max_tokens:  # honour max_tokens like a real model: cut, say so

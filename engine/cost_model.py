@@ -152,6 +152,60 @@ inter round, each summary call showing its group's board; S2-MAD is its upper bo
 skips, nothing deduplicated). Exact on the simulated backend for MAD (one summary per distinct
 model: the planner passes ``n_models``) and GroupDebate.
 
+Prefill after a perfect prefix cache
+------------------------------------
+
+``Cost.computed_prompt_tokens`` predicts the prompt tokens a serving engine with a prefix cache
+(vLLM's) still has to compute. Definition: for each prompt of a run, in the order sent, its
+prompt tokens minus the longest token prefix it shares with any EARLIER prompt of the same model
+in the run -- a run-wide cache that never evicts, whole tokens, no rounding to cache blocks.
+:func:`engine.prefix.computed_prefill` computes it exactly from token ids (a run folder's stored
+prompts: :func:`engine.prefix_runs.run_prefill`); vLLM's measured ``calls.cached_prompt_tokens`` is
+the check (a real cache evicts and rounds to blocks, is one per replica of a model, and also
+keeps generated tokens, so it can serve a reply quoted later, which this definition counts as
+computed).
+
+The closed forms assume what holds for real templates and sampled replies: a message is a header
+of ``f - 1`` tokens (its role marker, :func:`header`) and one end token, and the generation
+prompt ``g`` is an assistant message's header, so a prompt followed by its reply and a new
+message begins with the whole earlier prompt (:func:`tail`: end + generation prompt); two
+replies differ from their first token on (the simulated model starts each with a word drawn from
+its seed); two texts that differ share the whitespace-delimited words before the first
+difference (the ``lead`` constants, measured from the templates). Per question, the prefixes
+every question shares are cached: ``K`` = s' + header + the "first" text before the question
+(:func:`run_head`) and each summary stage's lead (:func:`summary_head`, ``Cost.computed_per_run``);
+the sweep planner adds them once per model, and replaces the round-0 term by the questions' own
+first prompts run through the exact function (questions that begin alike share more).
+
+**Paper layout** (MAD family, GroupDebate, S2-MAD). Round 0: every agent of a model sends the
+same prompt, B - K once per model. A later turn of an agent extends its own previous prompt
+(full memory) or its first prompt plus its last reply (memory "last"), and differs from every
+other agent's at its own reply, so it computes that reply and its new message::
+
+    f + C + message                                          (turn_computed)
+
+A summary call computes all but its stage's lead (``header + lead``: the template before the
+first reply's text). Fully connected MAD with ``--memory summary``: reader i lists the replies
+of every agent but itself in id order, so its list begins with reader i-1's first i-1 replies:
+each round saves ``(N-1)(N-2)/2 (a3 + C)`` (sparse and ProbMAD lists: no sharing assumed, an
+upper bound). GroupDebate's groups are disjoint, so its summaries share only the lead. Exact on
+the simulated backend; S2-MAD's bound is one (fewer speakers and views only compute less).
+
+**Shared layout** (:func:`engine.protocols.layout.shared_computed`). A later prompt is the first
+prompt's text (shared with round 0 up to its end token: ``B - tail``), the kept boards and the
+reader's part. Per model and round, the first reader of a set of boards computes them after the
+longest run of boards some earlier prompt had, less where the next ones part (a board of the same
+stage and round with another first label shares the stage and the label's first word, another
+round shares the stage up to ``$round``), then its part; every other reader of the same boards
+computes only its part after "You are Agent" (``turn - turn_lead + tail``). So with full memory
+round t costs about one board plus N parts, where the paper layout costs N (f + C + message).
+Summary calls show boards; GroupDebate's groups each have their board. Exact on the simulated
+backend for MAD (each model its own cache: ``n_models``) and GroupDebate (one model; with
+several, each model's first reader of a group's board computes it, so an estimate); S2-MAD is
+its upper bound.
+
+Not covered (``None``): CortexDebate, PRD, ChatEval, RECONCILE.
+
 ChatEval
 --------
 
@@ -207,6 +261,11 @@ class Stage:
     q: int = 0
     views: int = 1
     extra: int = 0
+    # measured for the summary stages, whose calls begin with the stage (no system prompt, no
+    # memory): the content tokens two such calls share (before the first text they insert), with
+    # the paper's "peer" entries (lead) and with a board's labelled entries (board_lead)
+    lead: int = 0
+    board_lead: int = 0
 
     def tokens(self, question_tokens: float) -> float:
         return self.const + self.q * question_tokens
@@ -239,6 +298,20 @@ class SharedSizes:
     group_entry: int
     summary_entry: int
     sep: int
+    # where two blocks part (tokens they share at their start, :func:`engine.protocols.layout.shared_computed`):
+    # a board stage of one round and the same stage of another (before $round), the two stages,
+    # two entries under different labels of a kind (before the label's number) and under the same
+    # label (before the text), and two readers' parts (before $who's number)
+    board_round_lead: int = 0
+    summaries_round_lead: int = 0
+    stages_lead: int = 0
+    agent_label_lead: int = 0
+    group_label_lead: int = 0
+    agent_text_lead: int = 0
+    group_text_lead: int = 0
+    summary_text_lead: int = 0
+    turn_lead: int = 0
+    group_turn_lead: int = 0
 
 
 @dataclass(frozen=True)
@@ -296,6 +369,7 @@ class Sizes:
     content_tokens: ContentCounter | None = field(default=None, compare=False, repr=False)
     feedback: int = 0  # PRD's feedback_block framing around one feedback
     shared: SharedSizes | None = None  # --prompt-layout shared
+    first_lead: int = 0  # content tokens of the "first" prompt before the question (every question's)
 
     @overload
     def need(self, *names: str) -> list[Stage]: ...
@@ -320,9 +394,20 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Cost:
+    """Predicted tokens and calls of one question. ``computed_prompt_tokens``: its prompt tokens
+    left to compute after a perfect prefix cache (the module docstring), with the prefixes every
+    question shares already cached; None where the protocol's closed form does not cover it.
+    ``computed_per_run``: what a run computes once per model on top (the start every summary
+    call shares, :func:`summary_head`; the first prompt's, :func:`run_head`, is counted apart).
+    ``computed_kind``: how good the computed prefill is on its own, ``exact``, ``bound`` or
+    ``estimate`` (the weaker of it and the protocol's ``cost_kind`` applies)."""
+
     prompt_tokens: float
     completion_tokens: float
     calls: float
+    computed_prompt_tokens: float | None = None
+    computed_kind: str = "exact"
+    computed_per_run: float = 0.0
 
     @property
     def total(self) -> float:
@@ -345,3 +430,49 @@ def first_call(s: Sizes, q: float) -> float:
 def last_memory_call(s: Sizes, q: float, c: float) -> float:
     """``H``: the context of a later GD / S2-MAD call (memory "last"): first prompt + previous reply."""
     return first_call(s, q) + s.f + c
+
+
+# --------------------------------------------------------------------------- prefix cache
+
+
+def header(s: Sizes) -> int:
+    """Tokens of a message's header (its role marker): the framing ``f`` but one end token."""
+    return s.f - 1
+
+
+def tail(s: Sizes) -> int:
+    """Tokens after a prompt's last message text: its end token and the generation prompt ``g``."""
+    return 1 + s.g
+
+
+def run_head(s: Sizes) -> float:
+    """``K``: what every question's first prompt begins with (the system message, the user
+    header, the "first" text before the question); a run computes it once per model."""
+    return sys_tokens(s) + header(s) + s.first_lead
+
+
+def first_computed(s: Sizes, q: float) -> float:
+    """A question's round-0 prompt less :func:`run_head`: computed once per model (the agents
+    of a model send the same first prompt)."""
+    return first_call(s, q) - run_head(s)
+
+
+def turn_computed(s: Sizes, c: float, message: float) -> float:
+    """A later paper-layout turn's computed tokens: the agent's previous reply (never a prompt)
+    and its new ``message`` (framing included); the rest is the prompt it sent last (full
+    memory) or its first prompt (memory "last"), both in the cache."""
+    return s.f + c + message
+
+
+def summary_computed(s: Sizes, call: float, stage: Stage, board: bool = False) -> float:
+    """A summary call of ``call`` prompt tokens less what every call of its stage shares (the
+    user header and the stage's lead, :attr:`Stage.lead` or with a board's entries
+    :attr:`Stage.board_lead`)."""
+    return call - header(s) - (stage.board_lead if board else stage.lead)
+
+
+def summary_head(s: Sizes, stage: Stage, board: bool = False) -> float:
+    """What a run's first summary call of ``stage`` computes on top of :func:`summary_computed`
+    (once per model): the stage's lead and, after a system prompt (the agents' prompts begin
+    with it, summary calls with a user message), the user header but its first token."""
+    return (stage.board_lead if board else stage.lead) + (header(s) - 1 if s.system else 0)

@@ -9,7 +9,10 @@ protocol registry; the protocols import only the shared pieces of :mod:`engine.c
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from string import Template
 from typing import Any
 
@@ -57,6 +60,29 @@ def _measure_stage(
     return Stage(const=const, q=nq, views=nv, extra=ne)
 
 
+def _lead(a: str, b: str, content_tokens: ContentCounter) -> int:
+    """Content tokens of the longest start two texts share, cut back to its last whitespace (a
+    word that runs on into where they part is not shared): where two prompts' tokens part."""
+    same = os.path.commonprefix([a, b])
+    if a == b:
+        return content_tokens(a)
+    head = re.match(r"(?s).*\s", same)
+    return content_tokens(head.group(0)) if head else 0
+
+
+def _with_leads(prompts: PromptSet, stage: Stage | None, name: str, content_tokens: ContentCounter) -> Stage | None:
+    """A summary stage with its leads (:attr:`Stage.lead`, :attr:`Stage.board_lead`): two calls
+    rendered with different questions and texts, their entries as "peer" blocks or board entries."""
+    if stage is None:
+        return None
+
+    def lead(block: Callable[[list[tuple[Any, str]]], str], label: Any) -> int:
+        x, y = (prompts.render(name, question=t, peers=block([(label, t)])) for t in ("x", "y"))
+        return _lead(x, y, content_tokens)
+
+    return replace(stage, lead=lead(prompts.peers_block, 0), board_lead=lead(prompts.entries_block, agent_label(0)))
+
+
 def _measure_chat_stage(prompts: PromptSet, stage: str, content_tokens: ContentCounter) -> ChatStage | None:
     """Render a ChatEval stage with "x" for every placeholder it takes (a history is whole lines:
     "x" and a newline), then take them off."""
@@ -89,6 +115,18 @@ def _measure_shared(prompts: PromptSet, content_tokens: ContentCounter) -> Share
     def entry(label: str) -> int:
         return content_tokens(prompts.entries_block([(label, x)])) - qx
 
+    def lead(a: str, b: str) -> int:
+        return _lead(a, b, content_tokens)
+
+    def board(name: str, round_: str) -> str:
+        return prompts.render(name, question=x, round=round_, entries="")
+
+    def entries(label: str, text: str = x) -> str:
+        return prompts.entries_block([(label, text)])
+
+    def turn(who_: dict[str, str]) -> str:
+        return prompts.render("shared_turn", question=x, **who_)
+
     return SharedSizes(
         board=stage("shared_board", round="0", entries=""),
         summaries=stage("shared_summaries", round="0", entries=""),
@@ -98,6 +136,16 @@ def _measure_shared(prompts: PromptSet, content_tokens: ContentCounter) -> Share
         group_entry=entry(group_label(0)),
         summary_entry=entry(SUMMARY_LABEL),
         sep=content_tokens(x + SEPARATOR + x) - 2 * qx,
+        board_round_lead=lead(board("shared_board", "0"), board("shared_board", "1")),
+        summaries_round_lead=lead(board("shared_summaries", "0"), board("shared_summaries", "1")),
+        stages_lead=lead(board("shared_board", "0"), board("shared_summaries", "0")),
+        agent_label_lead=lead(entries(agent_label(0)), entries(agent_label(1))),
+        group_label_lead=lead(entries(group_label(0)), entries(group_label(1))),
+        agent_text_lead=lead(entries(agent_label(0)), entries(agent_label(0), "y")),
+        group_text_lead=lead(entries(group_label(0)), entries(group_label(0), "y")),
+        summary_text_lead=lead(entries(SUMMARY_LABEL), entries(SUMMARY_LABEL, "y")),
+        turn_lead=lead(turn(who(0)), turn(who(1))),
+        group_turn_lead=lead(turn(who(0, 0)), turn(who(1, 0))),
     )
 
 
@@ -134,6 +182,9 @@ def measure(
     def ms(stage: str, view: str | None, value: str, extra: str | None = None, extra_value: str = q) -> Stage | None:
         return _measure_stage(prompts, stage, content_tokens, view, value, extra, extra_value)
 
+    def summary(stage: str) -> Stage | None:
+        return _with_leads(prompts, ms(stage, "peers", peers_x), stage, content_tokens)
+
     return Sizes(
         g=g_plus_f - f,
         f=f,
@@ -143,10 +194,10 @@ def measure(
         a4=a4,
         system=content_tokens(system) if system else 0,
         gd_intra=ms("gd_intra", "peers", peers_x),
-        gd_summary=ms("gd_summary", "peers", peers_x),
+        gd_summary=summary("gd_summary"),
         gd_inter=ms("gd_inter", "other_summaries", block_x, "own_summary"),
         s2_intra=ms("s2_intra", "peers", peers_x),
-        s2_summary=ms("s2_summary", "peers", peers_x),
+        s2_summary=summary("s2_summary"),
         s2_inter=ms("s2_inter", "summaries", block_x),
         cortex_first=ms("cortex_first", None, ""),
         cortex_debate=ms("cortex_debate", "peers", peers_x),
@@ -154,7 +205,7 @@ def measure(
         cortex_score=ms("cortex_score", None, "", "solution"),
         prd_review=ms("prd_review", None, "", "solution"),
         prd_revise=ms("prd_revise", "peers", peers_x, "feedbacks", feedback_block([q])),
-        mad_summary=ms("mad_summary", "peers", peers_x),
+        mad_summary=summary("mad_summary"),
         mad_summary_debate=ms("mad_summary_debate", None, "", "summary"),
         reconcile_first=ms("reconcile_first", None, "", "samples", ""),  # measured without samples
         reconcile_debate=ms("reconcile_debate", "groups", "", "samples", ""),
@@ -172,6 +223,7 @@ def measure(
         content_tokens=content_tokens,
         feedback=content_tokens(feedback_block([q])) - qx,
         shared=_measure_shared(prompts, content_tokens),
+        first_lead=_lead(prompts.first("x"), prompts.first("y"), content_tokens),
     )
 
 

@@ -2,8 +2,9 @@
 
 ``debate sweep SWEEP.yaml --out DIR --list`` shows, next to each cell's status, the calls and
 tokens the closed-form cost model (:mod:`engine.cost_model`, :func:`engine.cost_predict.predict`)
-predicts per question and for the cell's questions, and the sweep's totals. Nothing here loads a
-model or starts Ray.
+predicts per question and for the cell's questions, the cell's prompt tokens and those left to
+compute after a perfect prefix cache (``computed``, :func:`run_computed`; :mod:`engine.prefix`
+has the definition), and the sweep's totals. Nothing here loads a model or starts Ray.
 
 The numbers are in *whitespace tokens*: prompts are measured with the simulated backend's counter
 (:mod:`engine.word_tokens`: the words of the templates and the question, plus 4 tokens of framing
@@ -25,7 +26,7 @@ not cover, a data set that cannot be read) shows ``—`` and says why.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +51,9 @@ class CellPlan:
     """A cell's prediction. ``per_question`` None: no prediction, ``note`` says why.
 
     ``question_tokens``: the mean whitespace tokens of its questions (``Q``); ``reply_tokens`` the
-    reply length assumed (``C``); ``calls_kind`` / ``tokens_kind``: ``exact``, ``bound`` or
-    ``estimate`` (:data:`MARKS`)."""
+    reply length assumed (``C``); ``calls_kind`` / ``tokens_kind`` / ``computed_kind``: ``exact``,
+    ``bound`` or ``estimate`` (:data:`MARKS`). ``computed``: the cell's prompt tokens left to
+    compute after a perfect prefix cache (:func:`run_computed`; None: not covered)."""
 
     n_questions: int | None
     per_question: Cost | None = None
@@ -60,6 +62,15 @@ class CellPlan:
     calls_kind: str = "exact"
     tokens_kind: str = "exact"
     note: str | None = None
+    computed: float | None = None  # the cell's prompt tokens left after a perfect prefix cache (run_computed)
+    computed_kind: str = "exact"
+
+    @property
+    def prompt(self) -> float | None:
+        """Predicted prompt tokens of all the cell's questions."""
+        if self.per_question is None or self.n_questions is None:
+            return None
+        return self.per_question.prompt_tokens * self.n_questions
 
     @property
     def calls(self) -> float | None:
@@ -151,7 +162,40 @@ class Planner:
         if cfg.agent_settings:  # per-agent prompts or lengths: the formulas take one of each
             kind = "estimate"
         tokens_kind = kind if cfg.simulated else "estimate"
-        return CellPlan(n, cost, q, c, calls_kind=kind, tokens_kind=tokens_kind)
+        computed = run_computed(cfg, questions, sizes, cost)
+        return CellPlan(
+            n,
+            cost,
+            q,
+            c,
+            calls_kind=kind,
+            tokens_kind=tokens_kind,
+            computed=computed,
+            computed_kind=weakest((tokens_kind, cost.computed_kind)),
+        )
+
+
+def run_computed(cfg: RunConfig, questions: list[Question], sizes: Sizes, cost: Cost) -> float | None:
+    """The computed prefill of ``cfg`` debating ``questions`` after a perfect prefix cache
+    (:mod:`engine.prefix`), from the per-question prediction ``cost``: its round-0 part, which
+    assumes every question's first prompt shares only :func:`~engine.cost_model.run_head` with
+    the earlier ones, is replaced by the questions' own first prompts run through
+    :func:`engine.prefix.computed_prefill` (questions that begin alike share more; the first
+    question computes the head), once per model. None when ``cost`` has no computed prefill."""
+    from engine.cost_model import first_computed
+    from engine.prefix import computed_prefill
+    from engine.prompts import PromptSet, build_messages
+    from engine.word_tokens import WordTokenizer, count_words
+
+    if cost.computed_prompt_tokens is None:
+        return None
+    prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
+    tokens = WordTokenizer()
+    firsts = [tokens(build_messages(prompts, q.text, "first", [], [], cfg.system_prompt)[0]) for q in questions]
+    n, m = len(questions), max(1, min(len(cfg.run_models()), cfg.n_agents))
+    q = sum(count_words(x.text) for x in questions) / n
+    per_question = cost.computed_prompt_tokens - m * first_computed(sizes, q)
+    return n * per_question + m * (sum(computed_prefill(firsts)) + cost.computed_per_run)
 
 
 def plan_cells(cells: list[Cell]) -> dict[int, CellPlan]:
@@ -173,6 +217,8 @@ def header(cells: list[Cell]) -> list[str]:
         "predicted calls and tokens (engine/cost_model.py); tokens = prompt + completion, counted as whitespace "
         "words of the prompt templates and questions (+4 per message, +3 per prompt), as --backend simulated "
         "counts them; Q = mean question tokens, C = tokens per reply",
+        "prompt = the cell's prompt tokens; computed = those left to compute after a perfect prefix cache "
+        "(engine/prefix.py; a vLLM run measures prompt - calls.cached_prompt_tokens)",
     ]
     if True in simulated:
         lines.append("simulated cells: C = --sim-reply-tokens (cut to --max-tokens); exact unless marked")
@@ -197,7 +243,7 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("cell", ratio=1)
-    for name in ("calls/q", "tokens/q", "calls", "tokens"):
+    for name in ("calls/q", "tokens/q", "calls", "tokens", "prompt", "computed"):
         table.add_column(name, justify="right", no_wrap=True)
     for c in cells:
         p = plans.get(c.index)
@@ -211,13 +257,15 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
         if note:
             label += "\n" + escape(inert(note))
         if p is None or p.per_question is None:
-            numbers = ["—"] * 4
+            numbers = ["—"] * 6
         else:
             numbers = [
                 _num(p.per_question.calls, p.calls_kind),
                 _num(p.per_question.total, p.tokens_kind),
                 _num(p.calls or 0, p.calls_kind),
                 _num(p.tokens or 0, p.tokens_kind),
+                _num(p.prompt or 0, p.tokens_kind),
+                "—" if p.computed is None else _num(p.computed, p.computed_kind),
             ]
         table.add_row(str(c.index), c.status, label, *numbers)
     valid = [c for c in cells if c.valid]
@@ -230,10 +278,12 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
             continue  # nothing planned, or the same cells as the line above
         calls = sum(count(c, p) * p.per_question.calls for c, p in planned if p.per_question)
         tokens = sum(count(c, p) * p.per_question.total for c, p in planned if p.per_question)
+        prompt = sum(count(c, p) * p.per_question.prompt_tokens for c, p in planned if p.per_question)
         missing = len(chosen) - len(planned)
         label = f"[bold]{name}[/]: {len(planned)} cells, {sum(count(c, p) for c, p in planned)} questions"
         if missing:
             label += f" ({missing} cell(s) without a prediction not counted)"
+        tokens_kind = weakest(p.tokens_kind for _, p in planned)
         table.add_row(
             "",
             "",
@@ -241,10 +291,21 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
             "",
             "",
             _num(calls, weakest(p.calls_kind for _, p in planned)),
-            _num(tokens, weakest(p.tokens_kind for _, p in planned)),
+            _num(tokens, tokens_kind),
+            _num(prompt, tokens_kind),
+            _computed_total(planned, count),
             end_section=name == "all cells",
         )
     return table
+
+
+def _computed_total(planned: list[tuple[Cell, CellPlan]], count: Callable[[Cell, CellPlan], int]) -> str:
+    """The computed prefill of the cells' questions ``count`` counts (a cell's share of its
+    questions), or — when a cell has none."""
+    if any(p.computed is None or not p.n_questions for _, p in planned):
+        return "—"
+    total = sum(count(c, p) / (p.n_questions or 1) * (p.computed or 0) for c, p in planned)
+    return _num(total, weakest(p.computed_kind for _, p in planned))
 
 
 def _all(c: Cell, p: CellPlan) -> int:

@@ -662,9 +662,9 @@ def _done_line(c: Cell) -> str:
 
 
 def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
-    """``debate sweep --list``: every cell with its status and predicted calls and tokens
-    (:mod:`engine.plan`), the totals, and the mean ± sd over seeds of finished cells. Runs nothing,
-    writes nothing."""
+    """``debate sweep --list``: every cell with its status and predicted calls, tokens, prompt
+    tokens and computed prefill (:mod:`engine.plan`), the totals, and the mean ± sd over seeds of
+    finished cells. Runs nothing, writes nothing."""
     from rich.console import Console
 
     from engine.plan import header, plan_cells, plan_table

@@ -38,3 +38,31 @@ def count_tokens(messages: list[Message]) -> int:
     """Whitespace tokens of the messages' text plus the fixed framing. Image parts count 0 tokens:
     only the text parts of a content list are counted (a real server counts an image's tokens)."""
     return sum(count_words(message_text(m)) + FRAMING_PER_MESSAGE for m in messages) + GENERATION_PROMPT
+
+
+class WordTokenizer:
+    """The token ids of a chat prompt in the simulated backend's layout, as many as
+    :func:`count_tokens` counts: each message is a header of three tokens (start, role, newline),
+    its words and an end token; the generation prompt is an assistant message's header, so a
+    prompt followed by its reply and a new message starts with the whole earlier prompt, as with
+    real chat templates (ChatML, Llama 3). Ids are assigned as words are first seen (one
+    vocabulary per tokenizer). For :func:`engine.prefix_runs.run_prefill` on a simulated run."""
+
+    _START, _END, _NEWLINE = " <start>", " <end>", " <newline>"  # never a word: words have no spaces
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+
+    def _id(self, token: str) -> int:
+        return self.vocab.setdefault(token, len(self.vocab))
+
+    def _header(self, role: str) -> list[int]:
+        return [self._id(self._START), self._id(" role:" + role), self._id(self._NEWLINE)]
+
+    def __call__(self, messages: list[Message]) -> list[int]:
+        ids: list[int] = []
+        for m in messages:
+            ids += self._header(m["role"])
+            ids += [self._id(w) for w in message_text(m).split()]
+            ids.append(self._id(self._END))
+        return ids + self._header("assistant")

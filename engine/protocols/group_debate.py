@@ -57,11 +57,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.cost_model import Cost, Sizes, first_call, last_memory_call
+from engine.cost_model import (
+    Cost,
+    Sizes,
+    Stage,
+    first_call,
+    first_computed,
+    header,
+    last_memory_call,
+    summary_computed,
+    summary_head,
+    turn_computed,
+)
 from engine.options import MAX_ROUNDS, Option
 from engine.protocols.base import AgentCall, Board, Context, Outcome, ProtocolGen, Step, SummaryCall, vote
 from engine.protocols.layout import (
     PROMPT_LAYOUT,
+    BoardKey,
+    Readers,
     answer_board,
     board_summary_call,
     board_tokens,
@@ -69,7 +82,9 @@ from engine.protocols.layout import (
     is_shared,
     keep,
     layout_label,
+    shared_computed,
     shared_prompt,
+    shared_sizes,
     summary_board,
     who,
 )
@@ -339,13 +354,18 @@ def group_cost(
     groups: Any = None,
     stage_rounds: int = 2,
     memory: str = "last",
+    n_models: int = 1,
 ) -> Cost:
     """GroupDebate, exact (see the module docstring): the schedule is :func:`topologies.groups.stage_plan`.
 
     ``memory="full"`` (the "MAD+Group" ablation): a round-t call's context is the first prompt,
     the t replies and every earlier message of the agent instead of ``H``; the messages summed
     over agents are the same per round kind, so the context of round t over all agents is
-    ``N (B + t (f + C)) + (sum of the earlier rounds' messages)``."""
+    ``N (B + t (f + C)) + (sum of the earlier rounds' messages)``.
+
+    Computed prefill, exact: round 0 once per model (``n_models``), each later call its reply
+    and message (:func:`~engine.cost_model.turn_computed`), each summary all but its stage's
+    lead (the groups are disjoint: no two summaries share a reply)."""
     intra, summ, inter = s.need("gd_intra", "gd_summary", "gd_inter")
     sizes = parse_group_sizes(groups, n_agents)
     n, n_groups, q, c = n_agents, len(sizes), question_tokens, reply_tokens
@@ -357,6 +377,7 @@ def group_cost(
     inter_msgs = n * (s.f + inter.tokens(q) + inter.extra * c + inter.views * others)
     summary_step = n_groups * (s.g + s.f + summ.tokens(q)) + summ.views * n * peer
     prompt, calls, earlier = n * first_call(s, q), n, 0.0
+    computed = max(1, min(n_models, n)) * first_computed(s, q)
     for rp in stage_plan(rounds, stage_rounds):
         if rp.kind != "first":
             msgs = intra_msgs if rp.kind == "intra" else inter_msgs
@@ -365,11 +386,14 @@ def group_cost(
             else:
                 prompt += n * last_memory_call(s, q, c) + msgs
             earlier += msgs
+            computed += n * turn_computed(s, c, 0) + msgs
         calls += n if rp.kind != "first" else 0
         if rp.summarize_after:
             prompt += summary_step
+            computed += summary_step - n_groups * (header(s) + summ.lead)
             calls += n_groups
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    once = summary_head(s, summ) if any(rp.summarize_after for rp in stage_plan(rounds, stage_rounds)) else 0.0
+    return Cost(prompt, calls * c, calls, computed, "exact" if n_models == 1 or not once else "estimate", once)
 
 
 def shared_group_cost(
@@ -381,6 +405,7 @@ def shared_group_cost(
     groups: Any = None,
     stage_rounds: int = 2,
     memory: str = "last",
+    n_models: int = 1,
 ) -> Cost:
     """GroupDebate under ``--prompt-layout shared`` (:class:`SharedBoards`), exact: an agent of
     group j is sent ``B + (its group's kept boards) + turn`` (:func:`engine.protocols.layout.shared_prompt`);
@@ -402,7 +427,44 @@ def shared_group_cost(
         if rp.summarize_after:
             prompt += sum(board_summary_call(s, summ, q, c, m) for m in sizes)
             calls += len(sizes)
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    plan = stage_plan(rounds, stage_rounds)
+    computed = shared_groups_computed(s, q, c, summ, plan, [(m, m) for m in sizes], memory)
+    once = shared_summary_head(s, summ, len(sizes)) if any(rp.summarize_after for rp in plan) else 0.0
+    return Cost(prompt, calls * c, calls, computed, "exact" if n_models == 1 else "estimate", once)
+
+
+def shared_summary_head(s: Sizes, summ: Stage, n_groups: int) -> float:
+    """:func:`~engine.cost_model.summary_head` of the groups' summary calls on boards: the first
+    one's, and for each other group where its first label parts from the first group's."""
+    L = shared_sizes(s)
+    return summary_head(s, summ, board=True) + (n_groups - 1) * (L.agent_text_lead - L.agent_label_lead)
+
+
+def shared_groups_computed(
+    s: Sizes, q: float, c: float, summ: Stage, plan: Sequence[Any], groups: Sequence[tuple[int, int]], memory: str
+) -> float:
+    """Computed prefill of GroupDebate or S2-MAD under the shared layout (one model): round 0,
+    then per round each group's board (``groups``: per group its size and how many of it speak in
+    an intra round; everyone speaks in an inter round) read as
+    :func:`engine.protocols.layout.shared_computed` counts it, and each summary call all but its
+    stage's lead. With several models each model's first reader of a board computes it: more."""
+    sizes = [m for m, _ in groups]
+    kept: list[tuple[BoardKey, ...]] = [() for _ in groups]
+    shown: list[list[Readers]] = []
+    summaries = 0.0
+    for rp in plan:
+        if rp.kind != "first":
+            inter = BoardKey("group", rp.round - 1, group_label(0), None, board_tokens(s, q, c, len(groups), "group"))
+            new = [
+                inter if rp.kind == "inter" else BoardKey("agent", rp.round - 1, j, j, board_tokens(s, q, c, m))
+                for j, m in enumerate(sizes)
+            ]
+            kept = [keep(old, b, memory) for old, b in zip(kept, new)]
+            speak = sizes if rp.kind == "inter" else [k for _, k in groups]
+            shown.append([Readers(0, kept[j], k, group=True) for j, k in enumerate(speak)])
+        if rp.summarize_after:
+            summaries += sum(summary_computed(s, board_summary_call(s, summ, q, c, m), summ, board=True) for m in sizes)
+    return first_computed(s, q) + shared_computed(s, q, shown) + summaries
 
 
 def gd_first_round_tokens(q: float, outputs: Sequence[float]) -> float:
@@ -481,10 +543,11 @@ def _cost(
     stage_rounds: int = 2,
     memory: str | None = None,
     prompt_layout: str = "paper",
+    n_models: int = 1,
     **_: object,
 ):
     cost = shared_group_cost if prompt_layout == "shared" else group_cost
-    return cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY)
+    return cost(s, n, rounds, q, c, groups, stage_rounds, memory or MEMORY, n_models)
 
 
 def _check(cfg) -> None:

@@ -43,15 +43,17 @@ board like the others, its call keeping the kind ``self_check``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from engine.cost_model import SharedSizes, Sizes, Stage, first_call
+from engine.cost_model import SharedSizes, Sizes, Stage, first_call, tail
 from engine.options import ConfigError, Option
 from engine.protocols.base import Board
 
 PAPER, SHARED = "paper", "shared"
 LAYOUTS = (PAPER, SHARED)
+_Kept = TypeVar("_Kept")  # what keep() keeps: boards, or their BoardKey
 
 PROMPT_LAYOUT = Option(
     "prompt_layout",
@@ -133,9 +135,9 @@ def summary_board(round_: int, summaries: Sequence[tuple[str, str]]) -> Board:
     return Board(round_, tuple(summaries), summaries=True)
 
 
-def keep(boards: tuple[Board, ...], board: Board, memory: str) -> tuple[Board, ...]:
+def keep(boards: tuple[_Kept, ...], board: _Kept, memory: str) -> tuple[_Kept, ...]:
     """The boards a reader keeps once ``board`` is added: all (memory ``full``/``summary``) or the
-    newest only (``last``/``summary-last``)."""
+    newest only (``last``/``summary-last``). Boards or their :class:`BoardKey`."""
     return (*boards, board) if memory in ("full", "summary") else (board,)
 
 
@@ -168,11 +170,128 @@ def board_summary_call(s: Sizes, stage: Stage, q: float, c: float, entries: floa
     return s.g + s.f + stage.tokens(q) + stage.views * entries * (shared_sizes(s).agent_entry + c)
 
 
+# --------------------------------------------------------------------------- prefix cache
+
+
+@dataclass(frozen=True)
+class BoardKey:
+    """A board as the prefix cache sees it (:func:`shared_computed`): two boards are the same
+    text iff their keys are equal. ``kind`` is its entries' label kind ("agent": the
+    "shared_board" stage; "group" or "summary": "shared_summaries"), ``first`` its first entry's
+    label, ``content`` whose texts it shows (to tell apart boards of one round and first label),
+    ``tokens`` its :func:`board_tokens`."""
+
+    kind: str
+    round: int
+    first: Hashable
+    content: Hashable
+    tokens: float
+
+
+@dataclass(frozen=True)
+class Readers:
+    """``count`` readers of one model shown ``boards`` in a round (0: shown, but nobody speaks);
+    ``group``: their part names their group ("Agent 3 of Group 1")."""
+
+    model: Hashable
+    boards: tuple[BoardKey, ...]
+    count: int
+    group: bool = False
+
+
+def _stage(kind: str) -> str:
+    """The stage of a board whose entries are labelled ``kind``."""
+    return "shared_board" if kind == "agent" else "shared_summaries"
+
+
+class _Node:
+    """A node of the board trie: the boards sent after it, indexed by what a new board could
+    share a start with (:func:`_parted`)."""
+
+    __slots__ = ("children", "ends", "seen")
+
+    def __init__(self) -> None:
+        self.children: dict[BoardKey, _Node] = {}
+        self.ends = False  # a prompt's boards ended here (its reader's part follows)
+        self.seen: set[tuple[Hashable, ...]] = set()  # _views of the boards after it
+
+    def add(self, key: BoardKey) -> _Node:
+        self.seen.update(_views(key))
+        return self.children.setdefault(key, _Node())
+
+
+def _views(key: BoardKey) -> list[tuple[Hashable, ...]]:
+    """What a board is, from the most to the least specific: kind, round and first label; kind
+    and round; stage and round; stage."""
+    stage = _stage(key.kind)
+    return [(key.kind, key.round, key.first), (key.kind, key.round), (stage, key.round), (stage,)]
+
+
+def shared_computed(s: Sizes, q: float, rounds: Sequence[Sequence[Readers]]) -> float:
+    """Computed prefill of a question's later shared-layout turns (round 0 and summary calls
+    apart), a perfect prefix cache per model: every prompt is the first prompt's text, its
+    boards and the reader's part. The first reader of a set of boards computes what it does not
+    share with an earlier prompt of its model (the boards after the longest run of boards in
+    common, less where the next ones part: :func:`_parted`), the others of the set only their
+    own part after its shared start (``turn_lead``)."""
+    L = shared_sizes(s)
+    tries: dict[Hashable, _Node] = {}
+    total = 0.0
+    for readers in (r for round_ in rounds for r in round_ if r.count):
+        turn, lead = (L.group_turn, L.group_turn_lead) if readers.group else (L.turn, L.turn_lead)
+        own = turn.tokens(q) - lead + tail(s)  # a reader's part after the start all parts share
+        root = tries.setdefault(readers.model, _Node())
+        shared = _shared_boards(s, q, root, readers.boards)
+        if shared is None:  # these boards were sent before: the reader's part alone
+            total += readers.count * own
+            continue
+        total += sum(k.tokens for k in readers.boards) - shared + L.sep + turn.tokens(q) + tail(s)
+        total += (readers.count - 1) * own
+        node = root
+        for key in readers.boards:
+            node = node.add(key)
+        node.ends = True
+    return total
+
+
+def _shared_boards(s: Sizes, q: float, root: _Node, boards: tuple[BoardKey, ...]) -> float | None:
+    """Tokens of ``boards`` (with their separators) an earlier prompt under ``root`` shares;
+    None when some prompt had exactly these boards."""
+    node, shared = root, 0.0
+    for key in boards:
+        if key not in node.children:
+            return shared + _parted(s, q, node, key)
+        node, shared = node.children[key], shared + key.tokens
+    return None if node.ends else shared + shared_sizes(s).sep
+
+
+def _parted(s: Sizes, q: float, node: _Node, key: BoardKey) -> float:
+    """Tokens a new board ``key`` shares with the best of what followed ``node`` before: a board
+    of its kind, round and first label (up to the text), of its kind and round (up to the
+    label's number), of its stage and round (the stage), of its stage (up to the round), of the
+    other stage (their common start); a reader's part (the separator); nothing after the first
+    prompt alone (round 0)."""
+    L = shared_sizes(s)
+    agent = key.kind == "agent"
+    stage = (L.board if agent else L.summaries).tokens(q)
+    label = {"agent": L.agent_label_lead, "group": L.group_label_lead}.get(key.kind, 0)
+    text = {"agent": L.agent_text_lead, "group": L.group_text_lead, "summary": L.summary_text_lead}[key.kind]
+    leads = (stage + text, stage + label, stage, L.board_round_lead if agent else L.summaries_round_lead)
+    for view, lead in zip(_views(key), leads):
+        if view in node.seen:
+            return L.sep + lead
+    if node.seen:  # a board of the other stage
+        return L.sep + L.stages_lead
+    return L.sep if node.ends else 0.0
+
+
 __all__ = [
     "LAYOUTS",
     "PAPER",
     "PROMPT_LAYOUT",
     "SHARED",
+    "BoardKey",
+    "Readers",
     "answer_board",
     "board_summary_call",
     "board_tokens",
@@ -180,6 +299,7 @@ __all__ = [
     "is_shared",
     "keep",
     "layout_label",
+    "shared_computed",
     "shared_prompt",
     "shared_sizes",
     "summary_board",

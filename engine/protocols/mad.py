@@ -30,7 +30,17 @@ import functools
 import logging
 from collections.abc import Callable
 
-from engine.cost_model import Cost, NotCovered, Sizes, first_call
+from engine.cost_model import (
+    Cost,
+    NotCovered,
+    Sizes,
+    first_call,
+    first_computed,
+    header,
+    summary_computed,
+    summary_head,
+    turn_computed,
+)
 from engine.formatting import fmt_num
 from engine.options import MAX_AGENTS, ConfigError, Option, parse_number
 from engine.protocols.base import AgentCall, Board, Context, Outcome, ProtocolGen, Reply, Step, SummaryCall, vote
@@ -38,12 +48,16 @@ from engine.protocols.group_debate import GD_STAGES
 from engine.protocols.layout import (
     PROMPT_LAYOUT,
     SUMMARY_LABEL,
+    BoardKey,
+    Readers,
+    agent_label,
     answer_board,
     board_summary_call,
     board_tokens,
     is_shared,
     keep,
     layout_label,
+    shared_computed,
     shared_prompt,
     summary_board,
     who,
@@ -284,6 +298,8 @@ def topology_cost(
     self_check_prob: float = 0.0,
     forgetting: bool = False,
     memory: str | None = None,
+    n_models: int = 1,
+    fully_connected: bool = False,
 ) -> Cost:
     """MAD / sparse / ProbMAD / CoT / CoT-SC: each debate round every agent reads ``peers_per_round``
     replies on average (0 -> self-check); a fraction ``self_check_prob`` of debate turns self-check.
@@ -292,7 +308,13 @@ def topology_cost(
     "summary-last" every debate turn that reads peers is preceded by one summary call of what it
     reads (``g + f + mad_summary(Q) + k (a3 + C)``, C completion tokens, no system prompt, no
     memory) and its message shows the summary (``f + mad_summary_debate(Q) + C``) instead of
-    ``f + a2 + Q + k (a3 + C)``."""
+    ``f + a2 + Q + k (a3 + C)``.
+
+    Computed prefill (:mod:`engine.cost_model`): round 0 once per model (``n_models``), every later
+    turn its reply and message (:func:`~engine.cost_model.turn_computed`), every summary call all
+    but its stage's lead; ``fully_connected`` (MAD): reader i's summary lists the replies of
+    0..i-1 first, as reader i-1's does, so it shares their first i-1 (exact); otherwise no two
+    lists are assumed to share a reply (an upper bound)."""
     q, c = question_tokens, reply_tokens
     mode = resolve_memory(memory, forgetting, "full")
     debate = s.f + s.a2 + q
@@ -313,7 +335,16 @@ def topology_cost(
 
     prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, mode in ("last", "summary-last")) + summary_prompt
     calls = n_agents * rounds + summary_calls
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    m = max(1, min(n_models, n_agents))
+    computed = m * first_computed(s, q) + n_agents * (rounds - 1) * turn_computed(s, c, msg(1))
+    kind = "exact"
+    if summary_calls:
+        (summ,) = s.need("mad_summary")
+        lists = (n_agents - 1) * (n_agents - 2) / 2 * min(summ.views, 1) * (s.a3 + c) if fully_connected else 0
+        computed += summary_prompt - summary_calls * (header(s) + summ.lead) - (rounds - 1) * lists
+        kind = "estimate" if m > 1 else "exact" if fully_connected else "bound"
+        return Cost(prompt, calls * c, calls, computed, kind, summary_head(s, summ))
+    return Cost(prompt, calls * c, calls, computed)
 
 
 def shared_cost(s: Sizes, n: int, rounds: int, q: float, c: float, memory: str = "full", n_models: int = 1) -> Cost:
@@ -336,7 +367,30 @@ def shared_cost(s: Sizes, n: int, rounds: int, q: float, c: float, memory: str =
             kept = kept + [board] if memory in ("full", "summary") else [board]
         prompt += n * shared_prompt(s, q, sum(kept)) if t else n * first_call(s, q)
         calls += n + (m if t else 0)
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    computed = _shared_computed(s, n, rounds, q, c, memory, max(1, min(n_models, n)), summarise)
+    head = summary_head(s, s.need("mad_summary")[0], board=True) if summarise and rounds > 1 else 0.0
+    return Cost(prompt, calls * c, calls, computed, computed_per_run=head)
+
+
+def _shared_computed(s: Sizes, n: int, rounds: int, q: float, c: float, memory: str, m: int, summarise: bool) -> float:
+    """:func:`shared_cost`'s computed prefill: round 0 and, per later round, each model's first
+    reader its new board and part, the others their part (:func:`~engine.protocols.layout.shared_computed`);
+    each summary call all but its stage's lead. The ``m`` models' agents are split any way: only
+    how many models there are matters."""
+    counts = [n - m + 1] + [1] * (m - 1)
+    kept: list[tuple[BoardKey, ...]] = [() for _ in counts]
+    rounds_shown: list[list[Readers]] = []
+    summaries = 0.0
+    for t in range(1, rounds):
+        if summarise:
+            (summ,) = s.need("mad_summary")
+            summaries += m * summary_computed(s, board_summary_call(s, summ, q, c, n), summ, board=True)
+            new = [BoardKey("summary", t - 1, SUMMARY_LABEL, k, board_tokens(s, q, c, 1, "summary")) for k in range(m)]
+        else:
+            new = [BoardKey("agent", t - 1, agent_label(0), None, board_tokens(s, q, c, n))] * m
+        kept = [keep(old, b, memory) for old, b in zip(kept, new)]
+        rounds_shown.append([Readers(k, kept[k], count) for k, count in enumerate(counts)])
+    return m * first_computed(s, q) + shared_computed(s, q, rounds_shown) + summaries
 
 
 # --------------------------------------------------------------------------- specs
@@ -364,15 +418,17 @@ def _cost(protocol: str):
         if protocol == "cot":
             return topology_cost(s, 1, 1, q, c, 0)
         if protocol == "sc":
-            return topology_cost(s, n, 1, q, c, 0)
+            return topology_cost(s, n, 1, q, c, 0, n_models=n_models)
         if protocol == "mad":
-            return topology_cost(s, n, rounds, q, c, n - 1, memory=mode)
+            alone = 1.0 if n == 1 else 0.0  # a one-agent MAD reads nobody: it self-checks
+            return topology_cost(s, n, rounds, q, c, n - 1, alone, memory=mode, n_models=n_models, fully_connected=True)
         if density is None:
             raise NotCovered(f"{protocol} needs density")
         k = density * (n - 1)
         if protocol == "sparse":
-            return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, memory=mode)
-        return topology_cost(s, n, rounds, q, c, k, (1 - density) ** (n - 1), memory=mode)  # probmad
+            return topology_cost(s, n, rounds, q, c, k, 1.0 if k == 0 else 0.0, memory=mode, n_models=n_models)
+        p = (1 - density) ** (n - 1)
+        return topology_cost(s, n, rounds, q, c, k, p, memory=mode, n_models=n_models)  # probmad
 
     return cost
 

@@ -80,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.cost_model import Cost, Sizes, first_call, last_memory_call
+from engine.cost_model import Cost, Sizes, first_call, first_computed, header, last_memory_call, summary_head
 from engine.options import ConfigError, Option
 from engine.protocols.base import AgentCall, Context, Outcome, ProtocolGen, Similarity, Step, vote
 from engine.protocols.group_debate import (
@@ -94,6 +94,8 @@ from engine.protocols.group_debate import (
     in_groups,
     on_boards,
     run_groups,
+    shared_groups_computed,
+    shared_summary_head,
     summary_calls,
 )
 from engine.protocols.group_debate import validate as _validate_groups
@@ -434,8 +436,12 @@ def predict_s2mad(
     decisions: S2Decisions,
     stage_rounds: int = 2,
     filter: bool = True,
+    n_models: int = 1,
 ) -> Cost:
-    """S2-MAD's exact cost given the run's decisions (see the module docstring).
+    """S2-MAD's exact cost given the run's decisions (see the module docstring). Its computed
+    prefill: round 0 once per model, each later call all but its first prompt (memory "last":
+    :func:`~engine.cost_model.turn_computed`), each summary all but its stage's lead (groups are
+    disjoint).
 
     A speaking call that reads no view (``--no-jump``, nothing new) is a self-check:
     ``H + f + a4 + Q``. ``filter=False`` (the "w/o Filter" ablation) uses GroupDebate's prompts; its inter-group calls
@@ -450,10 +456,13 @@ def predict_s2mad(
     if decisions.rounds_run > rounds:
         raise ValueError(f"decisions cover {decisions.rounds_run} rounds, the run has {rounds}")
     prompt, calls, made = 0.0, 0, 0
+    shared = 0.0  # what the prefix cache serves: B of every later call, header + lead of every summary
     for rp, views in zip(plan, decisions.views):
         calls += len(views)
+        shared += len(views) * first_call(s, q)
         if rp.kind == "first":
             prompt += len(views) * first_call(s, q)
+            shared -= max(1, min(n_models, len(views))) * first_computed(s, q)
         elif rp.kind == "intra":  # v = 0: a --no-jump agent with nothing to read self-checks
             prompt += sum(h + s.f + intra.tokens(q) + intra.views * v * (s.a3 + c) if v else h + check for v in views)
         elif filter:
@@ -469,13 +478,15 @@ def predict_s2mad(
         if rp.summarize_after and made < len(decisions.summaries):
             texts = decisions.summaries[made]
             prompt += sum(s.g + s.f + summ.tokens(q) + summ.views * m * (s.a3 + c) for m in texts)
+            shared += len(texts) * (header(s) + summ.lead)
             calls += len(texts)
             made += 1
     if made != len(decisions.summaries):
         raise ValueError(
             f"{len(decisions.summaries)} summary steps given, the schedule of {decisions.rounds_run} rounds has {made}"
         )
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    once = summary_head(s, summ) if decisions.summaries else 0.0
+    return Cost(prompt, calls * c, calls, prompt - shared, computed_per_run=once)
 
 
 def s2mad_bound(
@@ -489,6 +500,7 @@ def s2mad_bound(
     filter: bool = True,
     jump: bool = True,
     group_density: float = 1.0,
+    n_models: int = 1,
 ) -> Cost:
     """S2-MAD's upper bound: nobody skips (except agents alone in a group, whose D_i is always 0;
     with ``jump=False`` they self-check), nothing is deduplicated, no early stop — every group's
@@ -517,6 +529,7 @@ def s2mad_bound(
         S2Decisions(tuple(views), tuple(summaries)),
         stage_rounds,
         filter,
+        n_models,
     )
 
 
@@ -530,6 +543,7 @@ def shared_s2mad_bound(
     stage_rounds: int = 2,
     filter: bool = True,
     jump: bool = True,
+    n_models: int = 1,
 ) -> Cost:
     """S2-MAD under ``--prompt-layout shared``, the upper bound of :func:`s2mad_bound` (nobody
     skips but agents alone in a group, nothing deduplicated, no early stop): an intra speaker of
@@ -539,7 +553,8 @@ def shared_s2mad_bound(
     sizes = parse_group_sizes(groups, n_agents)
     q, c = question_tokens, reply_tokens
     prompt, calls = n_agents * first_call(s, q), float(n_agents)
-    for rp in stage_plan(rounds, stage_rounds):
+    plan = stage_plan(rounds, stage_rounds)
+    for rp in plan:
         if rp.kind == "intra":
             speakers = [m for m in sizes if m > 1 or not jump]
             prompt += sum(m * shared_prompt(s, q, board_tokens(s, q, c, m), group=True) for m in speakers)
@@ -550,7 +565,10 @@ def shared_s2mad_bound(
         if rp.summarize_after:
             prompt += sum(board_summary_call(s, summ, q, c, m) for m in sizes)
             calls += len(sizes)
-    return Cost(prompt_tokens=prompt, completion_tokens=calls * c, calls=calls)
+    speaking = [(m, m if m > 1 or not jump else 0) for m in sizes]
+    computed = shared_groups_computed(s, q, c, summ, plan, speaking, MEMORY)
+    once = shared_summary_head(s, summ, len(sizes)) if any(rp.summarize_after for rp in plan) else 0.0
+    return Cost(prompt, calls * c, calls, computed, "bound" if n_models == 1 else "estimate", once)
 
 
 _S2_INTER = ("s2_inter", "gd_inter")
@@ -664,11 +682,12 @@ def _cost(
     jump: bool = True,
     group_density: float = 1.0,
     prompt_layout: str = "paper",
+    n_models: int = 1,
     **_: object,
 ):
     if prompt_layout == "shared":
-        return shared_s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump)
-    return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density)
+        return shared_s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, n_models)
+    return s2mad_bound(s, n, rounds, q, c, groups, stage_rounds, filter, jump, group_density, n_models)
 
 
 def _check(cfg) -> None:

@@ -1,5 +1,5 @@
 from actors.agent_actor import AgentCore
-from backends.simulated_backend import SimulatedBackend, count_tokens
+from backends.simulated_backend import SimulatedBackend, count_tokens, reply_tag
 from engine.config import RunConfig
 from engine.extract import extract_answer
 from engine.prompts import PromptSet
@@ -21,6 +21,20 @@ def test_seeded_exact_lengths_and_token_counts():
     assert [r.text for r in r1] == [r.text for r in r2]
     assert all(r.completion_tokens == 20 == len(r.text.split()) for r in r1)
     assert all(r.prompt_tokens == count_tokens([{"role": "user", "content": "a b c"}]) == 3 + 4 + 3 for r in r1)
+
+
+def test_replies_start_with_the_calls_tag():
+    """Each reply begins with a word drawn from its call's seed, so two calls' replies part at
+    their first token as sampled ones do (a prefix cache shares no more of a prompt quoting
+    them); a reply is still exactly reply_tokens words, its answer read as before, and judging
+    and unreadable replies start so too."""
+    b = SimulatedBackend(reply_tokens=12, invalid=0.5)
+    out = b.generate([req(i) for i in range(40)] + [req(i, judging=True, peer_answers=["42"]) for i in range(40, 50)])
+    assert [r.text.split()[0] for r in out] == [reply_tag(i) for i in range(50)]
+    assert len({r.text.split()[0] for r in out}) == 50 and all(len(r.text.split()) == 12 for r in out)
+    readable = [r.text for r in out[:40] if "cannot" not in r.text]
+    assert readable and all(extract_answer(t, "numeric") is not None for t in readable)
+    assert all(extract_answer(r.text, "numeric") is None for r in out[:40] if "cannot" in r.text)
 
 
 def test_accuracy_and_invalid_rates():

@@ -196,3 +196,36 @@ def test_plan_of_shared_layout_cells_against_measured_simulated_runs(tmp_path):
             if (d.config.protocol, d.config.memory, d.config.prompt_layout) == (cfg.protocol, cfg.memory, "paper")
         ]
         assert plans[paper.index].per_question != p.per_question
+
+
+def test_list_shows_prompt_tokens_and_the_computed_prefill(tmp_path, capsys, sizes):
+    """Beside the tokens: the cell's prompt tokens and those a perfect prefix cache leaves to
+    compute (Planner's ``computed``: the closed form per question, the heads once per run); a
+    protocol without that closed form shows —, and so do the totals it is part of."""
+    grid = {"protocol": ["mad", "prd"], "prompt_layout": ["paper", "shared"]}
+    cells = [c for c in expand(parse_sweep({**BASE, "grid": grid}), tmp_path / "o") if c.valid]
+    plans = plan_cells(cells)
+    cols = _columns(cells)
+    q = words(load_questions("arithmetic", None, 4, 0)[0].text)
+    labels = [c.label for c in cells]
+    for i, c in enumerate(cells):
+        p = plans[c.index]
+        layout = c.config.prompt_layout if c.config.protocol == "mad" else "paper"
+        pred = cost_predict.predict(c.config.protocol, sizes, 6, 3, q, 40, prompt_layout=layout)
+        assert cols["prompt"][i] == f"{4 * pred.prompt_tokens:,.0f}"
+        if c.config.protocol == "prd":
+            assert p.computed is None and cols["computed"][i] == "—"
+        else:
+            assert pred.computed_prompt_tokens is not None
+            assert cols["computed"][i] == f"{p.computed:,.0f}"
+            assert p.computed < p.prompt
+            # per question, then the heads once and less the words the questions begin with alike
+            assert abs(p.computed - 4 * pred.computed_prompt_tokens) < 50
+    mad = {c.config.prompt_layout: plans[c.index] for c in cells if c.config.protocol == "mad"}
+    assert mad["shared"].computed < mad["paper"].computed / 2, labels
+    assert cols["computed"][len(cells)] == "—"  # the totals of cells one of which has none
+    assert any("cached_prompt_tokens" in line for line in header(cells))
+
+    mad_only = [c for c in cells if c.config.protocol == "mad"]
+    totals = _columns(mad_only)["computed"][len(mad_only)]
+    assert totals == f"{sum(plans[c.index].computed for c in mad_only):,.0f}"

@@ -38,8 +38,8 @@ VISIBLE_BIDI = ("\\u202eevil\\u202c", "\\u2066x\\u2069")
 class HostileModel(SimulatedBackend):
     """The simulated model, its every reply opening with :data:`HOSTILE`."""
 
-    def _pad(self, tail: list[str], max_tokens: int) -> str:
-        return f"{HOSTILE}\n" + super()._pad(tail, max_tokens)
+    def _pad(self, tail: list[str], max_tokens: int, seed: int) -> str:
+        return f"{HOSTILE}\n" + super()._pad(tail, max_tokens, seed)
 
 
 def hostile_questions() -> list[Question]:
