@@ -445,7 +445,9 @@ def test_code_in_text_is_not_evaluated_and_huge_inputs_are_fast():
             extract_answer(text, task)
             canonical_answer(text, task)
     took = time.thread_time() - t0
-    assert took < 3.0, f"{took:.2f} s of CPU for the nasty inputs: a pattern went super-linear"
+    assert took < 6.0, (
+        f"{took:.2f} s of CPU for the nasty inputs: a pattern went super-linear"
+    )  # ~1 s alone; 3 s seen on a busy 2-core machine
 
 
 # ---------------------------------------------------------------------------
