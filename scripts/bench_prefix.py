@@ -24,10 +24,10 @@ start-up: ``timings.debate_s``) and ``calls_per_s``; next to them the closed-for
 * ``predicted_computed_tokens``: the same prediction's prefill left after a perfect prefix cache
   (``Cost.computed_prompt_tokens``) and ``computed_rel_err`` against the measured computed
   prefill; ``perfect_cache_computed_tokens``: that prefill counted exactly from the run's stored
-  prompts (``engine.prefix.run_prefill``) and ``perfect_rel_err`` against the measured one (what
+  prompts (:func:`engine.prefix_runs.run_prefill`) and ``perfect_rel_err`` against the measured one (what
   vLLM misses: whole cache blocks only, evictions); ``predicted_vs_perfect_rel_err`` compares
-  the two predictions (0 on the simulated backend where the closed form is exact). Both come
-  from a newer engine: null (and a line in the JSON's ``missing``) where the engine lacks them;
+  the two predictions (0 on the simulated backend where the closed form is exact). Null (and a
+  line in the JSON's ``missing``) where the cost model does not cover the protocol;
 * ``kv_question_tokens``: one question's KV tokens as the engine estimates them for its
   in-flight limit (:func:`engine.kv_budget.estimate_for`), with the replica's ``kv_cache_tokens``
   and the ``questions_in_flight`` the run used (``runs.engine``).
@@ -80,10 +80,10 @@ SIMULATED_NOTE = "simulated backend: it has no prefix cache, so cached and compu
 
 class Counters(NamedTuple):
     """The serving model's token counters: a message body's tokens, a chat prompt's token ids
-    (None: an engine without a simulated tokenizer of ids) and a chat prompt's tokens."""
+    and a chat prompt's tokens."""
 
     content: Callable[[str], int]
-    chat_ids: Callable[[list[dict]], list[int]] | None
+    chat_ids: Callable[[list[dict]], list[int]]
     chat: Callable[[list[dict]], int]
 
 
@@ -124,9 +124,7 @@ def token_counters(cfg) -> Counters:
     from engine import word_tokens
 
     if cfg.simulated:
-        # engine.word_tokens.WordTokenizer comes with engine.prefix (branch prefill); absent before it
-        ids = getattr(word_tokens, "WordTokenizer", None)
-        return Counters(word_tokens.count_words, ids() if ids else None, word_tokens.count_tokens)
+        return Counters(word_tokens.count_words, word_tokens.WordTokenizer(), word_tokens.count_tokens)
     from transformers import AutoTokenizer
 
     from backends.model_store import chat_token_ids, resolve_model
@@ -158,8 +156,7 @@ def predictions(cfg, questions, counters: Counters, reply_tokens: float) -> dict
     except NotCovered:
         cost = None
     kv = estimate_for(cfg, questions)
-    # Cost.computed_prompt_tokens (the prefill after a perfect prefix cache) comes with branch prefill
-    computed = getattr(cost, "computed_prompt_tokens", None)
+    computed = None if cost is None else cost.computed_prompt_tokens
     n = len(questions)
     return {
         "predicted_prompt_tokens": None if cost is None else round(cost.prompt_tokens * n),
@@ -170,13 +167,9 @@ def predictions(cfg, questions, counters: Counters, reply_tokens: float) -> dict
 
 def perfect_cache_computed(out_dir: Path, counters: Counters) -> int | None:
     """The run's prefill after a perfect prefix cache, counted from its stored prompts with the
-    model's tokenizer (``engine.prefix``, branch prefill); None where this engine lacks it."""
-    try:
-        from engine.prefix import prefill_totals, run_prefill  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    if counters.chat_ids is None:
-        return None
+    model's tokenizer (:func:`engine.prefix_runs.run_prefill`)."""
+    from engine.prefix_runs import prefill_totals, run_prefill
+
     totals = prefill_totals(run_prefill(out_dir, counters.chat_ids))
     return int(totals["computed"].sum())
 
@@ -384,8 +377,7 @@ def _shutdown_ray() -> None:
 def missing_predictions(rows: list[dict[str, Any]]) -> list[str]:
     """The figures this engine could not give (null in every row), each with why."""
     why = {
-        "predicted_computed_tokens": "the cost model has no Cost.computed_prompt_tokens (branch prefill)",
-        "perfect_cache_computed_tokens": "this engine has no engine.prefix.run_prefill (branch prefill)",
+        "predicted_computed_tokens": "the cost model does not cover this protocol's prefill",
         "cached_prompt_tokens": "the backend reports no prefix-cache hits",
     }
     return [f"{key}: {text}" for key, text in why.items() if rows and all(r[key] is None for r in rows)]

@@ -101,6 +101,9 @@ def test_script_json_and_png_on_the_simulated_backend(ray_local, tmp_path):
         assert row["errors"] == 0 and row["questions"] == 1 and row["calls"] >= 2 * row["agents"]
         assert row["cached_prompt_tokens"] is None and row["computed_prompt_tokens"] is None
         assert row["computed_rel_err"] is None and row["perfect_rel_err"] is None
+        # counted from the stored prompts (engine.prefix_runs) and predicted in closed form, within 10 %
+        assert row["perfect_cache_computed_tokens"] > 0 and row["predicted_computed_tokens"] > 0, row
+        assert abs(row["predicted_vs_perfect_rel_err"]) <= 0.1, row
         assert row["predicted_prompt_tokens"] == row["prompt_tokens"] and row["prompt_rel_err"] == 0
         assert row["wall_s"] > 0 and row["calls_per_s"] > 0 and row["kv_question_tokens"] > 0
     assert len({x["run_id"] for x in r["rows"]}) == len(r["rows"])  # every cell its own run
