@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-SHARED = "shared"  # the --prompt-layout whose rounds go to one replica
+from engine.protocols.layout import PAPER, SHARED
 
 
 def routes_rounds(cfg) -> bool:
     """Whether ``cfg``'s calls are routed per question's round (``--prompt-layout shared``) rather
     than per agent; a config without the option is a paper-layout run."""
-    return getattr(cfg, "prompt_layout", "paper") == SHARED
+    return getattr(cfg, "prompt_layout", PAPER) == SHARED
 
 
 def least_loaded(in_flight: Sequence[int], prefer: int | None = None) -> int:
@@ -69,4 +69,4 @@ class RoundRouter:
         self._rounds.pop(question, None)
 
 
-__all__ = ["SHARED", "RoundRouter", "least_loaded", "routes_rounds"]
+__all__ = ["RoundRouter", "least_loaded", "routes_rounds"]

@@ -163,7 +163,7 @@ def estimate_for(cfg: RunConfig, questions: list[Question]) -> QuestionKV | None
     c, _ = reply_tokens(cfg)
     sizes = Planner().sizes(cfg, sample[0].task)
     options = {name: getattr(cfg, name) for name in cfg.options_read()}
-    layout = getattr(cfg, "prompt_layout", "paper")
+    layout = cfg.prompt_layout
 
     def at(reply: float) -> QuestionKV | None:
         return question_kv(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, reply, layout, **options)
