@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from engine.protocols.layout import PAPER, SHARED
+from engine.protocols.layout import is_shared
 
 
 def routes_rounds(cfg) -> bool:
-    """Whether ``cfg``'s calls are routed per question's round (``--prompt-layout shared``) rather
-    than per agent; a config without the option is a paper-layout run."""
-    return getattr(cfg, "prompt_layout", PAPER) == SHARED
+    """Whether ``cfg``'s calls are routed per question's round rather than per agent: only when its
+    prompts are laid out ``shared`` (:func:`engine.protocols.layout.is_shared`). A protocol that
+    ignores the option (CoT, CoT-SC, RECONCILE) keeps agent affinity, so its run, whose id the
+    option does not change, is served as under ``paper``; a config without the option is a
+    paper-layout run."""
+    return is_shared(cfg)
 
 
 def least_loaded(in_flight: Sequence[int], prefer: int | None = None) -> int:

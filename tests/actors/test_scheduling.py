@@ -61,6 +61,9 @@ def test_only_the_shared_layout_routes_rounds():
     cfg = RunConfig()
     assert not routes_rounds(cfg)  # paper, or a config from before --prompt-layout
     assert routes_rounds(_shared(RunConfig()))
+    assert routes_rounds(_shared(RunConfig(protocol="group")))
+    for same in ("cot", "sc", "reconcile"):  # they ignore the option: served as under paper, like their run id
+        assert not routes_rounds(_shared(RunConfig(protocol=same))), same
 
 
 def test_an_agent_calls_the_replica_its_turn_names_else_its_own():
@@ -73,12 +76,8 @@ def test_an_agent_calls_the_replica_its_turn_names_else_its_own():
 
 
 def _shared(cfg: RunConfig) -> RunConfig:
-    """``cfg`` under ``--prompt-layout shared`` (set on the instance where the option is not in
-    RunConfig yet: the engine reads it with getattr)."""
-    if "prompt_layout" in {f.name for f in dataclasses.fields(cfg)}:
-        return dataclasses.replace(cfg, prompt_layout="shared")
-    cfg.prompt_layout = "shared"  # type: ignore[attr-defined]
-    return cfg
+    """``cfg`` under ``--prompt-layout shared``."""
+    return dataclasses.replace(cfg, prompt_layout="shared")
 
 
 # --------------------------------------------------------------------------- on Ray
