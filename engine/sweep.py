@@ -417,6 +417,7 @@ def disk_status(cell: Cell) -> tuple[str, dict[str, Any]]:
             "prompt_tokens": r["prompt_tokens"],
             "completion_tokens": r["completion_tokens"],
             "tokens": (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0),
+            "cached_prompt_tokens": r.get("cached_prompt_tokens"),  # absent from runs rows before it
             "n_calls": r["n_calls"],
             "wall_s": r["wall_s"],
         }
@@ -637,6 +638,7 @@ def _run_cell(runner, c: Cell, save: Callable[[], None], say: Callable[[str], No
             "prompt_tokens": s["prompt_tokens"],
             "completion_tokens": s["completion_tokens"],
             "tokens": s["prompt_tokens"] + s["completion_tokens"],
+            "cached_prompt_tokens": s["cached_prompt_tokens"],
             "n_calls": s["n_calls"],
             "wall_s": res.wall_s,
             "resumed_questions": res.resumed,
@@ -654,10 +656,12 @@ def _say_at(say: Callable[[str], None], prefix: str, line: str) -> None:
 def _done_line(c: Cell) -> str:
     """The line a sweep prints for a finished cell."""
     r = c.result
+    cached = r.get("cached_prompt_tokens")
+    of_prompt = "" if cached is None else f", {cached:,} of the prompt tokens cached"
     return (
         f"done  {c.run_id}  {c.label}: accuracy {r['accuracy']:.3f}, tokens {r['tokens']:,} (prompt "
-        f"{r['prompt_tokens']:,} + completion {r['completion_tokens']:,}), {r['n_questions']} questions "
-        f"({r['resumed_questions']} resumed), {r['wall_s']:.1f} s"
+        f"{r['prompt_tokens']:,} + completion {r['completion_tokens']:,}{of_prompt}), {r['n_questions']} "
+        f"questions ({r['resumed_questions']} resumed), {r['wall_s']:.1f} s"
     )
 
 

@@ -262,10 +262,11 @@ def test_unhashed_options_really_do_not_change_the_run_id():
 class FakeEngine:
     """Writes what DebateRunner.run would (a finished run row, one question row per question)."""
 
-    def __init__(self, fail_on: str | None = None, error: Exception | None = None):
+    def __init__(self, fail_on: str | None = None, error: Exception | None = None, cached: int | None = 6):
         self.calls: list[str] = []
         self.fail_on = fail_on
         self.error = error
+        self.cached = cached  # cached prompt tokens per question; None: the backend cannot say
 
     def run(self, cfg: RunConfig):
         from engine.tasks import DatasetError
@@ -290,6 +291,7 @@ class FakeEngine:
         ]
         sink.write("questions", complete_rows("questions", rows))
         sink.flush()
+        cached = None if self.cached is None else self.cached * n
         sink.write_run(
             {
                 "run_id": cfg.run_id(),
@@ -298,6 +300,7 @@ class FakeEngine:
                 "accuracy": 0.5,
                 "prompt_tokens": 10 * n,
                 "completion_tokens": 5 * n,
+                "cached_prompt_tokens": cached,
                 "n_calls": 2 * n,
                 "wall_s": 1.0,
             }
@@ -307,6 +310,7 @@ class FakeEngine:
             "accuracy": 0.5,
             "prompt_tokens": 10 * n,
             "completion_tokens": 5 * n,
+            "cached_prompt_tokens": cached,
             "n_calls": 2 * n,
         }
         return SimpleNamespace(summary=summary, wall_s=0.1, resumed=n - len(rows))
@@ -338,6 +342,7 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     assert any(ln.startswith("[1/2] start") for ln in lines)
     done = [ln for ln in lines if " done " in ln]
     assert len(done) == 2 and "accuracy 0.500" in done[0] and "tokens 60" in done[0] and done[1].startswith("[2/2]")
+    assert "24 of the prompt tokens cached" in done[0] and c0["cached_prompt_tokens"] == 24
     # same command again: everything finished, nothing is run
     again = FakeEngine()
     cells2 = run_sweep(spec, out, runner=again, echo=lines.append)
@@ -355,9 +360,19 @@ def test_run_sweep_writes_manifest_and_resumes(tmp_path):
     third = FakeEngine()
     cells3 = run_sweep(spec, out, runner=third, echo=lines.append)
     assert third.calls == [cell.run_id] and cells3[1].status == "finished"
+    assert cells3[0].result["cached_prompt_tokens"] == 24  # read back from the runs row on disk
     q = read_table(cell.out, "questions").to_pandas()
     assert sorted(q.question_id) == ["q0", "q1", "q2", "q3"]  # each question once
     assert any("(resuming)" in ln for ln in lines)
+
+
+def test_a_cell_whose_backend_cannot_count_cached_tokens_says_nothing_of_them(tmp_path):
+    spec = parse_sweep({**BASE, "limit": 2})
+    lines: list[str] = []
+    (cell,) = run_sweep(spec, tmp_path, runner=FakeEngine(cached=None), echo=lines.append)
+    assert cell.result["cached_prompt_tokens"] is None  # unknown, not 0
+    (done,) = [ln for ln in lines if " done " in ln]
+    assert "tokens 30 (prompt 20 + completion 10)" in done and "cached" not in done
 
 
 def test_a_failing_cell_does_not_stop_the_sweep(tmp_path):
