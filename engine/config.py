@@ -325,6 +325,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         group="engine tuning",
     ),
     _opt(
+        "kv_in_flight",
+        bool,
+        True,
+        "hold questions in flight to what the replicas' KV caches hold by the cost model's estimate, so a "
+        "question's cached prefix is not evicted before its readers come (default on; --no-kv-in-flight: "
+        "--max-concurrent-questions alone, e.g. to measure the cache hit rate without the limit)",
+        group="engine tuning",
+    ),
+    _opt(
         "agents_per_actor",
         int,
         0,

@@ -204,9 +204,12 @@ class InFlight:
         ]
 
 
-def in_flight_limit(max_questions: int, models: list[ModelCache], kv: QuestionKV | None) -> InFlight:
+def in_flight_limit(
+    max_questions: int, models: list[ModelCache], kv: QuestionKV | None, use_kv: bool = True
+) -> InFlight:
     """``min(max_questions, min over models of replicas x capacity // KV)``, at least 1 (module
-    docstring); a model without a reported capacity, or no estimate, limits nothing."""
+    docstring); a model without a reported capacity, or no estimate, limits nothing. ``use_kv``
+    False (``--no-kv-in-flight``): ``max_questions`` alone, the estimates still reported."""
     per_model: dict[str, dict[str, Any]] = {}
     bounds: list[tuple[int, str]] = []
     for m in models:
@@ -222,6 +225,11 @@ def in_flight_limit(max_questions: int, models: list[ModelCache], kv: QuestionKV
             )
             bounds.append((held, what))
     flag = f"--max-concurrent-questions {max_questions}"
+    if bounds and not use_kv:
+        held, what = min(bounds)
+        return InFlight(
+            max_questions, f"{max_questions} questions in flight ({flag}; --no-kv-in-flight: {what})", per_model
+        )
     if not bounds:
         reported = any(m.capacity is not None for m in models)
         why = "no estimate of a question's KV tokens" if reported else "the replicas report no KV cache size"
@@ -242,7 +250,7 @@ def plan_in_flight(cfg: RunConfig, questions: list[Question], capacity: dict[str
     models = [ModelCache(m, k, cap, agents.get(m, 0)) for m, (k, cap) in capacity.items()]
     reported = any(m.capacity is not None for m in models)
     kv = estimate_for(cfg, questions) if reported and questions else None
-    return in_flight_limit(cfg.max_concurrent_questions, models, kv)
+    return in_flight_limit(cfg.max_concurrent_questions, models, kv, cfg.kv_in_flight)
 
 
 __all__ = [

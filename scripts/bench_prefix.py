@@ -32,6 +32,13 @@ start-up: ``timings.debate_s``) and ``calls_per_s``; next to them the closed-for
   in-flight limit (:func:`engine.kv_budget.estimate_for`), with the replica's ``kv_cache_tokens``
   and the ``questions_in_flight`` the run used (``runs.engine``).
 
+``--kv-in-flight on,off`` runs every cell twice, with the engine's KV-aware limit on questions in
+flight and without it (``--no-kv-in-flight``: ``--max-concurrent-questions`` alone), one after the
+other on fresh questions each: the prefix-cache hit rate (``cached_prompt_tokens`` /
+``prompt_tokens``) with and without the limit; each row says ``kv_in_flight`` and the
+``questions_in_flight`` it ran with. ``--kv-cache-bytes`` shrinks the replica's KV cache (the
+engine's flag), so that the limit bites at a small N.
+
 If this engine has ``debate serve``, one more line: the first protocol's smallest cell run as a
 separate ``debate run --ray-address auto`` against a served replica (``serve``: serve, run and
 stop seconds); else, or with ``--no-serve``, ``serve`` says it was skipped. Prints a table,
@@ -73,6 +80,7 @@ from scripts._bench_common import (  # noqa: E402
 
 PROTOCOLS = ("mad", "group")
 LAYOUTS = ("paper", "shared")
+KV_LIMIT = ("on", "off")  # --kv-in-flight / --no-kv-in-flight
 BACKENDS = ("vllm", "simulated")
 DEFAULT_AGENTS = "3,6,12,24"
 SIMULATED_NOTE = "simulated backend: it has no prefix cache, so cached and computed prompt tokens are null"
@@ -195,6 +203,7 @@ def base_config(args: argparse.Namespace):
         backend=args.backend,
         model=DEFAULT_MODEL,
         progress=False,
+        kv_cache_bytes=args.kv_cache_bytes,
     ).validate()
     if cfg.backend != args.backend:
         raise SystemExit(f"bench_prefix: --backend {args.backend}: not installed here (run scripts/setup.sh)")
@@ -211,6 +220,7 @@ def run_cell(runner, cfg, questions, counters: Counters) -> dict[str, Any]:
         "protocol": cfg.protocol,
         "agents": cfg.n_agents,
         "layout": cfg.prompt_layout,
+        "kv_in_flight": cfg.kv_in_flight,
         "questions": len(questions),
         "calls": calls,
         "prompt_tokens": s["prompt_tokens"],
@@ -252,7 +262,8 @@ def warm_up(runner, base, work: Path) -> dict[str, Any]:
 
 
 def run_cells(args: argparse.Namespace, base, cells, log) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The warm-up, then every cell on one DebateRunner; (start-up, rows)."""
+    """The warm-up, then every cell (protocol, N, layout, KV limit on) on one DebateRunner;
+    (start-up, rows)."""
     from actors.driver import DebateRunner
     from engine.dataset_routing import load_questions
 
@@ -262,17 +273,24 @@ def run_cells(args: argparse.Namespace, base, cells, log) -> tuple[dict[str, Any
         work = Path(work_dir)
         startup = warm_up(runner, base, work)
         log(f"replica started and warm in {startup['whole_s']:.1f} s")
-        for i, (protocol, n, layout) in enumerate(cells):
+        for i, (protocol, n, layout, kv) in enumerate(cells):
             offset = (i + 1) * args.questions  # questions of its own (the warm-up has the first)
             cfg = dataclasses.replace(
-                base, protocol=protocol, agents=n, prompt_layout=layout, offset=offset, out=str(work / f"cell{i}")
+                base,
+                protocol=protocol,
+                agents=n,
+                prompt_layout=layout,
+                kv_in_flight=kv,
+                offset=offset,
+                out=str(work / f"cell{i}"),
             ).validate()
             questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=offset)
             row = run_cell(runner, cfg, questions, counters)
             rows.append(row)
             log(
-                f"{protocol:5s} N={n:3d} {layout:6s}: {row['calls']} calls, prompt {row['prompt_tokens']:,}, "
-                f"computed {row['computed_prompt_tokens']}, {row['wall_s']:.1f} s"
+                f"{protocol:5s} N={n:3d} {layout:6s}{'' if kv else ' no KV limit'}: {row['calls']} calls, "
+                f"prompt {row['prompt_tokens']:,}, computed {row['computed_prompt_tokens']}, "
+                f"{row['questions_in_flight']} in flight, {row['wall_s']:.1f} s"
             )
             shutil.rmtree(work / f"cell{i}", ignore_errors=True)
     return startup, rows
@@ -323,6 +341,7 @@ def serve_line(args: argparse.Namespace, protocol: str, agents: int, work: Path,
 def measure(args: argparse.Namespace, log=print) -> dict[str, Any]:
     protocols = parse_list(args.protocols, "--protocols", PROTOCOLS)
     layouts = parse_list(args.layouts, "--layouts", LAYOUTS)
+    kv_limit = [k == "on" for k in parse_list(args.kv_in_flight, "--kv-in-flight", KV_LIMIT)]
     agents = parse_agents(args.agents)
     base = base_config(args)
     res: dict[str, Any] = {
@@ -336,9 +355,11 @@ def measure(args: argparse.Namespace, log=print) -> dict[str, Any]:
             "protocols": protocols,
             "agents": agents,
             "layouts": layouts,
+            "kv_in_flight": args.kv_in_flight,
             "rounds": args.rounds,
             "questions": args.questions,
             "max_tokens": args.max_tokens,
+            "kv_cache_bytes": args.kv_cache_bytes,
             "temperature": base.temperature,
             "model": base.model,
         },
@@ -347,7 +368,8 @@ def measure(args: argparse.Namespace, log=print) -> dict[str, Any]:
     if base.simulated:
         res["note"] = SIMULATED_NOTE
     ours = not _ray_up()
-    res["startup"], res["rows"] = run_cells(args, base, cell_order(protocols, agents, layouts), log)
+    cells = [(*cell, kv) for cell in cell_order(protocols, agents, layouts) for kv in kv_limit]
+    res["startup"], res["rows"] = run_cells(args, base, cells, log)
     if ours:  # debate serve starts a Ray of its own; one that was up before (a test's) stays
         _shutdown_ray()
     res["missing"] = missing_predictions(res["rows"])
@@ -405,6 +427,7 @@ def print_table(res: dict[str, Any]) -> None:
             "predicted computed (err)",
             "perfect cache (err)",
             "KV/question",
+            "in flight",
             "wall s",
             "calls/s",
         ),
@@ -422,6 +445,7 @@ def print_table(res: dict[str, Any]) -> None:
             f"{_num(r['predicted_computed_tokens'], ',')} ({_num(r['computed_rel_err'], '+.1%')})",
             f"{_num(r['perfect_cache_computed_tokens'], ',')} ({_num(r['perfect_rel_err'], '+.1%')})",
             _num(r["kv_question_tokens"], ","),
+            _in_flight(r),
             f"{r['wall_s']:.2f}",
             _num(r["calls_per_s"], ".1f"),
         )
@@ -437,36 +461,31 @@ def print_table(res: dict[str, Any]) -> None:
         console.print(f"debate serve: {sv['status']}")
 
 
+def _in_flight(row: dict[str, Any]) -> str:
+    """The questions in flight a row ran with; ``(no KV limit)`` after it under ``--no-kv-in-flight``."""
+    n = _num(row.get("questions_in_flight"), "d")
+    return n if row.get("kv_in_flight", True) else f"{n} (no KV limit)"
+
+
 def plot(res: dict[str, Any], path: Path) -> Path:
-    """Two panels against N, one line per protocol and layout: prompt (solid) and computed
-    (dashed) tokens; wall seconds of the debate."""
+    """Two panels against N, one line per protocol, layout and KV-limit setting: prompt (solid)
+    and computed (dashed) tokens; wall seconds of the debate."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 4.5), dpi=110)
     FigureCanvasAgg(fig)
     tokens, wall = fig.subplots(1, 2)
-    for protocol in res["params"]["protocols"]:
-        for layout in res["params"]["layouts"]:
-            rows = sorted((r for r in res["rows"] if (r["protocol"], r["layout"]) == (protocol, layout)), key=_n)
-            if not rows:
-                continue
-            ns = [r["agents"] for r in rows]
-            (line,) = tokens.plot(
-                ns, [r["prompt_tokens"] for r in rows], marker="o", label=f"{protocol} {layout}: sent"
-            )
-            computed = [
-                (r["agents"], r["computed_prompt_tokens"]) for r in rows if r["computed_prompt_tokens"] is not None
-            ]
-            if computed:
-                tokens.plot(
-                    *zip(*computed),
-                    marker="x",
-                    linestyle="--",
-                    color=line.get_color(),
-                    label=f"{protocol} {layout}: computed",
-                )
-            wall.plot(ns, [r["wall_s"] for r in rows], marker="o", color=line.get_color(), label=f"{protocol} {layout}")
+    for key in dict.fromkeys(_line_key(r) for r in res["rows"]):  # in the rows' order
+        rows = sorted((r for r in res["rows"] if _line_key(r) == key), key=_n)
+        protocol, layout, kv = key
+        name = f"{protocol} {layout}" + ("" if kv else " (no KV limit)")
+        ns = [r["agents"] for r in rows]
+        (line,) = tokens.plot(ns, [r["prompt_tokens"] for r in rows], marker="o", label=f"{name}: sent")
+        computed = [(r["agents"], r["computed_prompt_tokens"]) for r in rows if r["computed_prompt_tokens"] is not None]
+        if computed:
+            tokens.plot(*zip(*computed), marker="x", linestyle="--", color=line.get_color(), label=f"{name}: computed")
+        wall.plot(ns, [r["wall_s"] for r in rows], marker="o", color=line.get_color(), label=name)
     agents_axis(tokens, res["params"]["agents"], "prompt tokens (log; dashed: computed)", legend_size=7, log_y=True)
     agents_axis(wall, res["params"]["agents"], "debate wall time (s)", legend_size=7)
     p = res["params"]
@@ -481,6 +500,11 @@ def _n(row: dict[str, Any]) -> int:
     return row["agents"]
 
 
+def _line_key(row: dict[str, Any]) -> tuple[str, str, bool]:
+    """A plotted line: protocol, layout and whether the KV limit was on."""
+    return row["protocol"], row["layout"], row.get("kv_in_flight", True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--agents", default=DEFAULT_AGENTS, help="comma-separated agent counts (default %(default)s)")
@@ -489,6 +513,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--protocols", default=",".join(PROTOCOLS), help="comma-separated, of %(default)s")
     ap.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated, of %(default)s")
+    ap.add_argument(
+        "--kv-in-flight",
+        default="on",
+        help="the KV-aware limit on questions in flight: on (default), off, or on,off (each cell both ways)",
+    )
+    ap.add_argument(
+        "--kv-cache-bytes",
+        type=int,
+        default=None,
+        help="vLLM's KV cache per replica (default: the engine's); small, it makes the in-flight limit bite",
+    )
     ap.add_argument("--backend", default="vllm", choices=BACKENDS, help="vllm (default); simulated for a smoke test")
     ap.add_argument("--out", default="bench/prefix.json", help="the JSON; the PNG is written beside it")
     ap.add_argument("--no-serve", action="store_true", help="leave out the debate serve line")

@@ -9,6 +9,7 @@ tokens, the first call's prompt (round 0's, shared by every agent's prompt) coun
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -148,6 +149,10 @@ def test_a_run_s_limit_from_its_config_and_replicas():
     got = plan_in_flight(cfg, questions, {cfg.model: (2, 10_000)})
     assert got.limit == 2 * 10_000 // round(kv.tokens(3))
     assert plan_in_flight(cfg, questions, {cfg.model: (2, None)}).limit == 50
+    # --no-kv-in-flight: the flag alone, what the caches would hold still reported
+    off = plan_in_flight(dataclasses.replace(cfg, kv_in_flight=False), questions, {cfg.model: (2, 10_000)})
+    assert off.limit == 50 and off.per_model == got.per_model
+    assert off.reason.startswith("50 questions in flight (--max-concurrent-questions 50; --no-kv-in-flight: ")
 
 
 def test_vllm_reports_its_kv_cache_in_tokens():

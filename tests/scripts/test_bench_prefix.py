@@ -22,7 +22,7 @@ spec.loader.exec_module(bench)
 
 
 def _args(**kw) -> argparse.Namespace:
-    base = dict(rounds=3, questions=2, max_tokens=16, backend="simulated")
+    base = dict(rounds=3, questions=2, max_tokens=16, backend="simulated", kv_cache_bytes=None)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -132,3 +132,18 @@ def bench_row_keys() -> list[str]:
         "computed_rel_err",
         "perfect_rel_err",
     ]
+
+
+@pytest.mark.ray
+def test_kv_in_flight_on_off_runs_each_cell_both_ways(ray_local, tmp_path):
+    """``--kv-in-flight on,off``: each cell with the KV-aware limit and without it, side by side,
+    each on questions of its own; the rows say which."""
+    out = tmp_path / "kv.json"
+    argv = ["--backend", "simulated", "--agents", "2", "--protocols", "mad", "--layouts", "shared"]
+    argv += ["--questions", "1", "--rounds", "2", "--max-tokens", "8", "--kv-in-flight", "on,off"]
+    assert bench.main([*argv, "--no-serve", "--quiet", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert [(x["layout"], x["kv_in_flight"]) for x in r["rows"]] == [("shared", True), ("shared", False)]
+    assert r["params"]["kv_in_flight"] == "on,off" and all(x["questions_in_flight"] for x in r["rows"])
+    with pytest.raises(SystemExit, match="--kv-in-flight 'maybe'"):
+        bench.main([*argv[:-1], "maybe", "--no-serve", "--quiet", "--out", str(out)])
