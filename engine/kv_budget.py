@@ -225,16 +225,15 @@ def in_flight_limit(
             )
             bounds.append((held, what))
     flag = f"--max-concurrent-questions {max_questions}"
-    if bounds and not use_kv:
-        held, what = min(bounds)
-        return InFlight(
-            max_questions, f"{max_questions} questions in flight ({flag}; --no-kv-in-flight: {what})", per_model
-        )
     if not bounds:
         reported = any(m.capacity is not None for m in models)
         why = "no estimate of a question's KV tokens" if reported else "the replicas report no KV cache size"
         return InFlight(max_questions, f"{max_questions} questions in flight ({flag}; {why})", per_model)
     held, what = min(bounds)
+    if not use_kv:
+        return InFlight(
+            max_questions, f"{max_questions} questions in flight ({flag}; --no-kv-in-flight: {what})", per_model
+        )
     limit = max(1, min(max_questions, held))
     if limit == max_questions:
         return InFlight(limit, f"{limit} questions in flight ({flag}; {what})", per_model)

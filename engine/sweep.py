@@ -656,7 +656,7 @@ def _say_at(say: Callable[[str], None], prefix: str, line: str) -> None:
 def _done_line(c: Cell) -> str:
     """The line a sweep prints for a finished cell."""
     r = c.result
-    cached = r.get("cached_prompt_tokens")
+    cached = r["cached_prompt_tokens"]
     of_prompt = "" if cached is None else f", {cached:,} of the prompt tokens cached"
     return (
         f"done  {c.run_id}  {c.label}: accuracy {r['accuracy']:.3f}, tokens {r['tokens']:,} (prompt "

@@ -463,8 +463,8 @@ def print_table(res: dict[str, Any]) -> None:
 
 def _in_flight(row: dict[str, Any]) -> str:
     """The questions in flight a row ran with; ``(no KV limit)`` after it under ``--no-kv-in-flight``."""
-    n = _num(row.get("questions_in_flight"), "d")
-    return n if row.get("kv_in_flight", True) else f"{n} (no KV limit)"
+    n = _num(row["questions_in_flight"], "d")
+    return n if row["kv_in_flight"] else f"{n} (no KV limit)"
 
 
 def plot(res: dict[str, Any], path: Path) -> Path:
@@ -502,7 +502,7 @@ def _n(row: dict[str, Any]) -> int:
 
 def _line_key(row: dict[str, Any]) -> tuple[str, str, bool]:
     """A plotted line: protocol, layout and whether the KV limit was on."""
-    return row["protocol"], row["layout"], row.get("kv_in_flight", True)
+    return row["protocol"], row["layout"], row["kv_in_flight"]
 
 
 def main(argv: list[str] | None = None) -> int:
