@@ -157,13 +157,12 @@ Prefill after a perfect prefix cache
 
 ``Cost.computed_prompt_tokens`` predicts the prompt tokens a serving engine with a prefix cache
 (vLLM's) still has to compute. Definition: for each prompt of a run, in the order sent, its
-prompt tokens minus the longest token prefix it shares with any EARLIER prompt of the same model
-in the run -- a run-wide cache that never evicts, whole tokens, no rounding to cache blocks.
+prompt tokens minus the longest token prefix it shares with what the EARLIER calls of the same
+model in the run left in the cache, each one's prompt followed by its reply -- a run-wide cache
+that never evicts, whole tokens, no rounding to cache blocks.
 :func:`engine.prefix.computed_prefill` computes it exactly from token ids (a run folder's stored
 prompts: :func:`engine.prefix_runs.run_prefill`); vLLM's measured ``calls.cached_prompt_tokens`` is
-the check (a real cache evicts and rounds to blocks, is one per replica of a model, and also
-keeps generated tokens, so it can serve a reply quoted later, which this definition counts as
-computed).
+the check (a real cache evicts and rounds to blocks, and is one per replica of a model).
 
 The closed forms assume what holds for real templates and sampled replies: a message is a header
 of ``f - 1`` tokens (its role marker, :func:`header`) and one end token, and the generation
@@ -183,6 +182,11 @@ same prompt, B - K once per model. A later turn of an agent extends its own prev
 other agent's at its own reply, so it computes that reply and its new message::
 
     f + C + message                                          (turn_computed)
+
+less the reply (``C``) where the cache holds it right after the prompt that precedes it here: a
+serving engine keeps a reply's keys and values after its prompt, so with full memory every later
+turn finds its agent's previous reply cached, with memory "last" only each agent's first later
+turn (:func:`replies_cached`).
 
 A summary call computes all but its stage's lead (``header + lead``: the template before the
 first reply's text). Fully connected MAD with ``--memory summary``: reader i lists the replies
@@ -458,10 +462,20 @@ def first_computed(s: Sizes, q: float) -> float:
 
 
 def turn_computed(s: Sizes, c: float, message: float) -> float:
-    """A later paper-layout turn's computed tokens: the agent's previous reply (never a prompt)
-    and its new ``message`` (framing included); the rest is the prompt it sent last (full
-    memory) or its first prompt (memory "last"), both in the cache."""
+    """A later paper-layout turn's computed tokens when its agent's previous reply is not in the
+    cache after the prompt that precedes it here: that reply and the new ``message`` (framing
+    included); the rest is the prompt the agent sent last (full memory) or its first prompt
+    (memory "last"), both in the cache. Less ``c`` for a turn of :func:`replies_cached`."""
     return s.f + c + message
+
+
+def replies_cached(n_agents: int, later_rounds: int, full_memory: bool) -> int:
+    """The later paper-layout turns that find their agent's previous reply cached right after the
+    prompt that precedes it (each computes ``c`` less than :func:`turn_computed`): with full
+    memory every later turn (its prompt is the previous prompt + reply + message); with memory
+    "last" only each agent's first later turn (first prompt + the round-0 reply; later the reply
+    follows the first prompt, not the prompt it answered)."""
+    return n_agents * (later_rounds if full_memory else min(later_rounds, 1))
 
 
 def summary_computed(s: Sizes, call: float, stage: Stage, board: bool = False) -> float:

@@ -2,25 +2,27 @@
 
 Definition (the cost model's ``computed_prompt_tokens``, :mod:`engine.cost_model`): for each
 prompt of a run, in the order sent, its prompt tokens minus the longest token prefix it shares
-with any *earlier* prompt of the same model in the run. The cache is run-wide and never evicts;
-tokens are whole, with no rounding to cache blocks. Summed over a run this is the number of
-distinct token prefixes of the run's prompts, so the total does not depend on the order (only
-which prompt a shared prefix is charged to does).
+with what the cache holds from the *earlier* calls of the same model in the run: each earlier
+call's prompt followed by its reply (a serving engine keeps the keys and values of the tokens
+it generated too, so an agent whose next prompt repeats its own reply after its previous prompt
+finds that reply cached). The cache is run-wide and never evicts; tokens are whole, with no
+rounding to cache blocks.
 
 :func:`computed_prefill` computes it for a list of token-id sequences without building a trie:
-sorted lexicographically, the earlier prompt that shares the longest prefix with a prompt is the
-nearest one on either side of it in the sorted order among those sent before it (a common prefix
-can only shrink with the distance in that order), so two comparisons per prompt suffice. Time is
-O(total tokens + n log n comparisons), memory four bytes per token; 10^4 prompts of 10^3 tokens
-take about a second.
+among sequences kept in lexicographic order, the one sharing the longest prefix with a prompt is
+next to the prompt's place in that order (a common prefix can only shrink with the distance), so
+each prompt costs a binary search, two comparisons and an insertion. Memory is four bytes per
+token; 10^4 prompts of 10^3 tokens take about a second (``scripts/bench_prefix.py`` has the
+numbers of real runs).
 
-:func:`engine.prefix_runs.run_prefill` re-tokenizes a run folder's stored prompts (the prompts
-table and ``calls.prompt``) with a given tokenizer and applies it: the number vLLM's measured
-``calls.cached_prompt_tokens`` is compared with.
+:func:`engine.prefix_runs.run_prefill` re-tokenizes a run folder's stored prompts and replies
+(the prompts table, ``calls.prompt`` and ``calls.text``) with a given tokenizer and applies it:
+the number vLLM's measured ``calls.cached_prompt_tokens`` is compared with.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -28,54 +30,60 @@ import numpy as np
 _MAX_ID = 2**32  # token ids are stored as 4-byte unsigned integers
 
 
-def computed_prefill(prompts: Sequence[Sequence[int]], models: Sequence[Hashable] | None = None) -> list[int]:
+def computed_prefill(
+    prompts: Sequence[Sequence[int]],
+    models: Sequence[Hashable] | None = None,
+    held: Sequence[Sequence[int] | None] | None = None,
+) -> list[int]:
     """Per prompt, in the order given (the order sent), its tokens that a perfect prefix cache
-    does not serve: its length minus the longest prefix it shares with an earlier prompt of the
-    same model (``models[i]``; default: one model). Token ids are integers in [0, 2^32); a
-    ValueError names the first prompt with another."""
-    if models is not None and len(models) != len(prompts):
-        raise ValueError(f"{len(prompts)} prompts but {len(models)} models")
-    arrays = [_as_ids(p, i) for i, p in enumerate(prompts)]
-    out = [0] * len(arrays)
-    by_model: dict[Hashable, list[int]] = {}
-    for i, model in enumerate(models if models is not None else [None] * len(arrays)):
-        by_model.setdefault(model, []).append(i)
-    for members in by_model.values():
-        for i, shared in zip(members, _shared_with_earlier([arrays[i] for i in members])):
-            out[i] = len(arrays[i]) - shared
+    does not serve: its length minus the longest prefix it shares with what an earlier call of
+    the same model (``models[i]``; default: one model) left in the cache. ``held[i]``: what call
+    i leaves there, its prompt followed by its reply's tokens (default, or ``None``: its prompt
+    alone). Token ids are integers in [0, 2^32); a ValueError names the first sequence with
+    another."""
+    n = len(prompts)
+    for name, other in (("models", models), ("held sequences", held)):
+        if other is not None and len(other) != n:
+            raise ValueError(f"{n} prompts but {len(other)} {name}")
+    arrays = [_as_ids(p, f"prompt {i}") for i, p in enumerate(prompts)]
+    kept = list(arrays)
+    for i, h in enumerate(held or ()):
+        if h is not None:
+            kept[i] = _as_ids(h, f"held {i}")
+    caches: dict[Hashable, _Cache] = {}
+    out = []
+    for i, model in enumerate(models if models is not None else [None] * n):
+        cache = caches.setdefault(model, _Cache())
+        out.append(len(arrays[i]) - cache.longest_prefix(arrays[i]))
+        cache.add(kept[i])
     return out
 
 
-def _as_ids(prompt: Sequence[int], index: int) -> np.ndarray:
-    """``prompt`` as big-endian uint32 (so that comparing the bytes compares the sequences)."""
-    ids = np.asarray(prompt, dtype=np.int64) if len(prompt) else np.zeros(0, dtype=np.int64)
+class _Cache:
+    """Token sequences in lexicographic order (their big-endian bytes sort as the sequences do)."""
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.arrays: list[np.ndarray] = []
+
+    def longest_prefix(self, ids: np.ndarray) -> int:
+        """The longest prefix ``ids`` shares with a kept sequence: one of its two neighbours."""
+        at = bisect_left(self.keys, ids.tobytes())
+        return max((_common_prefix(ids, self.arrays[j]) for j in (at - 1, at) if 0 <= j < len(self.arrays)), default=0)
+
+    def add(self, ids: np.ndarray) -> None:
+        key = ids.tobytes()
+        at = bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.arrays.insert(at, ids)
+
+
+def _as_ids(seq: Sequence[int], name: str) -> np.ndarray:
+    """``seq`` as big-endian uint32 (so that comparing the bytes compares the sequences)."""
+    ids = np.asarray(seq, dtype=np.int64) if len(seq) else np.zeros(0, dtype=np.int64)
     if ids.ndim != 1 or (ids.size and (ids.min() < 0 or ids.max() >= _MAX_ID)):
-        raise ValueError(f"prompt {index}: token ids must be one sequence of integers in [0, 2^32)")
+        raise ValueError(f"{name}: token ids must be one sequence of integers in [0, 2^32)")
     return ids.astype(">u4")
-
-
-def _shared_with_earlier(arrays: list[np.ndarray]) -> list[int]:
-    """Per sequence, the longest prefix it shares with an earlier one (index order)."""
-    keys = [a.tobytes() for a in arrays]
-    order = sorted(range(len(arrays)), key=keys.__getitem__)  # stable: equal sequences by index
-    best = [0] * len(arrays)
-    for side in (order, order[::-1]):
-        for pos, nearest in _nearest_earlier(side):
-            i, j = side[pos], side[nearest]
-            best[i] = max(best[i], _common_prefix(arrays[i], arrays[j]))
-    return best
-
-
-def _nearest_earlier(order: list[int]):
-    """For each position of ``order`` (indices), the nearest position before it holding a
-    smaller index, if any: a monotonic stack, one pass."""
-    stack: list[int] = []
-    for pos, index in enumerate(order):
-        while stack and order[stack[-1]] > index:
-            stack.pop()
-        if stack:
-            yield pos, stack[-1]
-        stack.append(pos)
 
 
 def _common_prefix(a: np.ndarray, b: np.ndarray) -> int:

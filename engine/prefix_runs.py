@@ -30,7 +30,8 @@ def run_prefill(path: str | Path, tokenizer: ChatTokenizer) -> pd.DataFrame:
     """The perfect-cache prefill of every run under ``path`` (a run or sweep folder,
     :func:`engine.results.load`), from its stored prompts re-tokenized with ``tokenizer``
     (messages ``[{"role", "content"}, ...]`` -> token ids, chat template and generation prompt
-    applied, as the server tokenized them: for a Hugging Face tokenizer
+    applied, as the server tokenized them; each call's reply is tokenized as the template renders
+    an assistant turn, :func:`held_sequences`: for a Hugging Face tokenizer
     ``lambda m: tok.apply_chat_template(m, add_generation_prompt=True)``; for a simulated run
     :class:`engine.word_tokens.WordTokenizer`).
 
@@ -50,14 +51,18 @@ def run_prefill(path: str | Path, tokenizer: ChatTokenizer) -> pd.DataFrame:
             f"{path}: no call with a stored prompt (runs made with --no-store-prompts, or before prompts were stored)"
         )
     try:
-        ids = [tokenizer(res.messages(row)) for row in calls.to_dict("records")]
+        messages = [res.messages(row) for row in calls.to_dict("records")]
     except ResultsError as exc:
         raise PrefixInputError(f"{path}: {exc}") from None
+    ids = [tokenizer(m) for m in messages]
+    held = held_sequences(tokenizer, messages, list(calls["text"]), ids)
     calls["prompt_tokens"] = [len(x) for x in ids]
     calls["computed"] = 0
     for _, rows in calls.groupby("run_id", sort=False):
         where = list(rows.index)
-        calls.loc[where, "computed"] = computed_prefill([ids[i] for i in where], list(rows["model"]))
+        calls.loc[where, "computed"] = computed_prefill(
+            [ids[i] for i in where], list(rows["model"]), [held[i] for i in where]
+        )
     return calls[_COLUMNS].reset_index(drop=True)
 
 
@@ -72,6 +77,32 @@ _COLUMNS = [
     "computed",
     "cached_prompt_tokens",
 ]
+
+
+def held_sequences(
+    tokenizer: ChatTokenizer,
+    messages: list[list[dict[str, str]]],
+    replies: list[str | None],
+    prompts: list[Sequence[int]],
+) -> list[Sequence[int] | None]:
+    """Per call, what it leaves in a prefix cache: its prompt's ids followed by its reply's, as the
+    chat template renders the reply when a later prompt quotes it as an assistant turn (the
+    messages plus that turn, cut before the template's closing tokens). ``None`` (the prompt
+    alone) for a call without a reply (an error row) or where the template does not render the
+    prompt as the start of prompt + reply."""
+    if not messages:
+        return []
+    closing = len(tokenizer([*messages[0], {"role": "assistant", "content": ""}])) - len(prompts[0])
+    out: list[Sequence[int] | None] = []
+    for msgs, reply, prompt in zip(messages, replies, prompts):
+        if not isinstance(reply, str) or not reply:
+            out.append(None)
+            continue
+        whole = tokenizer([*msgs, {"role": "assistant", "content": reply}])
+        end = len(whole) - closing
+        fits = end > len(prompt) and list(whole[: len(prompt)]) == list(prompt)
+        out.append(whole[:end] if fits else None)
+    return out
 
 
 def _sent_calls(calls: pd.DataFrame) -> pd.DataFrame:
@@ -93,4 +124,4 @@ def prefill_totals(calls: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-__all__ = ["ChatTokenizer", "PrefixInputError", "prefill_totals", "run_prefill"]
+__all__ = ["ChatTokenizer", "PrefixInputError", "held_sequences", "prefill_totals", "run_prefill"]

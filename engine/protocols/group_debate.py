@@ -65,6 +65,7 @@ from engine.cost_model import (
     first_computed,
     header,
     last_memory_call,
+    replies_cached,
     summary_computed,
     summary_head,
     turn_computed,
@@ -363,8 +364,9 @@ def group_cost(
     over agents are the same per round kind, so the context of round t over all agents is
     ``N (B + t (f + C)) + (sum of the earlier rounds' messages)``.
 
-    Computed prefill, exact: round 0 once per model (``n_models``), each later call its reply
-    and message (:func:`~engine.cost_model.turn_computed`), each summary all but its stage's
+    Computed prefill, exact: round 0 once per model (``n_models``), each later call its message
+    and its reply unless cached after its previous prompt (:func:`~engine.cost_model.turn_computed`,
+    :func:`~engine.cost_model.replies_cached`), each summary all but its stage's
     lead (the groups are disjoint: no two summaries share a reply)."""
     intra, summ, inter = s.need("gd_intra", "gd_summary", "gd_inter")
     sizes = parse_group_sizes(groups, n_agents)
@@ -392,6 +394,7 @@ def group_cost(
             prompt += summary_step
             computed += summary_step - n_groups * (header(s) + summ.lead)
             calls += n_groups
+    computed -= c * replies_cached(n, rounds - 1, memory == "full")
     once = summary_head(s, summ) if any(rp.summarize_after for rp in stage_plan(rounds, stage_rounds)) else 0.0
     return Cost(prompt, calls * c, calls, computed, "exact" if n_models == 1 or not once else "estimate", once)
 

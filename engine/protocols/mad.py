@@ -37,6 +37,7 @@ from engine.cost_model import (
     first_call,
     first_computed,
     header,
+    replies_cached,
     summary_computed,
     summary_head,
     turn_computed,
@@ -311,7 +312,9 @@ def topology_cost(
     ``f + a2 + Q + k (a3 + C)``.
 
     Computed prefill (:mod:`engine.cost_model`): round 0 once per model (``n_models``), every later
-    turn its reply and message (:func:`~engine.cost_model.turn_computed`), every summary call all
+    turn its message and, unless the cache holds it after the agent's previous prompt
+    (:func:`~engine.cost_model.replies_cached`), its reply
+    (:func:`~engine.cost_model.turn_computed`), every summary call all
     but its stage's lead; ``fully_connected`` (MAD): reader i's summary lists the replies of
     0..i-1 first, as reader i-1's does, so it shares their first i-1 (exact); otherwise no two
     lists are assumed to share a reply (an upper bound)."""
@@ -336,7 +339,8 @@ def topology_cost(
     prompt = n_agents * _agent_prompts(s, q, c, rounds, msg, mode in ("last", "summary-last")) + summary_prompt
     calls = n_agents * rounds + summary_calls
     m = max(1, min(n_models, n_agents))
-    computed = m * first_computed(s, q) + n_agents * (rounds - 1) * turn_computed(s, c, msg(1))
+    later = n_agents * (rounds - 1) * turn_computed(s, c, msg(1))
+    computed = m * first_computed(s, q) + later - c * replies_cached(n_agents, rounds - 1, mode in ("full", "summary"))
     kind = "exact"
     if summary_calls:
         (summ,) = s.need("mad_summary")

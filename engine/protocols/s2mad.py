@@ -412,10 +412,21 @@ class S2Decisions:
                 inter round); round 0 lists the N first answers (their counts are ignored). An
                 agent that sat the round out is simply absent.
     summaries:  per summary step, the number of replies each group's summary read.
+    returning:  the agents that speak in some round after round 0 (each finds its round-0 reply
+                cached after its first prompt when it next speaks); None: those of round 1, a
+                lower count, so the computed prefill stays a bound.
     """
 
     views: tuple[tuple[int, ...], ...]
     summaries: tuple[tuple[int, ...], ...]
+    returning: int | None = None
+
+    @property
+    def replies_cached(self) -> int:
+        """Later calls whose agent's previous reply is cached after its previous prompt."""
+        if self.returning is not None:
+            return self.returning
+        return len(self.views[1]) if len(self.views) > 1 else 0
 
     @property
     def rounds_run(self) -> int:
@@ -440,7 +451,8 @@ def predict_s2mad(
 ) -> Cost:
     """S2-MAD's exact cost given the run's decisions (see the module docstring). Its computed
     prefill: round 0 once per model, each later call all but its first prompt (memory "last":
-    :func:`~engine.cost_model.turn_computed`), each summary all but its stage's lead (groups are
+    :func:`~engine.cost_model.turn_computed`) and, at each agent's first later call, its round-0
+    reply (``decisions.replies_cached``), each summary all but its stage's lead (groups are
     disjoint).
 
     A speaking call that reads no view (``--no-jump``, nothing new) is a self-check:
@@ -485,6 +497,7 @@ def predict_s2mad(
         raise ValueError(
             f"{len(decisions.summaries)} summary steps given, the schedule of {decisions.rounds_run} rounds has {made}"
         )
+    shared += c * decisions.replies_cached  # memory "last": only an agent's first later call
     once = summary_head(s, summ) if decisions.summaries else 0.0
     return Cost(prompt, calls * c, calls, prompt - shared, computed_per_run=once)
 
@@ -511,7 +524,9 @@ def s2mad_bound(
         mates_read(m, group_density) for m in sizes for _ in range(m) if m > 1 or not jump
     ]  # intra speakers
     views, summaries = [], []
-    for rp in stage_plan(rounds, stage_rounds):
+    plan = stage_plan(rounds, stage_rounds)
+    returning = n_agents if any(rp.kind == "inter" for rp in plan) else len(member_views) if rounds > 1 else 0
+    for rp in plan:
         if rp.kind == "first":
             views.append(tuple([0] * n_agents))
         elif rp.kind == "intra":
@@ -526,7 +541,7 @@ def s2mad_bound(
         rounds,
         question_tokens,
         reply_tokens,
-        S2Decisions(tuple(views), tuple(summaries)),
+        S2Decisions(tuple(views), tuple(summaries), returning),
         stage_rounds,
         filter,
         n_models,
@@ -602,7 +617,9 @@ def s2_decisions_from_records(records: Sequence[Any], n_agents: int, rounds_run:
             views[rec.round].append(sum(1 for src in pool if src & set(rec.peers)))
         else:  # "first"
             views[rec.round].append(0)
-    return S2Decisions(tuple(tuple(v) for v in views), tuple(tuple(len(r.peers) for r in rs) for _, rs in steps))
+    returning = len({rec.agent_id for rec in records if rec.agent_id != -1 and rec.round > 0})
+    summaries = tuple(tuple(len(r.peers) for r in rs) for _, rs in steps)
+    return S2Decisions(tuple(tuple(v) for v in views), summaries, returning)
 
 
 def s2_differing_count(own: int, candidates: Sequence[int], similar: Matrix) -> int:

@@ -18,6 +18,7 @@ from engine import cost_predict
 from engine.config import RunConfig
 from engine.plan import Planner
 from engine.prefix import computed_prefill
+from engine.prefix_runs import held_sequences
 from engine.protocols.group_debate import GD_SYSTEM_PROMPT
 from engine.protocols.s2mad import predict_s2mad, s2_decisions_from_records
 from engine.tasks import arithmetic_questions
@@ -45,9 +46,11 @@ def measure(cfg: RunConfig, n_q: int = 4, backend=SimulatedBackend):
     texts = {key: text for _, log in rows for key, text in log.messages.items()}
     records = [rec for _, log in rows for rec in log.records]
     tokens = WordTokenizer()
-    ids = [tokens([{"role": texts[k][0], "content": texts[k][1]} for k in rec.prompt]) for rec in records]
+    messages = [[{"role": texts[k][0], "content": texts[k][1]} for k in rec.prompt] for rec in records]
+    ids = [tokens(m) for m in messages]
     assert [len(x) for x in ids] == [rec.prompt_tokens for rec in records]  # the backend's own count
-    return qs, rows, sum(computed_prefill(ids, [rec.model for rec in records]))
+    held = held_sequences(tokens, messages, [rec.text for rec in records], ids)
+    return qs, rows, sum(computed_prefill(ids, [rec.model for rec in records], held))
 
 
 def planned(**kw):

@@ -9,14 +9,16 @@ import random
 import pytest
 
 from engine.prefix import computed_prefill
-from engine.prefix_runs import PrefixInputError, prefill_totals, run_prefill
+from engine.prefix_runs import PrefixInputError, held_sequences, prefill_totals, run_prefill
 from engine.word_tokens import WordTokenizer, count_tokens
 from tests.support.result_dirs import simulated_run
 
 
-def brute_force(prompts, models=None):
-    """The definition, literally: each prompt less its longest common prefix with an earlier one."""
+def brute_force(prompts, models=None, held=None):
+    """The definition, literally: each prompt less its longest common prefix with what an earlier
+    call of its model holds (its prompt, or ``held[j]``)."""
     models = models or [0] * len(prompts)
+    held = held or prompts
     out = []
     for i, p in enumerate(prompts):
         best = 0
@@ -24,7 +26,7 @@ def brute_force(prompts, models=None):
             if models[j] != models[i]:
                 continue
             k = 0
-            while k < min(len(p), len(prompts[j])) and p[k] == prompts[j][k]:
+            while k < min(len(p), len(held[j])) and p[k] == held[j][k]:
                 k += 1
             best = max(best, k)
         out.append(len(p) - best)
@@ -36,6 +38,35 @@ def test_by_hand():
     that parts from two earlier ones at different depths the part after the deeper one."""
     prompts = [[1, 2, 3], [1, 2, 3], [1, 2, 3, 4, 5], [1, 2, 9], [1, 2, 3, 4, 6, 7], [], [8]]
     assert computed_prefill(prompts) == [3, 0, 2, 1, 2, 0, 1]
+
+
+def test_an_earlier_reply_is_cached_after_its_prompt():
+    """A call leaves its prompt AND its reply in the cache: the next prompt that repeats the reply
+    after that prompt computes only what follows; a reply never serves a prompt that does not
+    begin with the prompt it followed; ``None`` holds the prompt alone."""
+    prompts = [[1, 2], [1, 2, 7, 8, 3], [1, 9, 7, 8], [1, 2, 7, 8, 4]]
+    held = [[1, 2, 7, 8], None, [1, 9, 7, 8, 5], None]
+    assert computed_prefill(prompts, held=held) == [2, 1, 3, 1]
+    assert computed_prefill(prompts) == [2, 3, 3, 1]
+    with pytest.raises(ValueError, match="4 prompts but 1 held sequences"):
+        computed_prefill(prompts, held=[[1]])
+    with pytest.raises(ValueError, match="held 0: token ids"):
+        computed_prefill(prompts, held=[[-1], None, None, None])
+
+
+def test_held_sequences_without_a_reply_or_a_template_that_extends():
+    """An error row (no reply) holds its prompt alone; so does every call where the template does
+    not render the prompt as the start of prompt + reply (here: one that drops assistant turns)."""
+    msgs = [[{"role": "user", "content": "What is 1+1?"}]]
+    tok = WordTokenizer()
+    ids = [tok(msgs[0])]
+    assert held_sequences(tok, msgs, [None], ids) == [None]
+    assert held_sequences(tok, msgs, ["two"], ids)[0] == ids[0] + [tok.vocab["two"]]
+
+    def drops_replies(messages):
+        return [len(m["content"]) for m in messages if m["role"] != "assistant"] + [0]
+
+    assert held_sequences(drops_replies, msgs, ["two"], [drops_replies(msgs[0])]) == [None]
 
 
 def test_models_have_their_own_caches():
@@ -57,6 +88,9 @@ def test_equals_the_definition_on_random_prompt_families(seed):
     models = [rng.choice("xy") for _ in prompts]
     got = computed_prefill(prompts, models)
     assert got == brute_force(prompts, models)
+    held = [p + [rng.randrange(4) for _ in range(rng.randrange(0, 6))] if rng.random() < 0.7 else None for p in prompts]
+    full = [p if h is None else h for p, h in zip(prompts, held)]
+    assert computed_prefill(prompts, models, held) == brute_force(prompts, models, full)
     order = list(range(len(prompts)))
     rng.shuffle(order)
     shuffled = computed_prefill([prompts[i] for i in order], [models[i] for i in order])
@@ -109,8 +143,15 @@ def test_run_prefill_of_a_simulated_run(mad_run):
     assert len(rows) == len(res.calls) == 3 * (3 * 3 + 2 * 3)  # 3 questions: 9 turns, 6 summaries
     assert rows["prompt_tokens"].tolist() == res.calls["prompt_tokens"].tolist()
     tok = WordTokenizer()
-    ids = [tok(res.messages(call)) for call in res.calls.to_dict("records")]
-    assert rows["computed"].tolist() == computed_prefill(ids)
+    messages = [res.messages(call) for call in res.calls.to_dict("records")]
+    ids = [tok(m) for m in messages]
+    held = held_sequences(tok, messages, res.calls["text"].tolist(), ids)
+    # each call holds its prompt and then its reply's words, as many as the model generated
+    assert [len(h) for h in held] == (res.calls["prompt_tokens"] + res.calls["completion_tokens"]).tolist()
+    assert all(list(h[: len(p)]) == p for h, p in zip(held, ids))
+    assert rows["computed"].tolist() == computed_prefill(ids, held=held)
+    # an agent's later turn repeats its reply after its earlier prompt: the reply is served
+    assert rows["computed"].sum() < sum(computed_prefill(ids))
     assert rows.groupby("question_id")["computed"].sum().min() > 0
     (total,) = prefill_totals(rows).to_dict("records")
     assert total["run_id"] == cfg.run_id() and total["calls"] == len(rows)
