@@ -89,8 +89,8 @@ BASE_STAGES = {
     "shared_summaries": "These are the summaries of the agents' solutions after round $round:$entries",
     "shared_entry": "\n$label: ```$text```",
     "shared_turn": (
-        "You are $who on the boards above. Using the solutions there as additional information, "
-        "can you provide an updated answer? Explain your reasoning. $format"
+        "Using the solutions on the boards above as additional information, can you provide an "
+        "updated answer? Explain your reasoning. $format\nYou are $who on the boards above."
     ),
 }
 

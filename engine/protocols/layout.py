@@ -10,7 +10,8 @@ prompts that begin with the same text, which a prefix cache (vLLM's) computes on
     one board per earlier round the memory keeps: that round's replies in agent id order, each
     labelled "Agent <id>", the reader's own included (or the round's summaries, "Group <j>" /
     "Summary") -- byte-identical for every reader
-    the reader's own part ("shared_turn": "You are Agent 3 on the boards above. ...")
+    the reader's own part ("shared_turn": what to do, then "You are Agent 3 on the boards above.",
+    so that readers part only at their agent number)
 
 Blocks are joined by a blank line (:data:`engine.prompts.SEPARATOR`); the texts are prompt stages
 (``shared_board``, ``shared_summaries``, ``shared_entry``, ``shared_turn``: :mod:`engine.prompts`),

@@ -135,9 +135,10 @@ def test_build_messages_with_boards_is_one_user_message_after_the_system_prompt(
         f"{prompts.first('What is 1+1?')}\n\n"
         "These are the solutions of every agent after round 0:\n"
         "Agent 0: ```zero```\nAgent 1: ```one```\nAgent 2: ```two```\n\n"
-        "You are Agent 1 on the boards above. Using the solutions there as additional information, can you "
-        "provide an updated answer? Explain your reasoning. "
-        "Your final answer should be a single number, in the form \\boxed{answer}, at the end of your response."
+        "Using the solutions on the boards above as additional information, can you provide an updated "
+        "answer? Explain your reasoning. "
+        "Your final answer should be a single number, in the form \\boxed{answer}, at the end of your response.\n"
+        "You are Agent 1 on the boards above."
     )
     with_image, _ = build_messages(
         prompts, "q", "debate", [], [], values={"who": "Agent 0"}, boards=boards, image="data:image/png;base64,AA"
