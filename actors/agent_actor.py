@@ -34,7 +34,8 @@ from actors.remote import actor
 from engine.config import AgentSpec
 from engine.debate import call_seed, question_key
 from engine.extract import extract_answer
-from engine.prompts import MessageLedger, PromptSet, build_messages, stored_messages, summary_content, with_image
+from engine.messages import MessageLedger, stored_messages, with_image
+from engine.prompts import PromptSet, build_messages, summary_content
 from engine.protocols.base import SUMMARIZER
 from engine.records import CallRecord, GenRequest, GenResult, Message, Turn, TurnResult
 
@@ -117,7 +118,7 @@ class AgentCore:
         user message for its transcript.
 
         A question's image goes with every request about it (agent turns and summaries), once, in
-        the request's first user message (:func:`engine.prompts.with_image`); the user message
+        the request's first user message (:func:`engine.messages.with_image`); the user message
         returned for the transcript is text."""
         call = turn.call
         if turn.is_summary:

@@ -67,7 +67,7 @@ from actors.remote import actor
 from actors.scheduling import RoundRouter, routes_rounds
 from engine.config import RunConfig
 from engine.debate import debate
-from engine.prompts import MessageLedger
+from engine.messages import MessageLedger
 from engine.records import CallRecord, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import UserError
+from engine.messages import ContextOverflow, text_only, truncate_oldest_turns
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 # Bumped whenever the converted folder's layout changes, so old caches are not reused.
@@ -487,11 +488,9 @@ def chat_token_ids(tokenizer, messages: list[dict[str, Any]]) -> list[int]:
 
     Shared by every local backend so that all of them count prompt tokens the same way. Messages
     with content parts (a question's image) are counted by their text parts only
-    (:func:`engine.prompts.text_only`): the image's own tokens are the model's processor's business
+    (:func:`engine.messages.text_only`): the image's own tokens are the model's processor's business
     (vLLM counts them when it renders the request; see ``backends/vllm_backend.py``).
     """
-    from engine.prompts import text_only
-
     ids = tokenizer.apply_chat_template(text_only(messages), add_generation_prompt=True, tokenize=True)
     if hasattr(ids, "keys"):  # some tokenizers return a BatchEncoding
         ids = ids["input_ids"]
@@ -503,7 +502,7 @@ def fit_prompt(encode, req, limit: int) -> tuple[list[int], int, str | None]:
 
     Returns (ids, messages dropped, error). With ``error`` set the call becomes an error row
     (policy "error", or "truncate" when even the shortest prompt is too long); with policy
-    "truncate" the oldest turns are dropped (:func:`engine.prompts.truncate_oldest_turns`).
+    "truncate" the oldest turns are dropped (:func:`engine.messages.truncate_oldest_turns`).
     """
     ids = encode(req.messages)
     if len(ids) + 1 <= limit:
@@ -515,8 +514,6 @@ def fit_prompt(encode, req, limit: int) -> tuple[list[int], int, str | None]:
 def fit_messages(count, req, limit: int) -> tuple[list[dict[str, Any]], int, str | None]:
     """:func:`fit_prompt` on messages, with ``count(messages)`` the prompt's tokens: (the messages to
     send, messages dropped, error)."""
-    from engine.prompts import ContextOverflow, truncate_oldest_turns
-
     n = count(req.messages)
     if n + 1 <= limit:
         return req.messages, 0, None

@@ -39,7 +39,7 @@ as the ``EMPTY`` placeholder of local servers, is not treated as a secret and no
 
 Images: a question's image travels in the request's first user message as OpenAI content parts,
 ``[{"type": "text", "text": ...}, {"type": "image_url", "image_url": {"url": ...}}]`` (a data URL or
-an http(s) URL, :func:`engine.prompts.with_image`), sent as they are; the server counts the image's
+an http(s) URL, :func:`engine.messages.with_image`), sent as they are; the server counts the image's
 tokens into ``usage.prompt_tokens``. Whether the served model can see images is the server's
 business: a text-only model's server answers with an error (an error row).
 """

@@ -32,14 +32,14 @@ unset, each is vLLM's own default except where this engine knows better, each ch
   available at start, between 512 MiB and 4 GiB; and a block size of 32 (CPU default 128: short
   prompts would never hit the prefix cache).
 * images: a request whose first user message carries an image (OpenAI content parts,
-  :func:`engine.prompts.with_image`) is rendered by vLLM's own chat renderer
+  :func:`engine.messages.with_image`) is rendered by vLLM's own chat renderer
   (``AsyncLLM.renderer.render_chat_async``: the model's chat template and multimodal processor,
   which decodes the data URL or fetches the http(s) URL and inserts the image's placeholder
   tokens), and ``prompt_tokens`` is vLLM's count, image tokens included. Text-only requests keep
   the token-id path above, unchanged. ``accepts_images`` is vLLM's own answer for the loaded model
   (``ModelConfig.is_multimodal_model``); the driver refuses a data set with images on a text-only
   model before the first call. ``--context-overflow truncate`` counts the image's tokens as a
-  fixed part of the prompt and never drops the image (:func:`engine.prompts.truncate_oldest_turns`).
+  fixed part of the prompt and never drops the image (:func:`engine.messages.truncate_oldest_turns`).
 * cached prompt tokens: prefix caching is always on; each result carries its request's own
   count of prompt tokens served from the cache (``RequestOutput.num_cached_tokens``,
   :func:`final_result`; the calls table's ``cached_prompt_tokens``), and ``stats`` their sum
@@ -445,7 +445,7 @@ class VLLMBackend(Backend):
         whose image tokens are a fixed part of the prompt when turns must be dropped. The engine's
         own tokenisation runs in the tokenizer thread (:meth:`_off_loop`), never on the loop."""
         from backends.model_store import fit_prompt
-        from engine.prompts import has_images
+        from engine.messages import has_images
 
         limit = self.max_model_len
         if not has_images(req.messages):

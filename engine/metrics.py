@@ -5,8 +5,8 @@ A metric is a column of the ``questions`` table that a question's debate produce
 declaration says its Arrow type (:data:`engine.results.QUESTIONS_SCHEMA` takes the column from
 here), how the run summary aggregates it (:func:`engine.accounting.summarize`), which of those
 aggregates the runs table stores (:data:`RUNS_COLUMNS`, :data:`engine.results.RUNS_SCHEMA`),
-whether ``debate rescore`` recomputes it from the stored replies (:mod:`engine.rescore`), whether
-``debate report`` reads it (:mod:`engine.report`) and which column of the report's summary
+whether ``debate rescore`` recomputes it from the stored replies (:mod:`app.rescore`), whether
+``debate report`` reads it (:mod:`app.report`) and which column of the report's summary
 table shows its aggregate. This module imports only pyarrow, so the results, accounting, rescore
 and report modules can all use it.
 

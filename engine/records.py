@@ -12,7 +12,7 @@ from typing import Any
 from engine.protocols.base import SummaryCall
 
 # {"role": "system"|"user"|"assistant", "content": str}. A request's first user message may instead carry
-# OpenAI content parts when its question has an image (engine.prompts.with_image):
+# OpenAI content parts when its question has an image (engine.messages.with_image):
 # [{"type": "text", "text": ...}, {"type": "image_url", "image_url": {"url": ...}}]. Transcripts keep text.
 Message = dict[str, Any]
 
@@ -32,7 +32,7 @@ class GenRequest:
     max_tokens: int = 256
     seed: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
-    context_overflow: str = "error"  # "error" | "truncate" (see engine.prompts.truncate_oldest_turns)
+    context_overflow: str = "error"  # "error" | "truncate" (see engine.messages.truncate_oldest_turns)
 
 
 class BackendDead(RuntimeError):
@@ -87,7 +87,7 @@ class CallRecord:
     reused: bool = False  # a first-round reply served from the cache (same text and token counts as the original)
     truncated_messages: int = 0  # messages dropped from the prompt to fit the model's context
     side: bool = False  # a side call (AgentCall.side: a review or score BY agent_id OF peers), not a turn
-    # the request's messages in order, as prompts-table keys (engine.prompts.message_hash); None
+    # the request's messages in order, as prompts-table keys (engine.messages.message_hash); None
     # when the run stores no prompts (--no-store-prompts) or the call never reached an agent
     prompt: list[str] | None = None
     # prompt tokens the engine took from its prefix cache (GenResult.cached_prompt_tokens); None when

@@ -29,7 +29,7 @@ written before this layout stored them; those older parts (columns ``src``, ``ds
 ``weight``) are still read, by :func:`read_table` in this layout.
 
 What is stored in ``prompts`` (:data:`PROMPTS_SCHEMA`): every distinct message the agents sent,
-once per run, keyed by ``message`` (:func:`engine.prompts.message_hash` of its role and text);
+once per run, keyed by ``message`` (:func:`engine.messages.message_hash` of its role and text);
 ``calls.prompt`` lists a call's keys in order, so a system prompt, a question or a reply quoted in
 every later transcript is stored once however many calls sent it. :meth:`Results.messages`
 rebuilds a call's messages. Image parts are not stored (the question's image is
@@ -194,7 +194,7 @@ EDGES_SCHEMA = pa.schema(
 PROMPTS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
-        ("message", pa.string()),  # engine.prompts.message_hash(role, content): calls.prompt's keys
+        ("message", pa.string()),  # engine.messages.message_hash(role, content): calls.prompt's keys
         ("role", pa.string()),
         ("content", pa.string()),  # the message's text (image parts left out)
         ("backend", pa.string()),
@@ -347,7 +347,7 @@ COLUMN_HELP: dict[str, dict[str, str]] = {
     },
     "prompts": {
         **{k: v for k, v in _SHARED_HELP.items() if k != "question_id"},
-        "message": "the message's key, 16 hex of sha256 over role and text (engine.prompts.message_hash): "
+        "message": "the message's key, 16 hex of sha256 over role and text (engine.messages.message_hash): "
         "what calls.prompt lists",
         "role": "the message's role (system, user, assistant)",
         "content": "the message's text (image parts left out)",

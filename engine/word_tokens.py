@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.prompts import message_text
+from engine.messages import message_text
 from engine.records import Message
 
 FRAMING_PER_MESSAGE = 4

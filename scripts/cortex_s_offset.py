@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if DEFAULT_OFFSET not in offsets:
         offsets.append(DEFAULT_OFFSET)  # the reference the graphs are compared with
 
+    from app.sweep import parse_sweep, run_sweep
     from engine.results import load
-    from engine.sweep import parse_sweep, run_sweep
 
     out = Path(args.out)
     data: dict[str, Any] = {

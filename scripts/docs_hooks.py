@@ -1,7 +1,7 @@
 """MkDocs hook (mkdocs.yml ``hooks:``): the docs site's reference pages, generated from the code
 at every ``mkdocs build`` / ``mkdocs serve``, so they never go stale.
 
-* ``reference/cli.md``     every ``debate`` subcommand and flag, from :func:`engine.cli.build_parser`
+* ``reference/cli.md``     every ``debate`` subcommand and flag, from :func:`app.cli.build_parser`
 * ``reference/config.md``  the YAML keys: every run option (:mod:`engine.options` ``Option``)
 * ``reference/results.md`` the Parquet tables: :data:`engine.results.SCHEMAS` with
   :data:`engine.results.COLUMN_HELP`
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `mkdocs` run from a checkout without the editable install
     sys.path.insert(0, str(ROOT))
 
+from app.cli import build_parser, subcommands  # noqa: E402
 from engine import kinds  # noqa: E402
-from engine.cli import build_parser, subcommands  # noqa: E402
 from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, option_readers  # noqa: E402
 from engine.options import GROUPS, Option  # noqa: E402
 from engine.protocols import SPECS  # noqa: E402

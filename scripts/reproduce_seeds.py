@@ -193,9 +193,9 @@ class TableError(SystemExit):
 def check_read(paper: str, table: str, method: str, engine: dict[str, Any], opts: dict[str, Any]) -> None:
     """Every option a row sets must be one its run reads (CortexDebate reads ``cortex_memory``, not
     ``memory``; CoT uses one agent): else the row would run without it, silently. What a run reads
-    is :func:`engine.sweep.unread_given`'s, the check behind ``debate run``'s warnings."""
+    is :func:`app.sweep.unread_given`'s, the check behind ``debate run``'s warnings."""
+    from app.sweep import unread_given
     from engine.config import config_from_mapping
-    from engine.sweep import unread_given
 
     source = f"scripts/paper_tables/{paper}.json {table}, row {method!r}"
     cfg = config_from_mapping({k: v for k, v in opts.items() if k != "backend"}, source=source)
@@ -294,8 +294,8 @@ def measure_run(name: str, questions: Any, calls: Any, rounds: int) -> float:
 def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[str, Any]:
     """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner; its
     metrics (``measure``) read from the runs' rows, mean and spread over the seeds."""
+    from app.sweep import parse_sweep, run_sweep
     from engine.results import load
-    from engine.sweep import parse_sweep, run_sweep
 
     folder = out / plan["paper"] / slug(plan["table"])
     folder.mkdir(parents=True, exist_ok=True)

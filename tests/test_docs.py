@@ -13,7 +13,7 @@
     ``debate`` or ``.venv/bin/debate`` (so ``bash scripts/setup.sh && .venv/bin/debate run``
     counts; a ``debate`` inside a quoted string, ``bash -lc "..."``, does not). Redirections
     (``>``, ``2>``) end it; a ``...`` word (an elision) is left out.
-  - Every command is *parsed* with the real parser (:func:`engine.cli.build_parser`): a renamed
+  - Every command is *parsed* with the real parser (:func:`app.cli.build_parser`): a renamed
     or removed flag, subcommand or choice in any doc fails.
   - A command is also *run* when it has ``--backend simulated``, or its line carries the comment
     ``# sim`` (for a command that reads what an earlier simulated run wrote: ``debate report
@@ -224,7 +224,7 @@ def test_the_readme_commands_are_found():
 
 def _parse(argv: tuple[str, ...]) -> tuple[int, str]:
     """Exit status and stderr of the real parser on ``argv`` (0: it accepts them; nothing runs)."""
-    from engine.cli import build_parser
+    from app.cli import build_parser
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -265,7 +265,7 @@ def test_the_simulated_doc_commands_run(doc, tmp_path):
     for name, text in doc_files(ROOT / doc).items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     for command in [c for c in ALL if c.run and c.where.rsplit(":", 1)[0] == doc]:
-        argv = [sys.executable, "-m", "engine.cli", *_runnable(command.argv, tmp_path)]
+        argv = [sys.executable, "-m", "app.cli", *_runnable(command.argv, tmp_path)]
         proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"{command.where}: debate {' '.join(command.argv)}\n{proc.stderr[-3000:]}"
 
@@ -296,7 +296,7 @@ def _hooks():
 
 
 def test_the_cli_reference_lists_every_subcommand_and_flag():
-    from engine.cli import build_parser, subcommands
+    from app.cli import build_parser, subcommands
 
     page = _hooks().cli_page()
     for name, sub in subcommands(build_parser()).items():

@@ -13,7 +13,7 @@ import pytest
 from backends.base import Backend
 from backends.registry import BackendSpec, register, unregister
 from engine.config import RunConfig
-from engine.prompts import message_text
+from engine.messages import message_text
 from engine.records import GenRequest, GenResult
 
 NAME = "prefix-cached"

@@ -89,7 +89,7 @@ def test_heterogeneous_run_places_each_model_on_its_node_type(cluster, tmp_path)
         # run state stays on the driver's node (the head)
         assert [e["node_id"] for e in by_role["writer"] + by_role["coordinator"]] == [cluster["head"]] * 2
     # the report prints where each replica ran
-    from engine.report import placement_text
+    from app.report import placement_text
 
     text = placement_text(json.dumps(first.placement))
     assert "big#0 @" in text and "(2 bundles on 1 node)" in text and "writer @" in text

@@ -140,7 +140,7 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
 
 def test_the_cli_prints_one_line_for_an_engine_error(monkeypatch, capsys):
     import actors.driver as driver
-    from engine.cli import main
+    from app.cli import main
 
     def boom(cfg, questions=None, progress_cb=None):
         raise driver.EngineError(
@@ -172,7 +172,7 @@ def test_verbosity_flags_show_the_engines_own_decisions(tmp_path, flag, shown, h
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "engine.cli", "run", "--backend", "simulated", "--limit", "1", "--agents", "2"]
+    cmd = [sys.executable, "-m", "app.cli", "run", "--backend", "simulated", "--limit", "1", "--agents", "2"]
     cmd += ["--rounds", "1", "--out", str(tmp_path / "run"), *([flag] if flag else [])]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -123,7 +123,7 @@ def test_replica_dead_for_good_gives_error_rows_and_errored_questions(runner, tm
     assert all(r["run_id"] == res.run_id and r["round"] >= 0 and r["agent_id"] >= 0 for r in err_calls)
     assert res.summary["n_errored_questions"] == len(errored)
     assert any(s.get("dead") for s in res.replica_stats)
-    from engine.report import build_report  # the report says so too
+    from app.report import build_report  # the report says so too
 
     rep = build_report(res.out_dir, tmp_path / "report")
     assert [r["errored_questions"] for r in rep.rows] == [len(errored)]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from actors.driver import run
-from engine.cli import main
+from app.cli import main
 from engine.config import RunConfig
 from engine.results import load, read_table, write_part
 

@@ -64,7 +64,7 @@ def outside_ray(monkeypatch):
 
 def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsys, no_ray, outside_ray):
     """Nothing to list or stop (no Ray runs here): one line, exit 0, no Ray started."""
-    from engine.cli import main
+    from app.cli import main
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setattr(serve, "running_local_ray", lambda: None)
@@ -77,7 +77,7 @@ def test_serve_list_and_stop_without_a_ray_say_so_in_one_line(monkeypatch, capsy
 def test_serve_at_an_address_where_nothing_listens_is_one_line(capsys, outside_ray):
     """Serving, listing or stopping at a ``--ray-address`` where no Ray answers: the run's one-line
     error (exit 2), before Ray starts."""
-    from engine.cli import main
+    from app.cli import main
 
     for flags in ([], ["--list"], ["--stop"]):
         assert main(["serve", *flags, "--backend", "simulated", "--ray-address", "127.0.0.1:9"]) == 2
@@ -99,7 +99,7 @@ def test_ray_address_auto_with_no_ray_here_is_one_line(monkeypatch):
 
 
 def test_the_summary_names_the_served_replicas_a_run_used():
-    from engine.cli import served_rows
+    from app.cli import served_rows
 
     class Result:
         placement = [{"role": "replica", "served": "simulated-m-r0-abc"}, {"role": "replica"}, {"role": "writer"}]
@@ -259,7 +259,7 @@ def test_debate_serve_starts_a_ray_that_outlives_it_and_stop_ends_it(tmp_path):
     temp = tempfile_dir()
     env = {**os.environ, "RAY_TMPDIR": temp, "COLUMNS": "250"}  # the summary's rows unshortened
     env.pop("RAY_ADDRESS", None)
-    debate = [sys.executable, "-m", "engine.cli"]
+    debate = [sys.executable, "-m", "app.cli"]
     model = ["--backend", "simulated", "--agents", "3", "--rounds", "2"]
 
     def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

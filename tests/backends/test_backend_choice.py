@@ -15,10 +15,10 @@ import types
 import pytest
 
 from actors.layout import placement_options, replica_layout
+from app.cli import main
 from backends import model_store
 from backends.installed import vllm_installed
 from backends.registry import engine_settings
-from engine.cli import main
 from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend
 
 
@@ -76,7 +76,7 @@ def test_bad_engine_settings_name_the_flag(key, value, needle):
 
 
 def test_cli_flags_and_yaml_keys_reach_the_config(tmp_path, capsys):
-    from engine.cli import _add_run_flags, _Parser, parse_run_config
+    from app.cli import _add_run_flags, _Parser, parse_run_config
 
     p = _Parser(prog="debate run")
     _add_run_flags(p)

@@ -12,7 +12,7 @@ import pytest
 from backends.base import Backend
 from backends.registry import BackendSpec, backend_choices, backend_spec, find_backend, register, unregister
 from engine.config import RunConfig
-from engine.prompts import message_text
+from engine.messages import message_text
 from engine.records import GenRequest, GenResult
 
 NAME = "counting"

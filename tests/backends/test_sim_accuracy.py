@@ -8,8 +8,8 @@ import pytest
 from actors.layout import replica_options
 from actors.local_run import run_local
 from actors.replica_actor import make_backend
+from app.cli import main
 from backends.simulated_backend import SimulatedBackend, model_accuracy
-from engine.cli import main
 from engine.config import ConfigError, RunConfig, config_from_mapping, parse_accuracy
 from engine.tasks import arithmetic_questions
 

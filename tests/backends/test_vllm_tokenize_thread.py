@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from backends.model_store import fit_prompt
-from engine.prompts import has_images, text_only, with_image
+from engine.messages import has_images, text_only, with_image
 from engine.records import GenRequest
 
 WAIT_S = 2.0  # how long a blocked encode waits for the loop to tick before giving up

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from engine.cli import main
+from app.cli import main
 
 
 def err(capsys, argv):
@@ -131,14 +131,14 @@ def _user_errors():
     """Every UserError subclass the engine defines, imported where it lives."""
     from actors.cluster import PlacementTimeout
     from actors.driver import ReplicaStartError
+    from app.report import ReportError
+    from app.sweep import SweepError
     from backends.base import ImagesNotSupported, VLLMBuildError
     from backends.embedding import EmbeddingModelNotFound
     from backends.model_store import ModelNotFound
     from backends.preflight import EndpointError
     from engine.config import ConfigError
     from engine.prompts import PromptError
-    from engine.report import ReportError
-    from engine.sweep import SweepError
     from engine.tasks import DatasetError
     from topologies import TopologyError
 
@@ -204,7 +204,7 @@ def test_a_bug_exits_1_with_its_traceback(tmp_path):
         "def boom(*a, **k):\n    raise ValueError('boom')\n"
         "p.load_questions = boom\n"
         "d.init_ray = lambda *a, **k: None\n"
-        "from engine.cli import main\n"
+        "from app.cli import main\n"
         f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import _add_run_flags, _Parser, main, parse_run_config
+from app.cli import _add_run_flags, _Parser, main, parse_run_config
+from app.sweep import unread_given
 from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS
 from engine.options import GROUPS, Option
 from engine.protocols import SPECS
-from engine.sweep import unread_given
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,7 +131,7 @@ def _parse(argv):
 
 
 def test_an_option_the_run_does_not_read_is_a_warning(caplog, tmp_path):
-    caplog.set_level(logging.WARNING, logger="engine.cli")
+    caplog.set_level(logging.WARNING, logger="app.cli")
     _parse(["--protocol", "mad", "--tau", "0.3", "--backend", "simulated", "--sim-accuracy", "0.9"])
     assert [r.getMessage() for r in caplog.records] == [
         "--tau is ignored: --protocol mad does not read it here (read by s2mad)"
@@ -146,7 +146,7 @@ def test_an_option_the_run_does_not_read_is_a_warning(caplog, tmp_path):
     ]
     caplog.clear()  # read here: no warning (tau with embedding similarity; defaults never warn)
     _parse(["--protocol", "s2mad", "--agents", "4", "--similarity", "embedding", "--tau", "0.3"])
-    assert not [r for r in caplog.records if r.name == "engine.cli"]
+    assert not [r for r in caplog.records if r.name == "app.cli"]
 
 
 def test_unread_given_looks_only_at_the_options_given():
@@ -160,7 +160,7 @@ def test_unread_given_looks_only_at_the_options_given():
 _FAST = """
 import json, sys, time
 t = time.perf_counter()
-from engine.cli import main
+from app.cli import main
 code = main(sys.argv[1:])
 heavy = [m for m in ("ray", "torch", "vllm", "transformers", "networkx") if m in sys.modules]
 print(json.dumps({"code": code, "heavy": heavy, "s": time.perf_counter() - t}))

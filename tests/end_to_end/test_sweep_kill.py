@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.sweep import MANIFEST, disk_status, expand, load_sweep
 from engine.dataset_routing import load_questions
 from engine.results import read_table
-from engine.sweep import MANIFEST, disk_status, expand, load_sweep
 from tests.support.processes import DEBATE, _env, _kill_session
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]

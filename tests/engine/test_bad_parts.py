@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from app.cli import main
+from app.sweep import disk_status, expand, parse_sweep
 from engine.bad_parts import set_aside
-from engine.cli import main
 from engine.results import ParquetSink, ResultsError, load, read_table, write_part
-from engine.sweep import disk_status, expand, parse_sweep
 from tests.support.result_dirs import simulated_run
 from tests.support.rows import complete_rows
 

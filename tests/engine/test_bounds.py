@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import build_parser, main, subcommands
+from app.cli import build_parser, main, subcommands
 from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, ConfigError, RunConfig, config_from_mapping
 from engine.options import Option
 from tests.support.cli import timed_main
@@ -86,7 +86,7 @@ def test_numbers_given_in_yaml_mappings_are_bounded_too(data, needle):
 
 
 def test_a_sweep_cell_with_a_number_out_of_range_is_invalid(tmp_path):
-    from engine.sweep import expand, parse_sweep
+    from app.sweep import expand, parse_sweep
 
     spec = parse_sweep({"backend": "simulated", "grid": {"temperature": [0.5, float("nan"), 3]}}, "s.yaml")
     cells = expand(spec, tmp_path)
@@ -96,7 +96,7 @@ def test_a_sweep_cell_with_a_number_out_of_range_is_invalid(tmp_path):
 
 
 def test_a_sweep_grid_of_too_many_points_is_refused_before_a_cell_is_made():
-    from engine.sweep import SweepError, parse_sweep
+    from app.sweep import SweepError, parse_sweep
 
     grid = {"seed": list(range(1000)), "temperature": [i / 1000 for i in range(1000)]}
     with pytest.raises(SweepError, match=r"^s\.yaml: the grid has 1,000,000 points \(1000 x 1000\), more than"):
@@ -113,7 +113,7 @@ def run_limited(argv: list[str], tmp_path: Path, memory_mb: int = 1024) -> tuple
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    code = "import sys; from engine.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from app.cli import main; sys.exit(main(sys.argv[1:]))"
     env = {"PATH": "/usr/bin:/bin", "RAY_ADDRESS": "127.0.0.1:9", "HOME": str(tmp_path)}
     start = time.perf_counter()
     proc = subprocess.run(

@@ -14,14 +14,14 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
+from app.cli import main
+from app.report import COLUMNS, build_report, format_row, markdown_tables
 from backends.simulated_backend import SimulatedBackend
 from engine.accounting import summarize
-from engine.cli import main
 from engine.debate import DebateLog
 from engine.metrics import runs_columns
 from engine.protocols.base import Outcome
 from engine.records import CallRecord, GenResult
-from engine.report import COLUMNS, build_report, format_row, markdown_tables
 from engine.results import load, read_table
 from engine.tasks import Question
 from tests.support.result_dirs import simulated_run
@@ -141,7 +141,7 @@ def test_the_run_summary_sums_known_questions_and_says_na_when_none_knows():
 def test_the_printed_summary_shows_the_cached_sum_and_share_or_na():
     from types import SimpleNamespace
 
-    from engine.cli import summary_rows
+    from app.cli import summary_rows
     from engine.config import RunConfig
 
     def printed(rows):

@@ -1,9 +1,9 @@
-"""The --context-overflow truncate policy (engine.prompts.truncate_oldest_turns), without a model."""
+"""The --context-overflow truncate policy (engine.messages.truncate_oldest_turns), without a model."""
 
 import pytest
 
 from engine.config import ConfigError, RunConfig
-from engine.prompts import ContextOverflow, truncate_oldest_turns
+from engine.messages import ContextOverflow, truncate_oldest_turns
 
 
 def words(msgs):  # a stand-in tokenizer: one token per word

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from app.sweep import normalise
 from engine.config import RunConfig, config_from_mapping
 from engine.options import ConfigError, parse_number
-from engine.sweep import normalise
 
 
 def sparse(**kw) -> RunConfig:
@@ -77,7 +77,7 @@ def test_degree_is_another_way_to_give_the_density():
 def test_the_flags_take_a_fraction_and_a_degree():
     import argparse
 
-    from engine.cli import _add_run_flags, parse_run_config
+    from app.cli import _add_run_flags, parse_run_config
 
     parser = argparse.ArgumentParser()
     _add_run_flags(parser)

@@ -25,7 +25,8 @@ from backends.base import ImagesNotSupported
 from backends.simulated_backend import SimulatedBackend, count_tokens
 from engine.config import RunConfig
 from engine.dataset_routing import load_questions
-from engine.prompts import PromptSet, build_messages, has_images, text_only, truncate_oldest_turns, with_image
+from engine.messages import has_images, text_only, truncate_oldest_turns, with_image
+from engine.prompts import PromptSet, build_messages
 from engine.protocols.base import SummaryCall
 from engine.records import GenRequest, Turn
 from engine.tasks import DatasetError, Question
@@ -543,7 +544,7 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
 # --------------------------------------------------------------------------- end to end on Ray
 @pytest.mark.ray
 def test_debate_run_with_images_on_the_simulated_backend_through_ray(image_data, tmp_path, capsys, ray_local):
-    from engine.cli import main
+    from app.cli import main
     from engine.results import read_table
 
     out = tmp_path / "run"

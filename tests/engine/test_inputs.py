@@ -39,8 +39,8 @@ def test_a_config_alias_bomb_is_one_line_naming_the_file_at_once(capsys, tmp_pat
 
 
 def test_a_sweep_alias_bomb_and_a_samples_alias_bomb_are_refused(tmp_path):
+    from app.sweep import SweepError, load_sweep
     from engine.protocols.reconcile import SamplesError, load_samples
-    from engine.sweep import SweepError, load_sweep
 
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(bomb("agent_settings"))
@@ -141,7 +141,7 @@ def test_out_in_a_read_only_folder_is_one_line_before_ray(capsys, read_only_dir,
 
 
 def test_a_sweep_out_pointing_to_a_file_is_one_line(tmp_path):
-    from engine.sweep import SweepError, parse_sweep, run_sweep
+    from app.sweep import SweepError, parse_sweep, run_sweep
 
     out = tmp_path / "sweep.out"
     out.write_text("x")

@@ -5,8 +5,9 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
+from app.cli import summary_rows
+from app.report import with_metric_columns
 from engine.accounting import summarize
-from engine.cli import summary_rows
 from engine.config import RunConfig
 from engine.debate import DebateLog, graded_columns
 from engine.metrics import (
@@ -22,7 +23,6 @@ from engine.metrics import (
 )
 from engine.protocols.base import Outcome
 from engine.records import CallRecord
-from engine.report import with_metric_columns
 from engine.results import QUESTIONS_SCHEMA, RUNS_SCHEMA
 from engine.tasks import Question
 

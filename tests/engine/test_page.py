@@ -1,4 +1,4 @@
-"""engine/page.py without a browser: the embedded JSON (safe inside <script>, plain values) and
+"""app/page.py without a browser: the embedded JSON (safe inside <script>, plain values) and
 a page that names nothing on the network (tests/engine/test_page_browser.py renders it)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from engine.page import page_html, page_json, write_page
+from app.page import page_html, page_json, write_page
 from tests.support.paths import ROOT
 from tests.support.result_dirs import simulated_run
 
@@ -83,7 +83,7 @@ def test_a_page_that_cannot_be_written_leaves_nothing_behind_and_names_the_file(
     limit = 20_000  # bytes; the page is larger (its script alone is)
     code = f"""
 import resource, signal, sys
-from engine.cli import main
+from app.cli import main
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.RLIM_INFINITY))
 sys.exit(main(["show", {str(run)!r}, "--html", {str(page)!r}]))

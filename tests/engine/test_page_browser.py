@@ -15,10 +15,10 @@ from urllib.parse import quote
 
 import pytest
 
-from engine.cli import main as cli_main
-from engine.page import FULL_GRAPH_AGENTS, write_page
+from app.cli import main as cli_main
+from app.page import FULL_GRAPH_AGENTS, write_page
+from app.transcript import PREDICATES, debate_views
 from engine.results import load
-from engine.transcript import PREDICATES, debate_views
 from tests.support.result_dirs import simulated_run
 
 _SPEC = importlib.util.spec_from_file_location(

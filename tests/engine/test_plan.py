@@ -8,12 +8,13 @@ import pytest
 import yaml
 
 from actors.local_run import run_local
+from app.cli import main
+from app.plan_table import header, plan_cells, plan_table
+from app.sweep import expand, parse_sweep
 from backends.simulated_backend import SimulatedBackend
 from engine import cost_predict
-from engine.cli import main
 from engine.dataset_routing import load_questions
-from engine.plan import MARKS, Planner, header, plan_cells, plan_table, weakest
-from engine.sweep import expand, parse_sweep
+from engine.plan import MARKS, Planner, weakest
 from tests.support.cost import words
 
 BASE = {"backend": "simulated", "limit": 4, "agents": 6, "rounds": 3, "sim_reply_tokens": 40}

@@ -11,7 +11,7 @@ import pytest
 from actors.local_run import run_local
 from backends.simulated_backend import SimulatedBackend
 from engine.config import RunConfig
-from engine.prompts import MessageLedger, message_hash, stored_messages
+from engine.messages import MessageLedger, message_hash, stored_messages
 from engine.results import ParquetSink, ResultsError, load, read_table
 from engine.tasks import arithmetic_questions
 from tests.support.result_dirs import config, full, write_run

@@ -76,10 +76,10 @@ def echo(monkeypatch):
 def test_a_new_protocol_is_one_spec(echo):
     from actors.local_run import run_local
     from actors.prepare import needs_embeddings
+    from app.sweep import normalise, unused_options
     from backends.simulated_backend import SimulatedBackend
     from engine import cost_predict
     from engine.prompts import PromptSet
-    from engine.sweep import normalise, unused_options
     from engine.tasks import arithmetic_questions
 
     cfg = RunConfig(protocol="echo", agents=3, rounds=5, backend="simulated", tau=0.3).validate()
@@ -100,8 +100,8 @@ def test_a_new_protocol_is_one_spec(echo):
 
 
 def test_report_labels_and_cli_choices_come_from_the_specs(echo):
-    from engine.cli import main
-    from engine.report import RunData, base_label
+    from app.cli import main
+    from app.report import RunData, base_label
 
     data = RunData(
         run_dir=None,
@@ -137,9 +137,9 @@ def echo(ctx):
 protocols.SPECS["echo"] = ProtocolSpec("echo", echo, "some agents read agent 0", "Echo", settings=(WEIGHT,),
                                        shape=lambda cfg: (cfg.agents, 2))
 
-from engine import cli
+from app import cli
 from engine.config import ConfigError, RunConfig, config_from_mapping
-from engine.sweep import SweepError, expand, parse_sweep
+from app.sweep import SweepError, expand, parse_sweep
 
 out = {}
 parser = argparse.ArgumentParser()

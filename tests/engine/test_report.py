@@ -7,8 +7,8 @@ import math
 import pyarrow as pa
 import pytest
 
-from engine.cli import main
-from engine.report import (
+from app.cli import main
+from app.report import (
     COLUMNS,
     MATCH_KEYS,
     PLOTS,
@@ -94,7 +94,7 @@ def test_wilson_interval_hand_computed():
 def test_all_right_or_all_wrong_bounds_are_exact_and_plot(tmp_path):
     """30/30 right: the upper bound is exactly 1 (the formula rounds to 0.9999999999999999,
     which made matplotlib refuse the accuracy-vs-tokens plot of a perfect simulated run)."""
-    from engine.report import _bar
+    from app.report import _bar
 
     assert wilson_interval(30, 30)[1] == 1.0 and wilson_interval(0, 30)[0] == 0.0
     assert _bar(1.0, 0.88, 0.9999999999999999) == [[pytest.approx(0.12)], [0.0]]
@@ -387,7 +387,7 @@ def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
 
 def test_report_leaves_out_exactly_the_options_the_run_id_does():
     """The keys no label names and no seed group compares are the run id's UNHASHED options."""
-    from engine import report
+    from app import report
     from engine.config import UNHASHED
 
     assert report._NOT_RESULT_KEYS == frozenset(UNHASHED)

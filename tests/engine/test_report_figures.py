@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.cli import main
-from engine.report import FORMATS, PALETTE, PLOTS, SECTIONS, build_report, seed_interval, t975
+from app.cli import main
+from app.report import FORMATS, PALETTE, PLOTS, SECTIONS, build_report, seed_interval, t975
 
 
 # ----------------------------------------------------------------------------- interval math
@@ -45,7 +45,7 @@ def test_palette_is_okabe_ito():
 def sim_sweep(ray_local, tmp_path_factory):
     """A simulated sweep: MAD, agents {2, 3} x seeds {0, 1}, 3 questions, 2 rounds."""
     from actors.driver import DebateRunner
-    from engine.sweep import parse_sweep, run_sweep
+    from app.sweep import parse_sweep, run_sweep
 
     spec = parse_sweep(
         {
@@ -161,7 +161,7 @@ def test_rich_tables_fit_the_width_and_never_wrap_a_number(sim_sweep, tmp_path, 
 
 
 def test_by_round_lines_pool_the_seeds_weighted_by_questions():
-    from engine.report import pooled_by_round
+    from app.report import pooled_by_round
 
     a = {"accuracy_by_round": [0.0, 0.5], "accuracy_by_round_n": 4, "n_questions": 4}
     b = {"accuracy_by_round": [1.0], "accuracy_by_round_n": 2, "n_questions": 2}  # stopped: carries 1.0
@@ -171,7 +171,7 @@ def test_by_round_lines_pool_the_seeds_weighted_by_questions():
 
 
 def test_sections_split_every_column_once():
-    from engine.report import COLUMNS
+    from app.report import COLUMNS
 
     assert all(cols[0] == "configuration" for cols in SECTIONS.values())
     assert sorted(c for cols in SECTIONS.values() for c in cols[1:]) == sorted(COLUMNS[1:])

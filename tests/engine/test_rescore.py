@@ -1,4 +1,4 @@
-"""debate rescore: re-grading stored replies with the current grader (engine/rescore.py)."""
+"""debate rescore: re-grading stored replies with the current grader (app/rescore.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.rescore import regrade_question, rescore, rescore_run
 from engine.config import RunConfig
-from engine.rescore import regrade_question, rescore, rescore_run
 from engine.results import ParquetSink, read_table
 
 GRADE = (
@@ -180,7 +180,7 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 def test_rescore_of_an_old_run_reports_and_writes_the_changes(tmp_path, capsys):
-    from engine.cli import main
+    from app.cli import main
 
     out = tmp_path / "run"
     _old_rules_run(out)
@@ -203,7 +203,7 @@ def test_rescore_of_an_old_run_reports_and_writes_the_changes(tmp_path, capsys):
     }
     assert answers[(1, 0)] == ("15", "8") and answers[(1, 1)] == ("3", "8")
     assert read_table(out, "runs").to_pylist()[0]["accuracy"] == 1.0
-    from engine.report import build_report
+    from app.report import build_report
 
     rep = build_report(out, tmp_path / "rep")
     assert rep.rows[0]["accuracy"] == 1.0  # the report reads the re-graded rows
@@ -289,9 +289,9 @@ def test_rescore_of_an_engine_run_changes_nothing(ray_local, tmp_path):
 def test_rescore_leaves_a_question_whose_debate_could_not_go_on_as_it_was():
     """A question that ended before its first round (the embedder gone: ServiceLost) has no calls
     to re-read; its re-graded columns are those the run wrote, so rescore reports no change."""
+    from app.rescore import _changed
     from engine.debate import DebateLog
     from engine.protocols.base import Outcome
-    from engine.rescore import _changed
     from engine.tasks import Question
 
     row = DebateLog(Question("q", "numeric", "1+1?", "2")).question_row(

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli import main
+from app.cli import main
 from engine.results import ParquetSink, ResultsError, load, read_table, write_part
 from tests.support.result_dirs import config, full, write_run
 

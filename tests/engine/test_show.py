@@ -1,4 +1,4 @@
-"""``engine.transcript`` views and ``debate show`` on simulated-model run folders (made in-process,
+"""``app.transcript`` views and ``debate show`` on simulated-model run folders (made in-process,
 no Ray) and on hand-built folders written before columns existed."""
 
 from __future__ import annotations
@@ -7,10 +7,8 @@ import json
 
 import pytest
 
-from engine.cli import main
-from engine.extract import answers_equal
-from engine.results import ParquetSink, ResultsError, load, write_part
-from engine.transcript import (
+from app.cli import main
+from app.transcript import (
     AgentInfo,
     DebateView,
     RoundView,
@@ -22,6 +20,8 @@ from engine.transcript import (
     is_wrong,
     strong_model,
 )
+from engine.extract import answers_equal
+from engine.results import ParquetSink, ResultsError, load, write_part
 from tests.support.result_dirs import config, full, simulated_run, write_run
 
 

@@ -7,12 +7,12 @@ import logging
 
 import pytest
 
-from engine.cli import _add_run_flags, _Parser, main, parse_run_config
+from app.cli import _add_run_flags, _Parser, main, parse_run_config
+from app.report import load_runs, summary_rows
+from app.sweep import expand, parse_sweep, unread_given
+from app.transcript import debate_view
 from engine.config import OLD_NAMES, ConfigError, RunConfig, config_from_mapping, stored_config
-from engine.report import load_runs, summary_rows
 from engine.results import ParquetSink, load
-from engine.sweep import expand, parse_sweep, unread_given
-from engine.transcript import debate_view
 from tests.support.result_dirs import config, full, write_run
 
 # run ids computed before the rename (HEAD a8fa7d5, option then called "placement"): they must not move

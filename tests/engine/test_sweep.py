@@ -1,4 +1,4 @@
-"""`debate sweep`: the sweep file, grid expansion, normalisation, manifest, resume (engine/sweep.py);
+"""`debate sweep`: the sweep file, grid expansion, normalisation, manifest, resume (app/sweep.py);
 the first-round cache (actors/cache_actor.py). Pure tests first (no Ray); the few Ray tests at the
 end are marked ``ray``."""
 
@@ -16,12 +16,8 @@ import pytest
 import yaml
 
 from actors.cache_actor import ReplyCache, first_round_key
-from backends.base import Backend
-from engine.cli import main
-from engine.config import RunConfig
-from engine.records import GenRequest, GenResult
-from engine.results import ParquetSink, read_table
-from engine.sweep import (
+from app.cli import main
+from app.sweep import (
     MANIFEST,
     SweepError,
     cell_dir_name,
@@ -37,6 +33,10 @@ from engine.sweep import (
     unused_options,
     write_manifest,
 )
+from backends.base import Backend
+from engine.config import RunConfig
+from engine.records import GenRequest, GenResult
+from engine.results import ParquetSink, read_table
 from tests.support.rows import complete_rows
 
 
@@ -630,7 +630,7 @@ def test_identical_first_requests_in_one_run_are_generated_once(ray_local, tmp_p
 
 
 def test_sweep_aggregates_finished_cells_over_seeds():
-    from engine.sweep import Cell, across_seeds, format_seeds
+    from app.sweep import Cell, across_seeds, format_seeds
 
     def cell(i, seed, protocol, acc, tokens):
         return Cell(

@@ -13,8 +13,8 @@ import unicodedata
 
 import pytest
 
+from app.cli import main, setup_logging
 from backends.simulated_backend import SimulatedBackend
-from engine.cli import main, setup_logging
 from engine.results import ParquetSink
 from engine.safe_text import inert
 from engine.tasks import Question
@@ -211,7 +211,7 @@ def test_log_records_quoting_data_are_printed_inert_with_their_traceback_lines(e
 def test_the_run_summary_prints_config_values_inert_and_markup_literally(tmp_path, capsys, monkeypatch):
     from types import SimpleNamespace
 
-    from engine.cli import print_summary
+    from app.cli import print_summary
     from engine.config import RunConfig
 
     cfg = RunConfig(backend="simulated", model=f"org/m{MARKUP}{OSC_TITLE}")

@@ -225,7 +225,7 @@ def test_options_are_checked(kw, message):
 
 
 def test_roles_are_yaml_only_and_part_of_the_run_id():
-    from engine.cli import main
+    from app.cli import main
 
     with pytest.raises(SystemExit):  # YAML only: no --chateval-roles flag
         main(["run", "--chateval-roles", "x"])
@@ -330,7 +330,7 @@ def test_cost_closed_form_by_hand():
 
 
 def test_records_graph_and_label_of_a_summarizer_run():
-    from engine.report import RunData, base_label
+    from app.report import RunData, base_label
 
     cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_talk="summarizer").validate()
     ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=1), SimulatedBackend())

@@ -116,8 +116,8 @@ def test_new_modes_run_end_to_end_with_exact_token_accounting():
     """run_local (the engine's own debate() driver, simulated model): summary calls are recorded
     as summaries (agent -1), counted in the question row, and the report label names the mode."""
     from actors.local_run import run_local
+    from app.report import RunData, base_label
     from backends.simulated_backend import SimulatedBackend
-    from engine.report import RunData, base_label
 
     cfg = RunConfig(
         protocol="mad", agents=3, rounds=3, memory="summary", talk="one-by-one", backend="simulated"

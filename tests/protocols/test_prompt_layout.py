@@ -313,7 +313,7 @@ def test_s2mad_shared_boards_hold_the_groups_unique_replies():
 
 @pytest.mark.parametrize("protocol, extra", [("sc", {}), ("cot", {}), ("reconcile", {"rounds": 3})])
 def test_protocols_whose_prompts_are_already_shared_run_them_unchanged(protocol, extra):
-    from engine.sweep import unread_given
+    from app.sweep import unread_given
 
     a, _ = captured(protocol=protocol, agents=3, **extra)
     b, _ = captured(protocol=protocol, agents=3, prompt_layout="shared", **extra)
@@ -328,7 +328,7 @@ def test_protocols_whose_prompts_are_already_shared_run_them_unchanged(protocol,
     [("sparse", {"density": 0.5}), ("probmad", {"density": 0.5}), ("cortex", {}), ("chateval", {}), ("prd", {})],
 )
 def test_protocols_whose_readers_differ_refuse_shared_in_one_line(protocol, extra, capsys):
-    from engine.cli import main
+    from app.cli import main
 
     with pytest.raises(ConfigError, match=f"--prompt-layout shared is not available with --protocol {protocol}:"):
         RunConfig(protocol=protocol, agents=3, prompt_layout="shared", **extra).validate()
@@ -353,7 +353,7 @@ def test_shared_refuses_readers_that_differ_within_a_protocol(kw, message):
 
 
 def test_a_sweep_over_layouts_keeps_one_cell_for_protocols_that_do_not_read_it(tmp_path):
-    from engine.sweep import expand, parse_sweep
+    from app.sweep import expand, parse_sweep
 
     spec = parse_sweep(
         {
@@ -373,7 +373,7 @@ def test_a_sweep_over_layouts_keeps_one_cell_for_protocols_that_do_not_read_it(t
 
 
 def test_report_labels_say_shared():
-    from engine.report import RunData, base_label
+    from app.report import RunData, base_label
 
     for protocol in ("mad", "group", "s2mad"):
         cfg = RunConfig(protocol=protocol, agents=4, prompt_layout="shared", backend="simulated")

@@ -243,7 +243,7 @@ def test_vote_option_and_unreadable_confidence_weight():
 
 
 def test_option_checked_and_label():
-    from engine.report import RunData, base_label
+    from app.report import RunData, base_label
 
     assert RunConfig(protocol="reconcile").reconcile_vote == "weighted"
     with pytest.raises(ConfigError, match="--reconcile-vote 'mean' is not one of weighted, majority"):
@@ -356,7 +356,7 @@ def test_run_id_hashes_the_samples_content_not_the_path(tmp_path):
         assert config.validate().run_id() == ids[name]  # the loaded samples hash as the file did
     assert ids["yaml"] == ids["json"] != ids["other"]
     assert cfg(agents=2, model="A", backend="simulated").run_id() not in ids.values()
-    from engine.report import RunData, base_label
+    from app.report import RunData, base_label
 
     config = {"protocol": "reconcile", "agents": 3, "rounds": 3, "reconcile_samples": {"A": SAMPLES["A"]}}
     assert base_label(RunData(run_dir=None, run_id="r", run={}, config=config, questions=[], calls=None)) == (
@@ -414,7 +414,7 @@ def test_the_tie_column_is_the_tie_of_the_vote_taken():
 
 
 def test_simulated_run_grades_the_weighted_vote_by_round_and_rescore_rebuilds_it():
-    from engine.rescore import regrade_question
+    from app.rescore import regrade_question
 
     config = cfg(agents=4, rounds=3, backend="simulated", tie_break="random").validate()
     rows = run_local(config, arithmetic_questions(12, seed=5), SimulatedBackend(accuracy=0.4, follow=0.3))

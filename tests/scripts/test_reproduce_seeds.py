@@ -278,9 +278,9 @@ def test_every_paper_row_runs_as_its_paper_ran_it_or_says_why():
     published number, and its prompts are valid templates for every task."""
     import pandas as pd  # noqa: F401  (the measures read pandas frames)
 
+    from app.sweep import check_cell, normalise
     from engine.config import config_from_mapping
     from engine.prompts import FORMATS, PromptSet
-    from engine.sweep import check_cell, normalise
 
     mod = _script()
     args = type("A", (), {"tables": "", "dataset": "arithmetic", "backend": "simulated", "limit": 2, "api_base": None})

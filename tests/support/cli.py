@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from engine.cli import main
+from app.cli import main
 
 
 def timed_main(capsys, argv: list[str]) -> tuple[int, str, float]:

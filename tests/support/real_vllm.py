@@ -37,5 +37,5 @@ def _env(**extra):
 
 
 def _cli(args, env=None, timeout=900):
-    cmd = [sys.executable, "-m", "engine.cli", "run", "--no-progress", *args]
+    cmd = [sys.executable, "-m", "app.cli", "run", "--no-progress", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or _env(), cwd=ROOT)

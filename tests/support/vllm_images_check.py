@@ -14,7 +14,7 @@ import sys
 import time
 
 from backends.vllm_backend import VLLMBackend, model_takes_images
-from engine.prompts import truncate_oldest_turns, with_image
+from engine.messages import truncate_oldest_turns, with_image
 from engine.records import GenRequest
 from tests.support.tiny_vlm import IMAGE_TOKENS
 

@@ -1,7 +1,7 @@
 """``debate show OUT --html FILE``: stored debates as one self-contained HTML page.
 
 Pure (no Ray, no model, no rich). :func:`write_page` writes a single file holding its CSS, its
-JavaScript (``engine/page.js``, plain browser JavaScript, no library) and the debates as JSON:
+JavaScript (``app/page.js``, plain browser JavaScript, no library) and the debates as JSON:
 nothing is fetched from the network (no CDN, no web font, no image URL is loaded), so the page
 opens from a laptop's disk or a cluster's shared folder in any current browser.
 
@@ -16,7 +16,7 @@ reply (model, answer ✓/✗, text, tokens, errors), the summaries, the vote, ti
 Rounds of more than :data:`FULL_GRAPH_AGENTS` agents are drawn compact (coloured dots, no
 edges), and the page says so.
 
-Input: :class:`engine.transcript.DebateView` objects or their ``to_dict()`` dicts (the fields
+Input: :class:`app.transcript.DebateView` objects or their ``to_dict()`` dicts (the fields
 the page reads are those of ``DebateView``; a missing one shows as absent). Model text is
 untrusted: the page inserts every stored string as text (``textContent``), never as HTML, and
 the embedded JSON escapes ``<``, ``>`` and ``&`` so a reply holding ``</script>`` cannot end the

@@ -4,7 +4,7 @@
 :class:`DebateView` per question: its header (run, protocol, options, question text, gold, final
 answer), its agents (model, group, strong/weak), and one :class:`RoundView` per round holding
 every call as a :class:`Turn` (whom it read, its answer graded against the gold, its reply and
-tokens), the summaries, and the vote. ``debate show`` (:mod:`engine.show`) renders these in the
+tokens), the summaries, and the vote. ``debate show`` (:mod:`app.show`) renders these in the
 terminal; :meth:`DebateView.to_dict` gives the same as plain JSON-safe data for an HTML page.
 
 Rounds are numbered from 0 (round 0: the first answers), as ``calls.round`` and the graphs table

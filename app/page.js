@@ -1,4 +1,4 @@
-// engine/page.py's page: plain browser JavaScript, no library, nothing fetched.
+// app/page.py's page: plain browser JavaScript, no library, nothing fetched.
 // Every stored string (model text above all) goes into the page as text (textContent or an
 // SVG text node), never as HTML.
 "use strict";
@@ -64,7 +64,7 @@
   // some agent's answer differs from its previous one (RoundView.changed): debate show --changed
   const changedMind = (d) => rounds(d).some((r) => Array.isArray(r.changed) && r.changed.length > 0);
   // each agent's latest answer (a silent agent keeps its own; none is an answer of its own) not
-  // all equal: debate show --disagree's rule (engine.transcript.disagrees)
+  // all equal: debate show --disagree's rule (app.transcript.disagrees)
   function disagreement(d) {
     const latest = new Map((d.agents || []).map((a) => [a.agent_id, null]));
     for (const r of rounds(d)) for (const [a, t] of answersOf(r)) latest.set(a, has(t.answer) ? t.answer : null);

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.report import ReportError, find_run_dirs
 from engine.accounting import summarize
 from engine.dataset_routing import load_questions
 from engine.debate import graded_columns, question_key
@@ -50,7 +51,6 @@ from engine.extract import extract_answer, majority_vote
 from engine.metrics import GRADED, metric_columns, runs_columns
 from engine.protocols import SPECS
 from engine.protocols.base import SUMMARIZER
-from engine.report import ReportError, find_run_dirs
 from engine.results import check_rows, read_table, write_part
 from engine.safe_text import inert, print_error
 

@@ -2,15 +2,15 @@
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
     debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
-    debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see engine/rescore.py)
+    debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see app/rescore.py)
     debate sweep SWEEP.yaml --out DIR [--list] [--ray-address ADDR]
-                                                (a grid of runs, resumable; see engine/sweep.py;
+                                                (a grid of runs, resumable; see app/sweep.py;
                                                 --list: the cells and their predicted cost, engine/plan.py)
     debate serve [run's model flags] [--list | --stop]  (replicas kept for later runs: actors/serve.py)
     debate export DIR --to FILE.parquet|.csv [--table questions|runs|calls|graphs]
     debate show OUT [--run ID] [--question ID | --wrong | --disagree | --changed] [--full] [--limit N]
-                                                (stored debates round by round; see engine/show.py)
-    debate show OUT --html FILE [--run ID] [...]  (the same as one self-contained HTML page; engine/page.py)
+                                                (stored debates round by round; see app/show.py)
+    debate show OUT --html FILE [--run ID] [...]  (the same as one self-contained HTML page; app/page.py)
     debate protocols                            (name, paper and options of each protocol)
     debate --version
 
@@ -18,7 +18,7 @@ Every ``RunConfig`` field is a flag (``max_tokens`` -> ``--max-tokens``); a YAML
 file takes the same keys, and flags given on the command line win over it. ``run --help`` lists
 the engine's options by their ``Option.group`` and each protocol's own options under it, every
 one with its default. A mistyped flag, choice or key names the closest one; an option given that
-the run does not read is a warning (:func:`engine.sweep.unread_given`). Bad input
+the run does not read is a warning (:func:`app.sweep.unread_given`). Bad input
 (:class:`engine.errors.UserError`) exits with status 2 and a one-line message naming the flag,
 file or row; a run that stops (an actor died,
 ``--max-error-rate`` passed, a bug in the engine) exits with status 1 and one line on how to
@@ -126,9 +126,9 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig of ``debate run``: the ``--config`` file, then the flags given over it,
     checked. Logged as warnings, one line each: an option given by its old name (``--placement``,
     :func:`engine.config.new_names`), and options given that the run does not read."""
-    from engine.sweep import unread_given
+    from app.sweep import unread_given
 
-    log = logging.getLogger("engine.cli")
+    log = logging.getLogger("app.cli")
     data: dict[str, Any] = {}
     source = f"--config {args.config}" if args.config else "flags"
     if args.config:
@@ -227,10 +227,10 @@ def print_summary(result, cfg: RunConfig) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """``debate report``: print the summary table, write CSV/JSON/PNGs (see :mod:`engine.report`)."""
+    """``debate report``: print the summary table, write CSV/JSON/PNGs (see :mod:`app.report`)."""
     from rich.console import Console
 
-    from engine.report import ReportError, build_report, csv_table, markdown_tables, render_tables
+    from app.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
         rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts)
@@ -270,9 +270,9 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def show_command(args: argparse.Namespace) -> int:
-    """``debate show``: stored debates in the terminal (:mod:`engine.show`)."""
+    """``debate show``: stored debates in the terminal (:mod:`app.show`)."""
+    from app.show import show
     from engine.results import ResultsError
-    from engine.show import show
 
     try:
         if args.html:
@@ -287,16 +287,16 @@ def show_command(args: argparse.Namespace) -> int:
 
 
 def html_command(args: argparse.Namespace) -> int:
-    """``debate show OUT --html FILE``: the selected debates as one HTML page (:mod:`engine.page`)."""
-    from engine.page import write_page
+    """``debate show OUT --html FILE``: the selected debates as one HTML page (:mod:`app.page`)."""
+    from app.page import write_page
+    from app.transcript import debate_views
     from engine.results import load
-    from engine.transcript import debate_views
 
     results = load(args.dir, skip_bad_parts=args.skip_bad_parts)
     views = debate_views(results, args.run, args.question, args.only)
     try:
         out = write_page(views, args.html, title=f"debates in {args.dir}")
-    except OSError as exc:  # the page, not the results folder: nothing written (engine.page.write_atomic)
+    except OSError as exc:  # the page, not the results folder: nothing written (app.page.write_atomic)
         return print_error(f"{args.html}: cannot write the page: {exc.strerror or exc}; nothing written")
     for note in results.notes:
         print(inert(f"note: {note}"), file=sys.stderr)
@@ -565,7 +565,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export":
         return export_command(args)
     if args.command == "rescore":
-        from engine.rescore import rescore_command
+        from app.rescore import rescore_command
 
         return rescore_command(args.dir, args.dry_run, args.skip_bad_parts)
 
@@ -581,7 +581,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             print_summary(result, cfg)
             return 0
         if args.command == "sweep":
-            from engine.sweep import sweep_command
+            from app.sweep import sweep_command
 
             return sweep_command(args.config, args.out, args.list, args.ray_address)
         if args.command == "serve":

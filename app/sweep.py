@@ -671,7 +671,7 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
     finished cells. Runs nothing, writes nothing."""
     from rich.console import Console
 
-    from engine.plan import header, plan_cells, plan_table
+    from app.plan_table import header, plan_cells, plan_table
 
     cells = expand(spec, out_dir)
     refresh(cells)

@@ -1,7 +1,7 @@
 """``debate show OUT``: stored debates in the terminal, round by round (rich).
 
 Reads every run under ``OUT`` through :func:`engine.results.load` and renders the
-:class:`~engine.transcript.DebateView` of the selected questions (:func:`engine.transcript.debate_views`):
+:class:`~app.transcript.DebateView` of the selected questions (:func:`app.transcript.debate_views`):
 a header (run, protocol, options, the question text, gold), then per round a table of the
 agents' calls (model, group, whom each read, its answer ✓/✗, the reply shortened to two lines
 unless ``full``, tokens: prompt/completion, and a ``cached`` column of the prompt tokens the
@@ -29,9 +29,9 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from app.transcript import DebateView, RoundView, Turn, debate_views
 from engine.results import load
 from engine.safe_text import inert
-from engine.transcript import DebateView, RoundView, Turn, debate_views
 
 DEFAULT_WIDTH = 100  # off a terminal, without $COLUMNS
 REPLY_LINES = 2  # a reply's lines in the round table, unless --full
