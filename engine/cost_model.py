@@ -201,8 +201,9 @@ reader's part. Per model and round, the first reader of a set of boards computes
 longest run of boards some earlier prompt had, less where the next ones part (a board of the same
 stage and round with another first label shares the stage and the label's first word, another
 round shares the stage up to ``$round``), then its part; every other reader of the same boards
-computes only its part after "You are Agent" (``turn - turn_lead + tail``). So with full memory
-round t costs about one board plus N parts, where the paper layout costs N (f + C + message).
+computes only its part after where two readers' parts part, at the agent number (``turn -
+turn_lead + tail``). So with full memory round t costs about one board plus N short tails, where
+the paper layout costs N (f + message).
 Summary calls show boards; GroupDebate's groups each have their board. Exact on the simulated
 backend for MAD (each model its own cache: ``n_models``) and GroupDebate (one model; with
 several, each model's first reader of a group's board computes it, so an estimate); S2-MAD is
