@@ -12,8 +12,7 @@ rounding to cache blocks.
 among sequences kept in lexicographic order, the one sharing the longest prefix with a prompt is
 next to the prompt's place in that order (a common prefix can only shrink with the distance), so
 each prompt costs a binary search, two comparisons and an insertion. Memory is four bytes per
-token; 10^4 prompts of 10^3 tokens take about a second (``scripts/bench_prefix.py`` has the
-numbers of real runs).
+token.
 
 :func:`engine.prefix_runs.run_prefill` re-tokenizes a run folder's stored prompts and replies
 (the prompts table, ``calls.prompt`` and ``calls.text``) with a given tokenizer and applies it:
