@@ -130,13 +130,13 @@ class PlacementTimeout(UserError, RuntimeError):
 def gpu_hints(cfg) -> list[str]:
     """What in a run's configuration asks for GPUs (empty: nothing does)."""
     hints = []
-    if getattr(cfg, "device", "auto") == "gpu":
+    if cfg.cluster.device == "gpu":
         hints.append("--device gpu")
-    if cfg.tensor_parallel > 1:
-        hints.append(f"--tensor-parallel {cfg.tensor_parallel}")
-    if getattr(cfg, "gpus_per_replica", None):
-        hints.append(f"--gpus-per-replica {cfg.gpus_per_replica:g}")
-    for model, over in sorted((cfg.placement_resources or {}).items()):
+    if cfg.cluster.tensor_parallel > 1:
+        hints.append(f"--tensor-parallel {cfg.cluster.tensor_parallel}")
+    if cfg.cluster.gpus_per_replica:
+        hints.append(f"--gpus-per-replica {cfg.cluster.gpus_per_replica:g}")
+    for model, over in sorted((cfg.cluster.placement_resources or {}).items()):
         over = over or {}
         for key in ("num_gpus", "gpus_per_replica"):
             if float(over.get(key) or 0) > 0:
@@ -152,7 +152,7 @@ def gpu_hints(cfg) -> list[str]:
 def wants_gpu(cfg, cluster_gpus: float | None = None) -> bool:
     """Whether this run's replicas use GPUs (see the module docstring). ``cluster_gpus`` (the
     GPUs the cluster has now) is only consulted with ``--device auto`` and no hint in the config."""
-    device = getattr(cfg, "device", "auto")
+    device = cfg.cluster.device
     if device == "cpu":
         return False
     if gpu_hints(cfg):
@@ -246,8 +246,8 @@ def has_autoscaler() -> bool:
 def default_placement_timeout(cfg) -> float:
     """``--placement-timeout``, or its default: 600 s, or 1800 s where the cluster has an autoscaler
     (a GPU node boots, runs its setup and downloads its model before it can take a replica)."""
-    if getattr(cfg, "placement_timeout", None):
-        return float(cfg.placement_timeout)
+    if cfg.cluster.placement_timeout:
+        return float(cfg.cluster.placement_timeout)
     return AUTOSCALER_PLACEMENT_TIMEOUT_S if has_autoscaler() else DEFAULT_PLACEMENT_TIMEOUT_S
 
 

@@ -147,7 +147,7 @@ class CoordinatorActor:
         agents group ``g`` hosts); returns the groups' process ids. ``max_questions``: debates in
         flight at most (None: ``--max-concurrent-questions``)."""
         self.cfg = cfg
-        self.max_questions = max_questions or cfg.max_concurrent_questions
+        self.max_questions = max_questions or cfg.tuning.max_concurrent_questions
         self.run_id = run_id
         self.groups = groups
         self.group_setups = group_setups
@@ -166,7 +166,7 @@ class CoordinatorActor:
         # attempt: which invocation wrote a row; a resumed run re-debates unfinished questions, and
         # readers keep only the calls of the attempt that finished each question.
         self.labels = {"run_id": run_id, "backend": backend_label, "simulated": simulated, "attempt": attempt}
-        self.retries = max(0, int(cfg.call_retries))
+        self.retries = max(0, int(cfg.tuning.call_retries))
         # prompt messages already sent to the writer in this run (each agent group ships a text
         # once per process; several groups may ship the same system prompt or question)
         self.stored = MessageLedger()
@@ -385,7 +385,7 @@ class CoordinatorActor:
     def _check_error_rate(self) -> None:
         """Stop the run (cancel every debate) once more than ``max_error_rate`` of at least
         :data:`ERROR_RATE_MIN_CALLS` calls errored; see the module docstring."""
-        state, limit = self.progress_state, self.cfg.max_error_rate
+        state, limit = self.progress_state, self.cfg.tuning.max_error_rate
         calls, errors = state["calls"], state["call_errors"]
         if state["stopped"] or calls < ERROR_RATE_MIN_CALLS or errors <= limit * calls:
             return

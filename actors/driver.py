@@ -12,7 +12,6 @@ questions -> coordinator -> agents -> replica -> coordinator -> writer.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import logging
@@ -31,13 +30,14 @@ from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_p
 from actors.prepare import RUNS_DIR, check_loaded_images, needs_embeddings, prepare
 from actors.reaper import watch as watch_ray_processes
 from actors.remote import actor_class, probe_all
-from backends.registry import backend_spec, check_device
+from backends.registry import check_device
 from engine.accounting import summarize
 from engine.config import RunConfig
 from engine.errors import UserError
 from engine.kv_budget import plan_in_flight
 from engine.metrics import runs_columns
 from engine.prompts import PromptSet
+from engine.protocols.shared import EMBEDDING_MODEL
 from engine.run_lock import RunLock
 from engine.tasks import Question
 
@@ -210,9 +210,8 @@ class EngineError(RuntimeError):
 def _error_rate_exceeded(cfg: RunConfig, run_id: str, out: Path, progress: dict[str, Any]) -> ErrorRateExceeded:
     """The one-line error of a run the coordinator stopped on ``--max-error-rate``."""
     calls, errors = progress["calls"], progress["call_errors"]
-    rate = (
-        f"{errors} of {calls} calls errored ({errors / calls:.0%}), more than --max-error-rate {cfg.max_error_rate:g}"
-    )
+    limit = cfg.tuning.max_error_rate
+    rate = f"{errors} of {calls} calls errored ({errors / calls:.0%}), more than --max-error-rate {limit:g}"
     first = (progress.get("first_error") or "").splitlines()[0][:200] if progress.get("first_error") else ""
     return ErrorRateExceeded(
         f"run {run_id} stopped: {rate}" + (f"; first error: {first}" if first else "") + f". The results written so "
@@ -453,14 +452,14 @@ class DebateRunner:
                 opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                     placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True
                 )
-            elif backend_spec(cfg.backend).loads_model:
+            elif cfg.backend_spec.loads_model:
                 # a CPU replica never touches a GPU it merely sees (recent Ray leaves them visible)
                 opts["runtime_env"] = {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}
             log.info(
                 "starting replica %d of %s (%s backend, resources %s%s)",
                 spec.index,
                 spec.model,
-                cfg.backend,
+                cfg.sampling.backend,
                 {k: v for k, v in spec.actor_options.items() if k in ("num_cpus", "num_gpus", "resources")},
                 ", placement group" if spec.bundles else "",
             )
@@ -468,10 +467,10 @@ class DebateRunner:
                 actor_class(ReplicaActor)
                 .options(**opts)
                 .remote(
-                    shipped_backend(cfg.backend),
+                    shipped_backend(cfg.backend_spec),
                     spec.model,
                     spec.backend_options,
-                    max_batch=cfg.max_batch,
+                    max_batch=cfg.tuning.max_batch,
                     served=setups.get(key),
                 )
             )
@@ -493,8 +492,8 @@ class DebateRunner:
         from actors.embedding_actor import EmbeddingActor
 
         if name not in self._embedders:
-            restarts = cfg.max_restarts if cfg else 3
-            retries = cfg.call_retries if cfg else 2
+            restarts = cfg.tuning.max_restarts if cfg else 3
+            retries = cfg.tuning.call_retries if cfg else 2
             opts, device = embedding_placement(cfg)
             actor = (
                 actor_class(EmbeddingActor)
@@ -520,14 +519,15 @@ class DebateRunner:
         """With ``reuse_first_round``: the engine's one cache actor (kept across runs) and, per
         model, the cache namespace naming its replica setup (backend, model, backend options), so
         runs share a first-round reply only when the same replica setup would have produced it."""
-        if not cfg.reuse_first_round:
+        if not cfg.tuning.reuse_first_round:
             return None, {}
         from actors.cache_actor import CacheActor
 
         if self._cache is None:
             self._cache = actor_class(CacheActor).options(scheduling_strategy=driver_node_strategy()).remote()
         namespaces = {
-            m: json.dumps([cfg.backend, m, specs[0].backend_options], sort_keys=True) for m, specs in layout.items()
+            m: json.dumps([cfg.sampling.backend, m, specs[0].backend_options], sort_keys=True)
+            for m, specs in layout.items()
         }
         return self._cache, namespaces
 
@@ -542,7 +542,7 @@ class DebateRunner:
         from actors.agent_actor import AgentGroupActor
 
         def new(node: str | None):
-            opts: dict[str, Any] = {"max_restarts": cfg.max_restarts, "max_task_retries": 0}
+            opts: dict[str, Any] = {"max_restarts": cfg.tuning.max_restarts, "max_task_retries": 0}
             if node is not None:
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
             return actor_class(AgentGroupActor).options(**opts).remote()
@@ -574,18 +574,18 @@ class DebateRunner:
         prepared: tuple[list[Question], PromptSet] | None = None,
     ) -> RunResult:
         """Debate ``questions`` (default: the configured dataset) with ``cfg``; resumes the
-        questions already in ``cfg.out``. Returns totals and where everything ran.
+        questions already in ``cfg.output.out``. Returns totals and where everything ran.
         ``prepared``: what :func:`prepare` returned for this ``cfg``, when the caller checked the
         inputs already (:func:`run` does, before Ray starts).
 
-        The run holds its lock in ``cfg.out`` (:class:`engine.run_lock.RunLock`; ``--wait``) while
+        The run holds its lock in ``cfg.output.out`` (:class:`engine.run_lock.RunLock`; ``--wait``) while
         it runs. It ends with :class:`RunInterrupted` (one line: how many questions are saved, how
         to resume) when Ctrl-C or SIGTERM reaches it, when the writer dies or cannot write, or when
         the writer or coordinator actor dies; what was written stays and a re-run resumes it."""
         questions, prompts = prepared if prepared is not None else prepare(cfg, questions)
-        out = Path(cfg.out) if cfg.out else default_out_dir()
+        out = Path(cfg.output.out) if cfg.output.out else default_out_dir()
         live = _Live(cfg.run_id(), out, questions, cfg)
-        with stop_signals(), RunLock(out, live.run_id, wait=cfg.wait):
+        with stop_signals(), RunLock(out, live.run_id, wait=cfg.output.wait):
             try:
                 return self._run_locked(cfg, prompts, live, progress_cb)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM (actors.interrupts)
@@ -601,14 +601,14 @@ class DebateRunner:
         replicas = self.replicas_for(cfg, cfg.run_models())
         timings = {"replicas_s": time.perf_counter() - t_replicas, "agents_s": 0.0, "debate_s": 0.0}
         check_loaded_images(cfg, questions, replicas.infos)
-        log.info("run %s: backend %s, engine %s", run_id, cfg.backend, replicas.engine)
+        log.info("run %s: backend %s, engine %s", run_id, cfg.sampling.backend, replicas.engine)
         flight = plan_in_flight(cfg, questions, replicas.kv_capacity())
         log.info("run %s: %s", run_id, flight.reason)
         engine = flight.engine(replicas.engine)  # with the KV cache sizes and the limit they gave
         live.run_row = {
             "run_id": run_id,
-            "protocol": cfg.protocol,
-            "backend": cfg.backend,
+            "protocol": cfg.experiment.protocol,
+            "backend": cfg.sampling.backend,
             "simulated": replicas.simulated,
             "dtype": engine_dtypes(replicas.engine),
             "engine": json.dumps(engine, sort_keys=True),
@@ -659,7 +659,7 @@ class DebateRunner:
                 "agent_calls": progress.get("agent_calls", 0),
                 "agent_turns": progress.get("agent_turns_shipped", 0),
             },
-            backend=cfg.backend,
+            backend=cfg.sampling.backend,
             engine=engine,
             placement=placement,
             timings=timings,
@@ -733,7 +733,7 @@ class DebateRunner:
 
         if self._writer is None or not _alive(self._writer, method="where"):
             # on the driver's node, where --out is, unless the user says --out is shared storage
-            pin = {} if cfg.out_shared else {"scheduling_strategy": driver_node_strategy()}
+            pin = {} if cfg.output.out_shared else {"scheduling_strategy": driver_node_strategy()}
             self._writer = actor_class(WriterActor).options(**pin).remote()
         ray.get(self._writer.open.remote(str(out)))
         return self._writer
@@ -769,18 +769,18 @@ class DebateRunner:
                 bound[i],
                 cache,
                 namespaces.get(spec.model, ""),
-                max(0, int(cfg.call_retries)),
-                cfg.store_prompts,
+                max(0, int(cfg.tuning.call_retries)),
+                cfg.output.store_prompts,
                 replicas.handles[spec.model],
             )
             for i, spec in enumerate(specs)
         ]
-        per_actor = agents_per_actor(cfg.agents_per_actor, len(specs), ray.cluster_resources().get("CPU", 1))
+        per_actor = agents_per_actor(cfg.tuning.agents_per_actor, len(specs), ray.cluster_resources().get("CPU", 1))
         packs = pack_agents(ordinals, per_actor)
         group_replicas = [ordinals[pack[0]] for pack in packs]
         groups = self.agent_groups_for([replicas.infos[r].get("node_id") for r in group_replicas], cfg)
         log.info("%d agents in %d agent actors (%d per actor at most)", len(specs), len(groups), per_actor)
-        embedder = self.embedder_for(cfg.embedding_model, cfg) if needs_embeddings(cfg) else None
+        embedder = self.embedder_for(cfg.option(EMBEDDING_MODEL), cfg) if needs_embeddings(cfg) else None
         if self._coordinator is None or not _alive(self._coordinator, method="progress"):
             self._coordinator = (
                 actor_class(CoordinatorActor).options(scheduling_strategy=driver_node_strategy()).remote()
@@ -794,7 +794,7 @@ class DebateRunner:
                 groups,
                 [[setups[i] for i in pack] for pack in packs],
                 writer,
-                cfg.backend,
+                cfg.sampling.backend,
                 replicas.simulated,
                 embedder,
                 attempt,
@@ -901,7 +901,7 @@ class DebateRunner:
             out.append(
                 {
                     "role": "embedder",
-                    "model": cfg.embedding_model,
+                    "model": cfg.option(EMBEDDING_MODEL),
                     "device": info.get("device"),
                     **{k: info.get(k) for k in where},
                 }
@@ -915,14 +915,14 @@ class DebateRunner:
         import ray
 
         bar = None
-        if cfg.progress:
+        if cfg.output.progress:
             from tqdm import tqdm
 
             bar = tqdm(
                 total=total,
                 initial=already,
                 unit="q",
-                desc=f"{cfg.protocol} ({cfg.backend}{', SIMULATED' if simulated else ''})",
+                desc=f"{cfg.experiment.protocol} ({cfg.sampling.backend}{', SIMULATED' if simulated else ''})",
                 mininterval=1.0 if sys.stderr.isatty() else 15.0,
             )
         try:
@@ -949,12 +949,12 @@ def run(cfg: RunConfig, questions: list[Question] | None = None, progress_cb=Non
     (:func:`prepare`) before Ray starts, so bad input fails in a second with one line. See
     :class:`DebateRunner` for reuse."""
     prepared = prepare(cfg, questions)
-    out = Path(cfg.out) if cfg.out else default_out_dir()
-    cfg = dataclasses.replace(cfg, out=str(out))
+    out = Path(cfg.output.out) if cfg.output.out else default_out_dir()
+    cfg = cfg.replace(out=str(out))
     # the lock before Ray starts: a run of the same id in progress is refused in a second
-    with stop_signals(), RunLock(out, cfg.run_id(), wait=cfg.wait):
+    with stop_signals(), RunLock(out, cfg.run_id(), wait=cfg.output.wait):
         try:
-            with DebateRunner(cfg.ray_address) as runner:
+            with DebateRunner(cfg.cluster.ray_address) as runner:
                 return runner.run(cfg, progress_cb=progress_cb, prepared=prepared)
         except KeyboardInterrupt:  # while Ray started or stopped: the run's own cleanup did not apply
             live = _Live(cfg.run_id(), out, prepared[0], cfg)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from backends.registry import backend_spec, engine_settings
+from backends.registry import engine_settings
 from engine.config import ConfigError, RunConfig
 
 log = logging.getLogger(__name__)
@@ -33,9 +33,9 @@ def replica_options(
     models fit on one machine instead of waiting for CPUs.
     """
     from actors.cluster import gpu_hints
-    from backends.registry import ReplicaPlacement, backend_spec, node_cpus
+    from backends.registry import ReplicaPlacement, node_cpus
 
-    spec = backend_spec(cfg.backend)
+    spec = cfg.backend_spec
     if gpu is None and spec.loads_model:  # a local model uses the cluster's GPUs when it has some
         from actors.cluster import cluster_gpus, wants_gpu
 
@@ -61,7 +61,7 @@ def placement_options(cfg: RunConfig, model: str, default: dict[str, Any]) -> di
     type's ``strong_gpu``), so each model lands on the node type meant for it. ``replicas``,
     ``tensor_parallel_size`` and the engine settings there (``dtype``, ``max_model_len``, ...) are
     read by :func:`replica_layout`, not passed to Ray."""
-    over = dict(cfg.placement_resources.get(model) or {})
+    over = dict(cfg.cluster.placement_resources.get(model) or {})
     unknown = set(over) - set(_placement_keys())
     if unknown:
         raise ConfigError(
@@ -94,11 +94,11 @@ class ReplicaSpec:
 
     def key(self, cfg: RunConfig) -> tuple:
         return (
-            cfg.backend,
+            cfg.sampling.backend,
             self.model,
             self.index,
             json.dumps(self.backend_options, sort_keys=True),
-            cfg.max_batch,
+            cfg.tuning.max_batch,
             json.dumps(self.actor_options, sort_keys=True),
             json.dumps(self.bundles, sort_keys=True),
         )
@@ -118,12 +118,12 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
     """
     from actors.cluster import needs_group, replica_bundles
 
-    spec = backend_spec(cfg.backend)
+    spec = cfg.backend_spec
     per_model = {}
     for m in models:
-        over = cfg.placement_resources.get(m) or {}
-        n = int(over.get("replicas", cfg.replicas))
-        tp = int(over.get("tensor_parallel_size", cfg.tensor_parallel))
+        over = cfg.cluster.placement_resources.get(m) or {}
+        n = int(over.get("replicas", cfg.cluster.replicas))
+        tp = int(over.get("tensor_parallel_size", cfg.cluster.tensor_parallel))
         if n < 1 or tp < 1:
             raise ConfigError(f"placement_resources[{m!r}]: replicas and tensor_parallel_size must be >= 1")
         if tp > 1 and (not (spec.tensor_parallel or spec.simulated) or not gpu):
@@ -136,7 +136,10 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
     layout: dict[str, list[ReplicaSpec]] = {}
     for m, (n, tp) in per_model.items():
         actor = placement_options(cfg, m, actor_default)
-        backend = {**backend_default, **engine_settings(cfg.placement_resources.get(m) or {}, cfg.backend)}
+        backend = {
+            **backend_default,
+            **engine_settings(cfg.cluster.placement_resources.get(m) or {}, spec),
+        }
         share = float(actor.get("num_gpus") or 0)
         _check_gpu_share(cfg, m, share, tp)
         if spec.loads_model:  # the device of the GPU it holds, never one it merely sees
@@ -156,7 +159,7 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
             bundles = tuple(replica_bundles(actor, tp if tp > 1 else 0))
         if tp > 1:
             actor = {**actor, "num_gpus": 0}  # the workers in bundles 0..T-1 hold the GPUs
-        actor = {**actor, "max_restarts": cfg.max_restarts, "max_task_retries": cfg.call_retries}
+        actor = {**actor, "max_restarts": cfg.tuning.max_restarts, "max_task_retries": cfg.tuning.call_retries}
         layout[m] = [ReplicaSpec(m, i, actor, backend, bundles) for i in range(n)]
     return layout
 
@@ -165,7 +168,7 @@ def _check_gpu_share(cfg: RunConfig, model: str, share: float, tp: int) -> None:
     """One line for a GPU request a replica cannot use: more than one GPU without tensor parallel
     (the engine would use one, the rest reserved for nothing), or a share other than whole GPUs
     for a tensor-parallel replica (one GPU per rank)."""
-    over = cfg.placement_resources.get(model) or {}
+    over = cfg.cluster.placement_resources.get(model) or {}
     key = next((k for k in ("gpus_per_replica", "num_gpus") if k in over), None)
     where = f"placement_resources[{model!r}].{key}" if key else "--gpus-per-replica"
     if tp == 1 and share > 1:
@@ -281,9 +284,9 @@ def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> 
     and on an autoscaling cluster launch a GPU node for a small embedding model."""
     from actors.cluster import cluster_gpus, free_gpu_share, wants_gpu
 
-    device = cfg.embedding_device if cfg else "auto"
+    device = cfg.cluster.embedding_device if cfg else "auto"
     if device == "auto":
-        on_gpus = cfg is not None and backend_spec(cfg.backend).loads_model and wants_gpu(cfg, cluster_gpus())
+        on_gpus = cfg is not None and cfg.backend_spec.loads_model and wants_gpu(cfg, cluster_gpus())
         if on_gpus and free_gpu is None:
             free_gpu = free_gpu_share(EMBEDDER_GPU_SHARE)
         if on_gpus and not free_gpu:

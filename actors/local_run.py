@@ -31,12 +31,14 @@ def run_local(
 
     ``backend``: one backend for every agent, or a mapping model name -> backend (each agent's
     calls go to its model's, as the driver's replicas of each model answer them)."""
-    get_protocol(cfg.protocol)  # first: importing the protocol registers its prompt stages
-    prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
+    get_protocol(cfg.experiment.protocol)  # first: importing the protocol registers its prompt stages
+    prompts = PromptSet.for_task(questions[0].task, cfg.experiment.prompts)
     by_model = backend if isinstance(backend, Mapping) else None
     simulated = all(getattr(b, "simulated", False) for b in (by_model.values() if by_model else [backend]))
-    agents = [AgentCore(i, spec, prompts, simulated, cfg.store_prompts) for i, spec in enumerate(cfg.agent_specs())]
-    labels = {"run_id": cfg.run_id(), "backend": cfg.backend, "simulated": simulated, "attempt": "local"}
+    agents = [
+        AgentCore(i, spec, prompts, simulated, cfg.output.store_prompts) for i, spec in enumerate(cfg.agent_specs())
+    ]
+    labels = {"run_id": cfg.run_id(), "backend": cfg.sampling.backend, "simulated": simulated, "attempt": "local"}
 
     async def call(turn: Turn) -> TurnResult:
         agent = agents[turn.call.agent]
@@ -46,7 +48,9 @@ def run_local(
 
     async def similar(texts: list[str]) -> Any:
         if similarity is None:
-            raise RuntimeError(f"--protocol {cfg.protocol} asks for similarities: pass run_local(similarity=...)")
+            raise RuntimeError(
+                f"--protocol {cfg.experiment.protocol} asks for similarities: pass run_local(similarity=...)"
+            )
         return similarity(texts)
 
     async def every_question() -> list[tuple[dict[str, Any], DebateLog]]:

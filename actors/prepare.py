@@ -12,13 +12,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from backends.registry import backend_spec
 from engine.config import ConfigError, RunConfig
-from engine.dataset_routing import check_text, load_questions
+from engine.dataset_routing import check_text, experiment_questions
 from engine.footprint import check_in_flight
 from engine.inputs import check_out_dir
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
+from engine.protocols.shared import EMBEDDING_MODEL
 from engine.tasks import DatasetError, Question
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def needs_embeddings(cfg: RunConfig) -> bool:
     """Protocols that ask for a similarity matrix (S2-MAD's embedding check, CortexDebate's intimacy)."""
     from engine.protocols import protocol_spec
 
-    return protocol_spec(cfg.protocol).needs_embeddings(cfg)
+    return protocol_spec(cfg.experiment.protocol).needs_embeddings(cfg)
 
 
 def check_images(cfg: RunConfig, questions: list[Question]) -> None:
@@ -42,17 +42,17 @@ def check_images(cfg: RunConfig, questions: list[Question]) -> None:
     n = sum(q.image is not None for q in questions)
     if not n:
         return
-    if not backend_spec(cfg.backend).accepts_images:
+    if not cfg.backend_spec.accepts_images:
         raise ImagesNotSupported(
-            f"--dataset {cfg.dataset}: {n} of the {len(questions)} questions carry an image and --backend "
-            f"{cfg.backend} sends text only; use --backend openai (a server with a vision model) or --backend vllm "
-            f"with a multimodal model"
+            f"--dataset {cfg.experiment.dataset}: {n} of the {len(questions)} questions carry an image and "
+            f"--backend {cfg.sampling.backend} sends text only; use --backend openai (a server with a vision model) "
+            f"or --backend vllm with a multimodal model"
         )
     log.info(
         "%d of %d questions carry an image (--backend %s sends it with each request about them)",
         n,
         len(questions),
-        cfg.backend,
+        cfg.sampling.backend,
     )
 
 
@@ -66,9 +66,9 @@ def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[d
     for info in infos:
         if not info.get("accepts_images", False):
             raise ImagesNotSupported(
-                f"--dataset {cfg.dataset}: its questions carry images and --model {info.get('model')} takes no "
-                f"images (--backend {cfg.backend} loaded it as a text-only model); use a multimodal (vision) model "
-                f"or --backend openai with a server that serves one"
+                f"--dataset {cfg.experiment.dataset}: its questions carry images and --model {info.get('model')} "
+                f"takes no images (--backend {cfg.sampling.backend} loaded it as a text-only model); use a "
+                f"multimodal (vision) model or --backend openai with a server that serves one"
             )
 
 
@@ -83,26 +83,26 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     """
     cfg.validate()
     if questions is None:
-        questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+        questions = experiment_questions(cfg.experiment)
     else:
         questions = check_text(questions)
     if not questions:
-        raise DatasetError(f"--dataset {cfg.dataset}: no questions selected")
+        raise DatasetError(f"--dataset {cfg.experiment.dataset}: no questions selected")
     check_images(cfg, questions)
     tasks = {q.task for q in questions}
     if len(tasks) != 1:
-        raise DatasetError(f"--dataset {cfg.dataset}: questions of several tasks {sorted(tasks)} in one run")
+        raise DatasetError(f"--dataset {cfg.experiment.dataset}: questions of several tasks {sorted(tasks)} in one run")
     # Imports the protocol's module (registering its prompt stages) and runs its own checks,
     # e.g. TopologyError naming --density/--agents or --groups, before anything starts.
     validate_protocol(cfg)
     check_in_flight(cfg, questions)
-    prompts = PromptSet.for_task(tasks.pop(), cfg.prompts)
-    preflight = backend_spec(cfg.backend).preflight  # model files, an endpoint
+    prompts = PromptSet.for_task(tasks.pop(), cfg.experiment.prompts)
+    preflight = cfg.backend_spec.preflight  # model files, an endpoint
     if preflight is not None:
         preflight(cfg)
     if needs_embeddings(cfg):
         from backends.embedding import resolve_embedding_model
 
-        resolve_embedding_model(cfg.embedding_model)  # names --embedding-model if it cannot load
-    check_out_dir(cfg.out or RUNS_DIR, "--out", ConfigError)
+        resolve_embedding_model(cfg.option(EMBEDDING_MODEL))  # names --embedding-model if it cannot load
+    check_out_dir(cfg.output.out or RUNS_DIR, "--out", ConfigError)
     return questions, prompts

@@ -63,14 +63,13 @@ def make_backend(backend: str | BackendSpec, model: str, options: dict[str, Any]
     return backend_class(backend)(model=model, **options)
 
 
-def shipped_backend(name: str) -> str | BackendSpec:
+def shipped_backend(spec: BackendSpec) -> str | BackendSpec:
     """What the driver hands a replica actor to name its backend: a built-in by name (every node
     imports :mod:`backends`), any other registered backend as its registry entry, its module
     pickled by value, so a backend registered in the driver (a plug-in module, a test) reaches
     replicas in other processes and on other nodes without being installed or registered there."""
-    spec = backend_spec(name)
     if spec.builtin:
-        return name
+        return spec.name
     module = sys.modules.get(getattr(spec.factory, "__module__", ""))
     if module is not None and module.__name__ != "__main__":  # __main__ is pickled by value anyway
         from ray import cloudpickle

@@ -168,10 +168,9 @@ def stop_head(record: dict[str, Any], timeout_s: float = HEAD_STOP_S) -> str:
 def check_serve_inputs(cfg: RunConfig) -> None:
     """What ``debate serve`` checks before Ray starts: the configuration and the backend's model
     files or endpoint (a run checks these too, with its data set and output folder)."""
-    from backends.registry import backend_spec
 
     cfg.validate()
-    preflight = backend_spec(cfg.backend).preflight
+    preflight = cfg.backend_spec.preflight
     if preflight is not None:
         preflight(cfg)
 
@@ -188,7 +187,7 @@ def serve(cfg: RunConfig, echo=print) -> int:
     from actors.driver import DebateRunner, init_ray
 
     check_serve_inputs(cfg)
-    address = cfg.ray_address or os.environ.get("RAY_ADDRESS") or running_local_ray()
+    address = cfg.cluster.ray_address or os.environ.get("RAY_ADDRESS") or running_local_ray()
     head, runner = None, None
     if address is None and not ray.is_initialized():
         address, proc = start_head()
@@ -213,7 +212,7 @@ def serve(cfg: RunConfig, echo=print) -> int:
         name, kept = runner.served[spec.key(cfg)]
         setup = served_setup(cfg, spec)
         how = "already served" if kept else f"started in {took:.1f} s"
-        echo(f"{name}: {spec.model} replica {spec.index} ({cfg.backend}; {settings_text(setup)}) {how}")
+        echo(f"{name}: {spec.model} replica {spec.index} ({cfg.sampling.backend}; {settings_text(setup)}) {how}")
     where = ray.get_runtime_context().gcs_address
     echo(
         f"Ray at {where}: run with --ray-address {where} (or auto on this machine) and the same model flags to "

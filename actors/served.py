@@ -35,11 +35,11 @@ def served_setup(cfg: RunConfig, spec) -> dict[str, Any]:
     """What a served replica must share with a run that reuses it (JSON-normalized): the backend,
     the model, the replica index, the backend options and ``--max-batch``."""
     setup = {
-        "backend": cfg.backend,
+        "backend": cfg.sampling.backend,
         "model": spec.model,
         "index": spec.index,
         "options": spec.backend_options,
-        "max_batch": cfg.max_batch,
+        "max_batch": cfg.tuning.max_batch,
     }
     normalized: dict[str, Any] = json.loads(json.dumps(setup, sort_keys=True))
     return normalized

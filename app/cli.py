@@ -28,7 +28,6 @@ resume; any other exception is a bug and surfaces with its traceback (status 1).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
 import logging
 import re
@@ -37,11 +36,11 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from engine.config import (
-    ENGINE_OPTIONS,
     OLD_NAMES,
     PROTOCOL_OPTIONS,
     RunConfig,
     config_from_mapping,
+    engine_options,
     load_config_file,
     new_names,
     option_readers,
@@ -97,14 +96,15 @@ def _metavar(opt: Option, choices: tuple[Any, ...] | None) -> str:
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per option with ``cli`` set: the engine's options (:data:`engine.config.ENGINE_OPTIONS`)
-    in their ``group`` sections (:data:`engine.options.GROUPS`), then one section per protocol with
-    the options of its spec (an option several protocols read: under the first, the others name
-    it). ``--backend`` takes its help and choices from the backend registry."""
+    """One flag per option with ``cli`` set: the engine's and the backends' options
+    (:func:`engine.config.engine_options`) in their ``group`` sections
+    (:data:`engine.options.GROUPS`), then one section per protocol with the options of its spec
+    (an option several protocols read: under the first, the others name it). ``--backend`` takes
+    its help and choices from the backend registry."""
     p.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
     helps, choices = _registry_flags()
     sections = {name: p.add_argument_group(name, what) for name, what in GROUPS.items()}
-    for opt in ENGINE_OPTIONS:
+    for opt in engine_options():
         if opt.cli:
             help_text = helps.get(opt.name) or _flag_help(opt)
             _add_flag(sections[opt.group], opt, help_text, choices.get(opt.name, opt.choices))
@@ -136,7 +136,7 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
         for line in renamed:
             log.warning(line)
     cfg_data = {k.replace("-", "_"): v for k, v in data.items()}
-    given = {name: getattr(args, name, None) for name in (*(f.name for f in dataclasses.fields(RunConfig)), *OLD_NAMES)}
+    given = {name: getattr(args, name, None) for name in (*(o.name for o in RunConfig.all_options()), *OLD_NAMES)}
     flags, renamed = new_names({k: v for k, v in given.items() if v is not None}, "flags")
     for line in renamed:
         log.warning(line)
@@ -153,10 +153,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
     cfg = parse_run_config(args)
     if args.list:
-        return serve.list_command(cfg.ray_address)
+        return serve.list_command(cfg.cluster.ray_address)
     if args.stop:
         chosen = args.model or args.models or args.config
-        return serve.stop_command(cfg.ray_address, cfg.run_models() if chosen else None)
+        return serve.stop_command(cfg.cluster.ray_address, cfg.run_models() if chosen else None)
     return serve.serve(cfg)
 
 
@@ -184,14 +184,14 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
     s = result.summary
     rate = s["completion_tokens"] / result.wall_s if result.wall_s > 0 else 0.0
     return [
-        ("protocol", cfg.protocol),
+        ("protocol", cfg.experiment.protocol),
         (
             "backend / dtype / model",
-            f"{getattr(result, 'backend', '') or cfg.backend} / {getattr(result, 'dtype', '-')} / "
-            f"{cfg.models or cfg.model}" + ("  (SIMULATED)" if result.simulated else ""),
+            f"{getattr(result, 'backend', '') or cfg.sampling.backend} / {getattr(result, 'dtype', '-')} / "
+            f"{cfg.sampling.models or cfg.sampling.model}" + ("  (SIMULATED)" if result.simulated else ""),
         ),
         ("agents x rounds", f"{cfg.n_agents} x {cfg.n_rounds}"),
-        ("tie break", cfg.tie_break),
+        ("tie break", cfg.experiment.tie_break),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
         *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in METRICS if m.label),

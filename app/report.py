@@ -67,7 +67,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
-from engine.config import UNHASHED, stored_config
+from engine.config import RunConfig, stored_config, unhashed_options
 from engine.formatting import fmt_num
 from engine.metrics import METRICS, cached_share, format_share
 from engine.protocols import SPECS
@@ -83,7 +83,7 @@ PLOTS = (  # each also as .pdf and .svg
     "accuracy_tokens_vs_rounds.png",
 )
 # Config keys that never change results (RunConfig.run_id leaves them out): no run label names them.
-_NOT_RESULT_KEYS = frozenset(UNHASHED)
+_NOT_RESULT_KEYS = frozenset(unhashed_options())
 _CALL_COLUMNS = (
     "run_id",
     "question_id",
@@ -247,9 +247,8 @@ def _shape(data: RunData) -> tuple[str, int | None, int | None]:
     if rounds is None and data.questions:
         rounds = max(q["rounds_run"] or 0 for q in data.questions)
     if protocol in SPECS and agents is not None and rounds is not None:  # CoT: 1 x 1, CoT-SC: k x 1
-        from types import SimpleNamespace
-
-        agents, rounds = SPECS[protocol].shape(SimpleNamespace(**{**cfg, "agents": agents, "rounds": rounds}))
+        run = RunConfig.from_stored({**cfg, "protocol": protocol, "agents": agents, "rounds": rounds})
+        agents, rounds = SPECS[protocol].shape(run)
     return protocol, agents, rounds
 
 

@@ -57,7 +57,6 @@ Everything here but :func:`run_sweep` (which starts Ray through the DebateRunner
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import functools
 import itertools
@@ -75,7 +74,6 @@ from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import (
     OLD_NAMES,
     PROTOCOL_OPTIONS,
-    UNHASHED,
     ConfigError,
     RunConfig,
     config_from_mapping,
@@ -83,6 +81,7 @@ from engine.config import (
     new_names,
     option_readers,
     resolve_backend,
+    unhashed_options,
 )
 from engine.errors import UserError
 from engine.inputs import check_out_dir, load_yaml
@@ -104,37 +103,27 @@ class SweepError(ConfigError):
 
 
 # ---------------------------------------------------------------------------------- options
-def _fields() -> dict[str, dataclasses.Field[Any]]:
-    return {f.name: f for f in dataclasses.fields(RunConfig)}
+def _fields() -> dict[str, Any]:
+    """Every run option by name: its Option (core parts, backends, protocols)."""
+    return {opt.name: opt for opt in RunConfig.all_options()}
 
 
 def _default(name: str) -> Any:
-    f = _fields()[name]
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    raise TypeError(f"RunConfig field {name} has no default")  # every Option has one
-
-
-def unhashed_options() -> frozenset[str]:
-    """RunConfig options that :meth:`RunConfig.run_id` never hashes (``config.UNHASHED``), i.e.
-    the ones that do not change results; they cannot be grid axes. (A protocol option is hashed
-    in the runs that read it.)"""
-    return frozenset(UNHASHED)
+    """Option ``name``'s default as a config holds it (a mapping or list of its own)."""
+    return RunConfig().value(name)
 
 
 def unused_options(cfg: RunConfig) -> set[str]:
     """Options of ``cfg`` that its protocol and backend do not read (see the module docstring)."""
     unused: set[str] = set()
-    spec = SPECS.get(cfg.protocol)
+    spec = SPECS.get(cfg.experiment.protocol)
     if spec is not None:  # an unknown protocol is reported by validate(), not normalised
         unused |= set(PROTOCOL_OPTIONS) - cfg.options_read()
     from backends.registry import backend_specs
 
     for other in backend_specs():  # options read only by one backend, by name prefix (its registry entry)
         prefix = other.option_prefix
-        if prefix and other.name != cfg.backend:
+        if prefix and other.name != cfg.sampling.backend:
             unused |= {name for name in _fields() if name.startswith(prefix)}
     return unused
 
@@ -148,20 +137,28 @@ def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
 
     unused = unused_options(cfg)
     prefixes = {b.option_prefix: b.name for b in backend_specs() if b.option_prefix}
-    shape = dict(zip(("agents", "rounds"), SPECS[cfg.protocol].shape(cfg))) if cfg.protocol in SPECS else {}
+    shape = (
+        dict(zip(("agents", "rounds"), SPECS[cfg.experiment.protocol].shape(cfg)))
+        if cfg.experiment.protocol in SPECS
+        else {}
+    )
     lines = []
     for name in sorted({OLD_NAMES.get(n, n) for n in (str(k).replace("-", "_") for k in given)}):
         flag = "--" + name.replace("_", "-")
-        if name in shape and shape[name] != getattr(cfg, name):
-            lines.append(f"{flag} {getattr(cfg, name)} is ignored: --protocol {cfg.protocol} uses {shape[name]}")
-        elif name == PROMPT_LAYOUT.name and name in unused and unread_note(cfg.protocol):
-            lines.append(str(unread_note(cfg.protocol)))
+        if name in shape and shape[name] != cfg.value(name):
+            lines.append(
+                f"{flag} {cfg.value(name)} is ignored: --protocol {cfg.experiment.protocol} uses {shape[name]}"
+            )
+        elif name == PROMPT_LAYOUT.name and name in unused and unread_note(cfg.experiment.protocol):
+            lines.append(str(unread_note(cfg.experiment.protocol)))
         elif name in unused and name in PROTOCOL_OPTIONS:
             readers = ", ".join(option_readers(name)) or "no protocol"
-            lines.append(f"{flag} is ignored: --protocol {cfg.protocol} does not read it here (read by {readers})")
+            lines.append(
+                f"{flag} is ignored: --protocol {cfg.experiment.protocol} does not read it here (read by {readers})"
+            )
         elif name in unused:
             backend = next((b for p, b in prefixes.items() if name.startswith(p)), "another backend")
-            lines.append(f"{flag} is ignored: only --backend {backend} reads it (this run: {cfg.backend})")
+            lines.append(f"{flag} is ignored: only --backend {backend} reads it (this run: {cfg.sampling.backend})")
     return lines
 
 
@@ -169,9 +166,9 @@ def normalise(cfg: RunConfig) -> RunConfig:
     """A copy of ``cfg`` with the options it does not read at their defaults (CoT: 1 agent and 1
     round; CoT-SC: 1 round), so configs that give the same results get the same run id."""
     changes = {name: _default(name) for name in unused_options(cfg)}
-    if cfg.protocol in SPECS:  # the agents and rounds the protocol really uses (CoT: 1 and 1)
-        changes.update(zip(("agents", "rounds"), SPECS[cfg.protocol].shape(cfg)))
-    return dataclasses.replace(cfg, **changes)
+    if cfg.experiment.protocol in SPECS:  # the agents and rounds the protocol really uses (CoT: 1 and 1)
+        changes.update(zip(("agents", "rounds"), SPECS[cfg.experiment.protocol].shape(cfg)))
+    return cfg.replace(**changes)
 
 
 def check_cell(cfg: RunConfig) -> str | None:
@@ -317,7 +314,7 @@ def _resolved(cfg: RunConfig) -> RunConfig:
     so the cell's run id and directory name are the id its run stores. Unresolvable: left as is
     (the cell's check reports it)."""
     try:
-        return dataclasses.replace(cfg, backend=resolve_backend(cfg.backend, cfg.device))
+        return cfg.replace(backend=resolve_backend(cfg.sampling.backend, cfg.cluster.device))
     except UserError:
         return cfg
 
@@ -326,11 +323,11 @@ def cell_dir_name(cfg: RunConfig, run_id: str) -> str:
     """A cell's folder name: protocol, agents, rounds, density (when the cell reads one) and seed,
     then the hash of ``run_id`` (``sparse_n6_r3_d0.4_s1-1a2b3c4d5e``). The hash alone tells cells
     apart; the prefix is for people listing the folder."""
-    parts = [cfg.protocol, f"n{cfg.agents}", f"r{cfg.rounds}"]
-    density = getattr(cfg, "density", None)
+    parts = [cfg.experiment.protocol, f"n{cfg.experiment.agents}", f"r{cfg.experiment.rounds}"]
+    density = cfg.value("density")
     if isinstance(density, (int, float)):
         parts.append(f"d{density:.4g}")
-    parts.append(f"s{cfg.seed}")
+    parts.append(f"s{cfg.experiment.seed}")
     prefix = re.sub(r"[^A-Za-z0-9._-]+", "-", "_".join(parts))
     return f"{prefix}-{run_id.rsplit('-', 1)[-1]}"
 
@@ -359,9 +356,9 @@ def expand(spec: SweepSpec, out_dir: str | Path) -> list[Cell]:
             by_id[run_id].n_points += 1
             continue
         cell_out = _cell_dir(out_dir, cfg, run_id)
-        cfg.out = str(cell_out)
+        cfg.output.out = str(cell_out)
         unused = unused_options(cfg)
-        params = {k: getattr(cfg, k) for k in spec.grid if k not in unused}
+        params = {k: cfg.value(k) for k in spec.grid if k not in unused}
         error = check_cell(cfg)
         cell = Cell(
             index=len(cells),
@@ -584,7 +581,7 @@ def run_sweep(
                 if c.status == "finished":
                     continue
                 if runner is None:  # made at the first unfinished cell: nothing to do, no Ray started
-                    runner = DebateRunner(ray_address or c.config.ray_address)
+                    runner = DebateRunner(ray_address or c.config.cluster.ray_address)
                 say(
                     f"[{done + 1}/{len(valid)}] start {c.run_id}  {c.label}"
                     + (" (resuming)" if c.status == "partial" else "")

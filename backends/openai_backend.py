@@ -51,13 +51,44 @@ import json
 import os
 import threading
 import time
-from typing import Any, overload
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from backends.base import Backend
+from engine.config.fields import ConfigPart, config_part, option
 from engine.records import GenRequest, GenResult
+
+if TYPE_CHECKING:
+    pass
+
+API_TIMEOUT_MAX = 3600.0  # --api-timeout's bound: an hour for one reply is past any real generation
+
+
+@config_part("openai server", hashed=False)
+@dataclass
+class OpenAISettings(ConfigPart):
+    """The OpenAI-compatible backend's own settings (``--api-*``); the server's URL changes
+    results, so the run id hashes it for runs of every backend, as before it moved here."""
+
+    api_base: str | None = option(
+        None, "--backend openai: the server's URL, with or without /v1 (API key from $OPENAI_API_KEY)", hashed=True
+    )
+    api_concurrency: int = option(16, "--backend openai: requests in flight per replica (default 16)", low=1, high=4096)
+    api_timeout: float = option(
+        120.0,
+        f"--backend openai: seconds one request may take, connecting to the reply's last byte; one that "
+        f"takes longer is retried like an HTTP 5xx, then an error row (default 120, at most {API_TIMEOUT_MAX:g})",
+        low=0,
+        low_open=True,
+        high=API_TIMEOUT_MAX,
+        bound_error=f"must be positive seconds, at most {API_TIMEOUT_MAX:g}",
+    )
+
+    def backend_options(self) -> dict[str, Any]:
+        """The :class:`OpenAIBackend` keyword arguments these settings give."""
+        return {"api_base": self.api_base, "concurrency": self.api_concurrency, "timeout_s": self.api_timeout}
+
 
 BODY_CHARS = 300  # how much of an error body goes into the error message
 _MIN_SECRET_LEN = 8
@@ -90,6 +121,8 @@ class _LoopState:
     """The HTTP session and the in-flight bound of one event loop (both are bound to their loop)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, concurrency: int, timeout_s: float):
+        import aiohttp  # ~0.4 s to import: only where a request is made, not where settings are read
+
         self.loop = loop
         self.semaphore = asyncio.Semaphore(concurrency)
         self.session = aiohttp.ClientSession(
@@ -280,7 +313,7 @@ class OpenAIBackend(Backend):
                     self.stats["timeouts"] += 1
                     failure = f"timed out after {self.timeout_s:g} s waiting for {self.url} (--api-timeout)"
                     status = None
-                except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                except _connection_errors() as exc:
                     failure = f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
                     status = None
                 finally:
@@ -310,6 +343,13 @@ class OpenAIBackend(Backend):
                 await self.aclose()
 
         return asyncio.run(go())
+
+
+def _connection_errors() -> tuple[type[Exception], ...]:
+    """aiohttp's errors of a refused or dropped connection (imported where a request is made)."""
+    import aiohttp  # already imported by the session that raised
+
+    return (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
 
 
 class _Failure(Exception):

@@ -75,7 +75,7 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
         return
     why = (
         "--device cpu"
-        if cfg.device == "cpu"
+        if cfg.cluster.device == "cpu"
         else "no GPU asked for (placement_resources, --gpus-per-replica, "
         "--tensor-parallel, --device gpu) and none in the Ray cluster now"
     )

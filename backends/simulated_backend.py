@@ -38,12 +38,111 @@ import random
 import time
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from backends.base import Backend
-from engine.config import DEFAULT_ACCURACY_KEY
+from engine.config.fields import ConfigPart, config_part, option
+from engine.options import MAX_TOKENS, ConfigError, parse_number
 from engine.records import GenRequest, GenResult, Message
 from engine.word_tokens import count_tokens
+
+DEFAULT_ACCURACY_KEY = "default"  # --sim-accuracy 'big=0.9,default=0.5': the models not named
+
+
+def parse_accuracy(text: str, flag: str = "--sim-accuracy") -> float | dict[str, float]:
+    """``--sim-accuracy``'s text: one number (``0.6``, ``3/5``) for every model, or per model
+    ``big=0.8,small=0.4`` (a ``default=X`` entry for the models not named). The values' bounds
+    and the names are checked by :meth:`SimulatedSettings.check`; a ConfigError naming ``flag``
+    here for text that is neither."""
+    if "=" not in text:
+        try:
+            return parse_number(text, flag)
+        except ConfigError:
+            raise ConfigError(
+                f"{flag} {text!r}: write one number (0.6, 3/5), or model=number pairs such as 'big=0.8,small=0.4'"
+            ) from None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not name:
+            raise ConfigError(f"{flag} {text!r}: write one number, or model=number pairs such as 'big=0.8,small=0.4'")
+        if name in out:
+            raise ConfigError(f"{flag} {text!r}: model {name!r} is given twice")
+        out[name] = parse_number(value, f"{flag} {name}=")
+    return out
+
+
+@config_part("simulator")
+@dataclass
+class SimulatedSettings(ConfigPart):
+    """The simulated backend's own settings (``--sim-*``). The run id hashes them for runs of
+    every backend, as it did before they moved here (:attr:`BackendSpec.hash_settings_always`)."""
+
+    sim_accuracy: float | dict[str, float] = option(
+        0.6,
+        "--backend simulated: chance that a reply not following its peers is right (default 0.6); per model "
+        "as 'big=0.8,small=0.4' (names as in --models; default=X for models not named)",
+        low=0,
+        high=1,
+        parse=lambda text, flag: parse_accuracy(text, flag),
+    )
+    sim_follow: float = option(
+        0.5,
+        "--backend simulated: chance that a debate reply adopts the majority of the answers it read (default 0.5)",
+        low=0,
+        high=1,
+    )
+    sim_reply_tokens: int = option(
+        60,
+        "--backend simulated: length of every reply in whitespace tokens, at least 8: room for the answer and "
+        "its confidence (default 60)",
+        low=8,
+        high=MAX_TOKENS,
+    )
+    sim_invalid: float = option(
+        0.0, "--backend simulated: chance that a reply has no readable answer (default 0.0)", low=0, high=1
+    )
+    sim_latency_s: float = option(
+        0.0,
+        "--backend simulated: seconds each call sleeps, standing in for a model's latency (default 0.0)",
+        low=0,
+        high=600,
+    )
+
+    def backend_options(self) -> dict[str, Any]:
+        """The :class:`SimulatedBackend` keyword arguments these settings give."""
+        return {
+            "accuracy": self.sim_accuracy,
+            "follow": self.sim_follow,
+            "reply_tokens": self.sim_reply_tokens,
+            "invalid": self.sim_invalid,
+            "latency_s": self.sim_latency_s,
+        }
+
+    def check(self, models: list[str]) -> None:
+        """A per-model ``--sim-accuracy``: numbers in [0, 1], every run model given (or a
+        ``default``), no name that is not one of the run's ``models``."""
+        acc: Any = self.sim_accuracy
+        if not isinstance(acc, dict):
+            return
+        flag = "--sim-accuracy"
+        for name, value in acc.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+                raise ConfigError(f"{flag} {name}={value!r}: an accuracy is a number within [0, 1]")
+        stray = [str(m) for m in acc if m != DEFAULT_ACCURACY_KEY and m not in models]
+        if stray:
+            raise ConfigError(
+                f"{flag} names {', '.join(stray)}, not a model of this run (its models: {', '.join(models)})"
+            )
+        missing = [m for m in models if m not in acc]
+        if missing and DEFAULT_ACCURACY_KEY not in acc:
+            raise ConfigError(
+                f"{flag} gives no accuracy for {', '.join(missing)} (this run's models: {', '.join(models)}); "
+                f"name each, or add {DEFAULT_ACCURACY_KEY}=X"
+            )
+
 
 _FILLER = ("let", "me", "work", "through", "this", "step", "by", "carefully", "and", "check", "each", "part")
 

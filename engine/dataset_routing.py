@@ -10,15 +10,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from engine import hf_datasets
 from engine.inputs import bad_text
 from engine.tasks import TASKS, DatasetError, Question, arithmetic_questions, check_task
 from engine.tasks.files import check_limit, check_offset, infer_task, load_dataset
 
+if TYPE_CHECKING:
+    from engine.config.experiment import ExperimentConfig
+
 __all__ = ["ARITHMETIC_LIMIT", "check_text", "load_questions"]
 
 ARITHMETIC_LIMIT = 100  # arithmetic questions of a run without --limit
+
+
+def experiment_questions(experiment: ExperimentConfig) -> list[Question]:
+    """The questions a run's experiment part names (:func:`load_questions` of its data set,
+    task, limit, seed and offset)."""
+    ex = experiment
+    return load_questions(ex.dataset, ex.task, ex.limit, ex.seed, offset=ex.offset)
 
 
 def load_questions(

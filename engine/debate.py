@@ -293,7 +293,7 @@ StepHook = Callable[[list[CallRecord], list[dict[str, Any]]], None]
 async def debate(
     question: Question, cfg, call: CallHook, similarity: SimilarityHook | None = None, on_step: StepHook | None = None
 ) -> tuple[dict[str, Any], DebateLog]:
-    """Run ``cfg.protocol`` on one question; returns its question row and log.
+    """Run ``cfg.experiment.protocol`` on one question; returns its question row and log.
 
     ``call(turn)`` runs one call (the calls of a step run concurrently); ``similarity(texts)``
     answers a protocol's similarity request; ``on_step(records, graph_rows)`` sees each step's
@@ -301,10 +301,10 @@ async def debate(
     The row has the protocol's columns plus ``protocol`` and ``wall_s``.
     """
     start = time.perf_counter()
-    key = question_key(cfg.seed, question.qid)
+    key = question_key(cfg.experiment.seed, question.qid)
     log = DebateLog(question)
-    gen = get_protocol(cfg.protocol)(Context(question=question, cfg=cfg, key=key))
-    stages = protocol_spec(cfg.protocol).stages
+    gen = get_protocol(cfg.experiment.protocol)(Context(question=question, cfg=cfg, key=key))
+    stages = protocol_spec(cfg.experiment.protocol).stages
     response: Any = None
     try:
         while True:
@@ -315,13 +315,15 @@ async def debate(
                 break
             if isinstance(request, Similarity):
                 if similarity is None:
-                    raise ServiceLost(f"--protocol {cfg.protocol} needs embeddings but the run has none")
+                    raise ServiceLost(f"--protocol {cfg.experiment.protocol} needs embeddings but the run has none")
                 response = await similarity(request.texts)
                 continue
             if not isinstance(request, Step):
-                raise TypeError(f"protocol {cfg.protocol} yielded {type(request).__name__}, not a Step or Similarity")
+                raise TypeError(
+                    f"protocol {cfg.experiment.protocol} yielded {type(request).__name__}, not a Step or Similarity"
+                )
             for c in request.calls:  # every kind is declared (engine/kinds.py)
-                check_kind(c.stage, cfg.protocol, stages)
+                check_kind(c.stage, cfg.experiment.protocol, stages)
             results = await asyncio.gather(*(call(log.turn(request.round, c, key)) for c in request.calls))
             seen = len(log.reads)
             response = [log.add(request.round, c, r) for c, r in zip(request.calls, results)]
@@ -331,5 +333,5 @@ async def debate(
         gen.close()
         outcome = Outcome(None, [], info={"error": f"{type(exc).__name__}: {exc}"[:2000]})
     row = log.question_row(outcome, cfg.n_agents, tie_key(cfg, key))
-    row.update(protocol=cfg.protocol, wall_s=time.perf_counter() - start)
+    row.update(protocol=cfg.experiment.protocol, wall_s=time.perf_counter() - start)
     return row, log

@@ -93,7 +93,7 @@ def check_in_flight(cfg: RunConfig, questions: list[Question]) -> None:
     else:
         q = sum(count_words(x.text) for x in sample) / len(sample)
         tokens = cfg.n_agents * cfg.n_rounds * (q + c)
-    k = min(cfg.max_concurrent_questions, len(questions))
+    k = min(cfg.tuning.max_concurrent_questions, len(questions))
     reply_flag = "--" + source.replace("_", "-")
     _check(
         k * tokens * TEXT_BYTES_PER_TOKEN,

@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from engine.cost_model import NotCovered, Sizes, first_call
+from engine.protocols.layout import PROMPT_LAYOUT
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
@@ -162,11 +163,11 @@ def estimate_for(cfg: RunConfig, questions: list[Question]) -> QuestionKV | None
     q = sum(count_words(x.text) for x in sample) / len(sample)
     c, _ = reply_tokens(cfg)
     sizes = Planner().sizes(cfg, sample[0].task)
-    options = {name: getattr(cfg, name) for name in cfg.options_read()}
-    layout = cfg.prompt_layout
+    options = {name: cfg.value(name) for name in cfg.options_read()}
+    layout = cfg.option(PROMPT_LAYOUT)
 
     def at(reply: float) -> QuestionKV | None:
-        return question_kv(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, reply, layout, **options)
+        return question_kv(cfg.experiment.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, reply, layout, **options)
 
     kv, zero = at(c), at(0)
     if kv is None or zero is None or cfg.simulated:
@@ -249,7 +250,7 @@ def plan_in_flight(cfg: RunConfig, questions: list[Question], capacity: dict[str
     models = [ModelCache(m, k, cap, agents.get(m, 0)) for m, (k, cap) in capacity.items()]
     reported = any(m.capacity is not None for m in models)
     kv = estimate_for(cfg, questions) if reported and questions else None
-    return in_flight_limit(cfg.max_concurrent_questions, models, kv, cfg.kv_in_flight)
+    return in_flight_limit(cfg.tuning.max_concurrent_questions, models, kv, cfg.tuning.kv_in_flight)
 
 
 __all__ = [

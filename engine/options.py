@@ -1,24 +1,25 @@
 """A run option (:class:`Option`), and the error a bad option value raises.
 
-The engine's own options are declared in :data:`engine.config.ENGINE_OPTIONS`.
+The engine's own options are fields of the configuration parts (:mod:`engine.config`, made
+with :func:`engine.config.fields.option`, which builds their Options); a backend's own are fields
+of its settings part (:class:`~engine.config.fields.ConfigPart`).
 
 A protocol's own options (S2-MAD's ``tau``, GroupDebate's ``groups``, ...) are declared next to
-its generator, in its :class:`~engine.protocols.spec.ProtocolSpec` (``settings``). From them the
-engine makes the :class:`~engine.config.RunConfig` fields, the ``debate run`` flags and their
-help, the YAML keys, the checks of their values, what the run id hashes and which sweep axes a
-protocol reads. This module imports nothing from the engine, so protocol modules and the config
+its generator, in its :class:`~engine.protocols.spec.ProtocolSpec` (``settings``), and read typed
+(``cfg.option(TAU)``: a float). From the Options the engine makes the ``debate run`` flags and
+their help, the YAML keys, the checks of their values, what the run id hashes and which sweep
+axes a protocol reads. This module imports nothing from the engine, so protocol modules and the config
 can both use it.
 """
 
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 from engine.errors import UserError
 
@@ -80,6 +81,7 @@ GROUPS: dict[str, str] = {
     "engine tuning": "speed and memory of the serving engine and the run; results stay the same",
     "cluster": "where replicas run on the Ray cluster",
     "simulator": "the fake model of --backend simulated",
+    "openai server": "the server of --backend openai",
 }
 
 
@@ -87,12 +89,15 @@ class ConfigError(UserError, ValueError):
     """A bad flag or config key. The message names the flag (``--density``) or file key."""
 
 
-@dataclass(frozen=True)
-class Option:
-    """One ``debate run`` option: an engine option (:data:`engine.config.ENGINE_OPTIONS`) or one
-    that only some protocols read (their ``ProtocolSpec.settings``).
+T = TypeVar("T")
 
-    name:     the RunConfig field; the flag is ``--name-with-dashes``, the YAML key either spelling.
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """One ``debate run`` option: an engine or backend option (a configuration part's field) or
+    one that only some protocols read (their ``ProtocolSpec.settings``); ``T`` is its type.
+
+    name:     the option's flat name; the flag is ``--name-with-dashes``, the YAML key either spelling.
     type:     bool (a ``--x/--no-x`` flag), int, float, str, dict or list (dict and list: YAML only).
     default:  its value when not given; None makes the option optional (``type | None``); ``()``
               for a list: an empty list.
@@ -130,7 +135,7 @@ class Option:
 
     name: str
     # builtins.type: inside the class body the field name ``type`` shadows the builtin
-    type: builtins.type
+    type: builtins.type[T]
     default: Any
     help: str = ""
     choices: tuple[Any, ...] | None = None
@@ -192,21 +197,6 @@ class Option:
         if self.type not in (int, float):
             return None
         return _bounds(self.low, self.high, self.low_open)
-
-    @property
-    def annotation(self) -> str:
-        base = self.type.__name__
-        return f"{base} | None" if self.default is None and self.type is not dict else base
-
-    def field(self) -> tuple[str, str, dataclasses.Field[Any]]:
-        """The (name, annotation, field) triple :func:`dataclasses.make_dataclass` takes."""
-        # dataclasses.field is typed to return the field's value (for use in a class body); at
-        # run time it returns the Field that make_dataclass wants
-        if self.type is dict:
-            return self.name, "dict[str, Any]", cast("dataclasses.Field[Any]", dataclasses.field(default_factory=dict))
-        if self.type is list and self.default == ():  # an empty list of its own per config
-            return self.name, "list[Any]", cast("dataclasses.Field[Any]", dataclasses.field(default_factory=list))
-        return self.name, self.annotation, dataclasses.field(default=self.default)
 
     def check(self, value: Any, name: str | None = None) -> None:
         """Raise a ConfigError naming the flag (or ``name``: ``agent_settings[2].temperature``)

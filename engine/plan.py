@@ -93,8 +93,8 @@ def weakest(kinds: Iterable[str]) -> str:
 def reply_tokens(cfg: RunConfig) -> tuple[int, str]:
     """The reply length ``C`` assumed for ``cfg`` and where it comes from (for the header)."""
     if cfg.simulated:
-        return min(cfg.sim_reply_tokens, cfg.max_tokens), "sim_reply_tokens"
-    return cfg.max_tokens, "max_tokens"
+        return min(cfg.value("sim_reply_tokens"), cfg.sampling.max_tokens), "sim_reply_tokens"
+    return cfg.sampling.max_tokens, "max_tokens"
 
 
 class Planner:
@@ -106,15 +106,15 @@ class Planner:
 
     def questions(self, cfg: RunConfig) -> list[Question] | str:
         """The questions ``cfg`` debates, or the message of why they cannot be read."""
-        from engine.dataset_routing import load_questions
+        from engine.dataset_routing import experiment_questions
 
-        seed = cfg.seed if cfg.dataset == "arithmetic" else None  # only arithmetic depends on it
-        key = (cfg.dataset, cfg.task, cfg.limit, cfg.offset, seed)
+        seed = cfg.experiment.seed if cfg.experiment.dataset == "arithmetic" else None  # only arithmetic depends on it
+        key = (cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.offset, seed)
         if key not in self._questions:
             try:
-                self._questions[key] = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+                self._questions[key] = experiment_questions(cfg.experiment)
             except UserError as exc:
-                self._questions[key] = f"--dataset {cfg.dataset}: {exc}"
+                self._questions[key] = f"--dataset {cfg.experiment.dataset}: {exc}"
         return self._questions[key]
 
     def sizes(self, cfg: RunConfig, task: str) -> Sizes:
@@ -123,10 +123,10 @@ class Planner:
         from engine.prompts import PromptSet
         from engine.word_tokens import count_tokens, count_words
 
-        key = (task, json.dumps(cfg.prompts, sort_keys=True, default=str), cfg.system_prompt)
+        key = (task, json.dumps(cfg.experiment.prompts, sort_keys=True, default=str), cfg.sampling.system_prompt)
         if key not in self._sizes:
-            prompts = PromptSet.for_task(task, cfg.prompts)
-            self._sizes[key] = measure(prompts, count_words, count_tokens, cfg.system_prompt)
+            prompts = PromptSet.for_task(task, cfg.experiment.prompts)
+            self._sizes[key] = measure(prompts, count_words, count_tokens, cfg.sampling.system_prompt)
         return self._sizes[key]
 
     def plan(self, cfg: RunConfig) -> CellPlan:
@@ -141,23 +141,23 @@ class Planner:
         from engine.cost_predict import predict
         from engine.word_tokens import count_words
 
-        spec = SPECS[cfg.protocol]
+        spec = SPECS[cfg.experiment.protocol]
         n = len(questions)
         if spec.cost is None:
-            return CellPlan(n, note=f"no cost model for --protocol {cfg.protocol}")
+            return CellPlan(n, note=f"no cost model for --protocol {cfg.experiment.protocol}")
         q = sum(count_words(x.text) for x in questions) / n
         c, _ = reply_tokens(cfg)
-        options = {name: getattr(cfg, name) for name in cfg.options_read()}
+        options = {name: cfg.value(name) for name in cfg.options_read()}
         options["n_models"] = len(cfg.run_models())  # a shared layout's summaries: one per model
         try:
             sizes = self.sizes(cfg, questions[0].task)
-            cost = predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
+            cost = predict(cfg.experiment.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
         except NotCovered as exc:  # a setting the closed form does not cover (sparse on a ring)
-            topology = getattr(cfg, "topology", None)
+            topology = cfg.value("topology")
             why = f"--topology {topology}" if topology not in (None, "regular") else str(exc)
             return CellPlan(n, question_tokens=q, reply_tokens=c, note=f"no cost model for {why}")
         kind = spec.cost_kind
-        if cfg.agent_settings:  # per-agent prompts or lengths: the formulas take one of each
+        if cfg.experiment.agent_settings:  # per-agent prompts or lengths: the formulas take one of each
             kind = "estimate"
         tokens_kind = kind if cfg.simulated else "estimate"
         computed = run_computed(cfg, questions, sizes, cost)
@@ -187,9 +187,11 @@ def run_computed(cfg: RunConfig, questions: list[Question], sizes: Sizes, cost: 
 
     if cost.computed_prompt_tokens is None:
         return None
-    prompts = PromptSet.for_task(questions[0].task, cfg.prompts)
+    prompts = PromptSet.for_task(questions[0].task, cfg.experiment.prompts)
     tokens = WordTokenizer()
-    firsts = [tokens(build_messages(prompts, q.text, "first", [], [], cfg.system_prompt)[0]) for q in questions]
+    firsts = [
+        tokens(build_messages(prompts, q.text, "first", [], [], cfg.sampling.system_prompt)[0]) for q in questions
+    ]
     n, m = len(questions), max(1, min(len(cfg.run_models()), cfg.n_agents))
     q = sum(count_words(x.text) for x in questions) / n
     per_question = cost.computed_prompt_tokens - m * first_computed(sizes, q)

@@ -103,7 +103,7 @@ def backend_compute_s(cfg: RunConfig, questions) -> tuple[float, int]:
     from actors.local_run import run_local
     from actors.replica_actor import make_backend
 
-    timed = TimedBackend(make_backend(cfg.backend, cfg.model, replica_options(cfg)[1]))
+    timed = TimedBackend(make_backend(cfg.sampling.backend, cfg.sampling.model, replica_options(cfg)[1]))
     run_local(cfg, questions, timed)
     return timed.seconds, timed.calls
 
@@ -130,7 +130,7 @@ def run_size(
     from actors.prepare import prepare
     from actors.writer_actor import WriterActor
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol=protocol,
         agents=n_agents,
         rounds=rounds,
@@ -146,17 +146,25 @@ def run_size(
     qs, prompts = prepare(cfg)
     warm_qs = qs[:warmup_questions]
     sets = [qs[warmup_questions + k * questions : warmup_questions + (k + 1) * questions] for k in range(repeats)]
-    replica = runner.replicas_for(cfg, [cfg.model]).handles[cfg.model][0]
+    replica = runner.replicas_for(cfg, [cfg.sampling.model]).handles[cfg.sampling.model][0]
     specs = cfg.agent_specs()
     t = time.perf_counter()
-    writer = WriterActor.remote(cfg.out)
+    writer = WriterActor.remote(cfg.output.out)
     agents = [AgentGroupActor.remote() for _ in specs]  # one agent per actor
     ray.get([a.ready.remote() for a in agents] + [writer.flush.remote()])
     coordinator = CoordinatorActor.remote()
     setups = [AgentSetup(i, spec, prompts, True, replica) for i, spec in enumerate(specs)]
     ray.get(
         coordinator.setup.remote(
-            cfg, cfg.run_id(), agents, [[s] for s in setups], writer, cfg.backend, True, None, uuid.uuid4().hex[:12]
+            cfg,
+            cfg.run_id(),
+            agents,
+            [[s] for s in setups],
+            writer,
+            cfg.sampling.backend,
+            True,
+            None,
+            uuid.uuid4().hex[:12],
         )
     )
     actors_s = time.perf_counter() - t

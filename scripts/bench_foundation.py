@@ -32,7 +32,7 @@ def sparse_savings(tmp: Path) -> list[dict]:
     for reply in (60, 150):
         res = {}
         for proto, extra in (("mad", {}), ("sparse", {"density": 0.4})):
-            cfg = RunConfig(
+            cfg = RunConfig.flat(
                 protocol=proto,
                 backend="simulated",
                 agents=6,
@@ -65,7 +65,7 @@ def sparse_savings(tmp: Path) -> list[dict]:
 
 
 def real_debate(tmp: Path) -> dict:
-    cfg = RunConfig(protocol="mad", agents=3, rounds=2, limit=3, progress=False, out=str(tmp / "real"))
+    cfg = RunConfig.flat(protocol="mad", agents=3, rounds=2, limit=3, progress=False, out=str(tmp / "real"))
     r = run(cfg)
     s = r.summary
     out = {
@@ -73,7 +73,7 @@ def real_debate(tmp: Path) -> dict:
         "agents": 3,
         "rounds": 2,
         "questions": 3,
-        "model": cfg.model,
+        "model": cfg.sampling.model,
         "backend": r.backend,
         "dtype": r.dtype,
         "wall_s": round(r.wall_s, 1),

@@ -53,7 +53,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -65,6 +64,7 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.protocols.layout import PROMPT_LAYOUT  # noqa: E402
 from scripts._bench_common import (  # noqa: E402
     agents_axis,
     debate_exe,
@@ -137,7 +137,7 @@ def token_counters(cfg) -> Counters:
 
     from backends.model_store import chat_token_ids, resolve_model
 
-    tok = AutoTokenizer.from_pretrained(str(resolve_model(cfg.model)))
+    tok = AutoTokenizer.from_pretrained(str(resolve_model(cfg.sampling.model)))
 
     def chat_ids(messages: list[dict]) -> list[int]:
         return chat_token_ids(tok, messages)
@@ -154,13 +154,16 @@ def predictions(cfg, questions, counters: Counters, reply_tokens: float) -> dict
     from engine.prompts import PromptSet
 
     sizes = measure(
-        PromptSet.for_task(questions[0].task, cfg.prompts), counters.content, counters.chat, cfg.system_prompt
+        PromptSet.for_task(questions[0].task, cfg.experiment.prompts),
+        counters.content,
+        counters.chat,
+        cfg.sampling.system_prompt,
     )
     q = sum(counters.content(x.text) for x in questions) / len(questions)
-    options = {name: getattr(cfg, name) for name in cfg.options_read()}
+    options = {name: cfg.value(name) for name in cfg.options_read()}
     options["n_models"] = len(cfg.run_models())
     try:
-        cost = predict(cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, reply_tokens, **options)
+        cost = predict(cfg.experiment.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, reply_tokens, **options)
     except NotCovered:
         cost = None
     kv = estimate_for(cfg, questions)
@@ -194,7 +197,7 @@ def base_config(args: argparse.Namespace):
     """The settings every cell shares (protocol, agents and layout are the cell's)."""
     from engine.config import DEFAULT_MODEL, RunConfig
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=2,
         rounds=args.rounds,
@@ -205,7 +208,7 @@ def base_config(args: argparse.Namespace):
         progress=False,
         kv_cache_bytes=args.kv_cache_bytes,
     ).validate()
-    if cfg.backend != args.backend:
+    if cfg.sampling.backend != args.backend:
         raise SystemExit(f"bench_prefix: --backend {args.backend}: not installed here (run scripts/setup.sh)")
     return cfg
 
@@ -217,10 +220,10 @@ def run_cell(runner, cfg, questions, counters: Counters) -> dict[str, Any]:
     calls, debate_s = s["n_calls"], t.get("debate_s") or res.wall_s
     engine = res.engine[0] if res.engine else {}
     row: dict[str, Any] = {
-        "protocol": cfg.protocol,
+        "protocol": cfg.experiment.protocol,
         "agents": cfg.n_agents,
-        "layout": cfg.prompt_layout,
-        "kv_in_flight": cfg.kv_in_flight,
+        "layout": cfg.option(PROMPT_LAYOUT),
+        "kv_in_flight": cfg.tuning.kv_in_flight,
         "questions": len(questions),
         "calls": calls,
         "prompt_tokens": s["prompt_tokens"],
@@ -251,9 +254,9 @@ def warm_up(runner, base, work: Path) -> dict[str, Any]:
     """Start the replica with a one-question, one-round MAD run of 2 agents; its seconds."""
     from engine.dataset_routing import load_questions
 
-    cfg = dataclasses.replace(base, agents=2, rounds=1, limit=1, out=str(work / "warm"))
+    cfg = base.replace(agents=2, rounds=1, limit=1, out=str(work / "warm"))
     t = time.perf_counter()
-    res = runner.run(cfg, load_questions(cfg.dataset, cfg.task, 1, cfg.seed))
+    res = runner.run(cfg, load_questions(cfg.experiment.dataset, cfg.experiment.task, 1, cfg.experiment.seed))
     return {
         "whole_s": round(time.perf_counter() - t, 3),
         **{k: round(v, 3) for k, v in res.timings.items()},
@@ -275,8 +278,7 @@ def run_cells(args: argparse.Namespace, base, cells, log) -> tuple[dict[str, Any
         log(f"replica started and warm in {startup['whole_s']:.1f} s")
         for i, (protocol, n, layout, kv) in enumerate(cells):
             offset = (i + 1) * args.questions  # questions of its own (the warm-up has the first)
-            cfg = dataclasses.replace(
-                base,
+            cfg = base.replace(
                 protocol=protocol,
                 agents=n,
                 prompt_layout=layout,
@@ -284,7 +286,9 @@ def run_cells(args: argparse.Namespace, base, cells, log) -> tuple[dict[str, Any
                 offset=offset,
                 out=str(work / f"cell{i}"),
             ).validate()
-            questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=offset)
+            questions = load_questions(
+                cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.seed, offset=offset
+            )
             row = run_cell(runner, cfg, questions, counters)
             rows.append(row)
             log(
@@ -349,7 +353,7 @@ def measure(args: argparse.Namespace, log=print) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "commit": git_commit(),
         "machine": machine_info(),
-        "backend": base.backend,
+        "backend": base.sampling.backend,
         "simulated": base.simulated,
         "params": {
             "protocols": protocols,
@@ -360,8 +364,8 @@ def measure(args: argparse.Namespace, log=print) -> dict[str, Any]:
             "questions": args.questions,
             "max_tokens": args.max_tokens,
             "kv_cache_bytes": args.kv_cache_bytes,
-            "temperature": base.temperature,
-            "model": base.model,
+            "temperature": base.sampling.temperature,
+            "model": base.sampling.model,
         },
         "loadavg_before": loadavg(),
     }

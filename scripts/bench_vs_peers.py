@@ -196,10 +196,10 @@ class PeerEngine:
 
     @staticmethod
     async def _start(cfg: RunConfig):
-        from backends.registry import engine_settings
+        from backends.registry import backend_spec, engine_settings
         from backends.vllm_backend import VLLMBackend
 
-        return VLLMBackend(cfg.model, **engine_settings(cfg, "vllm"))  # the replica's settings
+        return VLLMBackend(cfg.sampling.model, **engine_settings(cfg, backend_spec("vllm")))  # the replica's settings
 
     def call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
@@ -227,11 +227,10 @@ class PeerEngine:
 
 def engine_run(runner, cfg: RunConfig, questions, work: Path, name: str) -> dict[str, Any]:
     """(a): one timed ``DebateRunner.run`` on an engine already warm; returns its figures and calls."""
-    import dataclasses
 
     from engine.results import read_table
 
-    res = runner.run(dataclasses.replace(cfg, out=str(work / name)), questions)
+    res = runner.run(cfg.replace(out=str(work / name)), questions)
     calls = read_table(res.out_dir, "calls").to_pylist()
     return {
         "seconds": round(res.wall_s, 3),
@@ -267,7 +266,6 @@ def measure(
     the peer engine; (c), the slowest, in the first repetition only. Run-to-run noise on a small
     shared machine is larger than the margins being measured, so the headline ratios are the
     medians of the per-repetition ratios (every repetition is in the JSON)."""
-    import dataclasses
     import statistics
 
     from actors.driver import DebateRunner
@@ -275,7 +273,7 @@ def measure(
 
     if repeat < 1:
         raise SystemExit("bench_vs_peers: --repeat must be at least 1")
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=agents,
         rounds=rounds,
@@ -286,15 +284,15 @@ def measure(
         dtype=dtype,
         progress=False,
     ).validate()
-    if cfg.backend != "vllm":
+    if cfg.sampling.backend != "vllm":
         raise SystemExit("bench_vs_peers: vLLM is not installed here (run scripts/setup.sh); it compares on vLLM")
-    qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
+    qs = load_questions(cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.seed)
     load_before = loadavg()
     reps: list[dict[str, Any]] = []
     with scratch_dir() as work_dir, DebateRunner() as runner:
         work = Path(work_dir)
         t = time.perf_counter()
-        runner.run(dataclasses.replace(cfg, out=str(work / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
+        runner.run(cfg.replace(out=str(work / "warm"), limit=1, seed=cfg.experiment.seed + 1), qs[:1])
         engine_start_s = round(time.perf_counter() - t, 3)
         log(f"engine warm in {engine_start_s:.1f} s")
         peer = PeerEngine(cfg)

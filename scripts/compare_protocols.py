@@ -45,7 +45,7 @@ def main() -> None:
         for name, extra in PROTOCOLS.items():
             if args.only and name not in args.only.split(","):
                 continue
-            cfg = RunConfig(
+            cfg = RunConfig.flat(
                 **{"protocol": "mad", **extra},
                 backend=args.backend,
                 agents=args.agents,

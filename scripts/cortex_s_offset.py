@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.protocols.cortex import CORTEX_S_OFFSET
 from scripts._bench_common import git_commit, machine_info  # noqa: E402
 
 DEFAULT_OFFSET = 1.0
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     runs: dict[float, list[str]] = {}
     for c in cells:
-        runs.setdefault(float(c.config.cortex_s_offset), []).append(c.run_id)
+        runs.setdefault(float(c.config.option(CORTEX_S_OFFSET)), []).append(c.run_id)
     results = load(out / "sweep")
     simulated = bool(results.runs["simulated"].any()) if "simulated" in results.runs else args.backend == "simulated"
     rows = summarise(results, runs, args.rounds)

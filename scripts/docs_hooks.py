@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:  # `mkdocs` run from a checkout without the editab
 
 from app.cli import build_parser, subcommands  # noqa: E402
 from engine import kinds  # noqa: E402
-from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, option_readers  # noqa: E402
+from engine.config import PROTOCOL_OPTIONS, engine_options, option_readers  # noqa: E402
 from engine.options import GROUPS, Option  # noqa: E402
 from engine.protocols import SPECS  # noqa: E402
 from engine.protocols.spec import ProtocolSpec  # noqa: E402
@@ -37,7 +37,7 @@ GENERATED_NOTE = (
     "!!! note\n    This page is generated from the code at every `mkdocs build` (`scripts/docs_hooks.py`); "
     "edit the code, not this page.\n"
 )
-OPTIONS = {**{o.name: o for o in ENGINE_OPTIONS}, **PROTOCOL_OPTIONS}
+OPTIONS = {**{o.name: o for o in engine_options()}, **PROTOCOL_OPTIONS}
 
 
 def cell(text: Any) -> str:
@@ -183,7 +183,7 @@ def config_page() -> str:
         "memory or where output goes, not results.\n",
     ]
     for group, what in GROUPS.items():
-        rows = [_option_row(o, "yes" if o.hashed else "no") for o in ENGINE_OPTIONS if o.group == group]
+        rows = [_option_row(o, "yes" if o.hashed else "no") for o in engine_options() if o.group == group]
         out.append(f"\n## {group}\n\n{cell(what)}\n\n" + table(header, rows))
     rows = []
     for name, opt in PROTOCOL_OPTIONS.items():

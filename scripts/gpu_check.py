@@ -97,7 +97,7 @@ def _config(backend: str, model: str, out: Path, **kw):
         call_retries=3,
     )
     base.update(kw)
-    return RunConfig(**base).validate()
+    return RunConfig.flat(**base).validate()
 
 
 def _answered(res) -> str:

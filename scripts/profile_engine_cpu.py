@@ -12,7 +12,6 @@ Usage: .venv/bin/python scripts/profile_engine_cpu.py [--questions 10 --agents 6
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections import defaultdict
@@ -47,7 +46,7 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
     from actors.driver import DebateRunner
     from engine.dataset_routing import load_questions
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=agents,
         rounds=rounds,
@@ -56,14 +55,14 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
         temperature=0.0,
         progress=False,
     ).validate()
-    qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
+    qs = load_questions(cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.seed)
     load_before = loadavg()
     with scratch_dir() as work, DebateRunner() as runner:
-        runner.run(dataclasses.replace(cfg, out=str(Path(work) / "warm"), limit=1, seed=cfg.seed + 1), qs[:1])
+        runner.run(cfg.replace(out=str(Path(work) / "warm"), limit=1, seed=cfg.experiment.seed + 1), qs[:1])
         log("engine warm; timed run ...")
         before = cpu_by_process()
         t = time.perf_counter()
-        res = runner.run(dataclasses.replace(cfg, out=str(Path(work) / "run")), qs)
+        res = runner.run(cfg.replace(out=str(Path(work) / "run")), qs)
         wall = time.perf_counter() - t
         after = cpu_by_process()
     by_name: dict[str, float] = defaultdict(float)
@@ -82,7 +81,7 @@ def measure(questions: int, agents: int, rounds: int, max_tokens: int, log=print
             "rounds": rounds,
             "max_tokens": max_tokens,
             "temperature": 0.0,
-            "model": cfg.model,
+            "model": cfg.sampling.model,
         },
         "backend": res.backend,
         "dtype": res.dtype,

@@ -322,7 +322,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[
             if metric.startswith(NOT_MEASURED):
                 measures[key] = {"metric": metric}
                 continue
-            values = [measure_run(metric, q, k, c.config.rounds) for q, k, c in per_run]
+            values = [measure_run(metric, q, k, c.config.experiment.rounds) for q, k, c in per_run]
             mean, sd = mean_sd(values)
             measures[key] = {"metric": metric, "mean": mean, "sd": sd, "values": values}
     return {

@@ -51,7 +51,7 @@ def get_protocol(name: str) -> ProtocolFn:
 
 def validate_protocol(cfg) -> None:
     """The protocol's own checks before a run starts (its spec's ``validate``)."""
-    check = protocol_spec(cfg.protocol).validate
+    check = protocol_spec(cfg.experiment.protocol).validate
     if check is not None:
         check(cfg)
 

@@ -275,7 +275,7 @@ def tie_key(ctx_or_cfg, key: int) -> int | None:
     """The tie-break key of a question's votes: its key (seeded draw) or None (``--tie-break
     first``: the answer seen first, in agent order)."""
     cfg = getattr(ctx_or_cfg, "cfg", ctx_or_cfg)
-    return None if getattr(cfg, "tie_break", "random") == "first" else key
+    return None if cfg.experiment.tie_break == "first" else key
 
 
 def vote(ctx: Context, answers: list[str | None]) -> str | None:

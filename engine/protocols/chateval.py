@@ -284,8 +284,8 @@ def _summary(chat: list[ChatLine]) -> SummaryCall:
 
 
 def chateval_debate(ctx: Context) -> ProtocolGen:
-    n, n_rounds, talk = ctx.n_agents, ctx.n_rounds, ctx.cfg.chateval_talk
-    roles = agent_roles(n, ctx.cfg.chateval_roles)
+    n, n_rounds, talk = ctx.n_agents, ctx.n_rounds, ctx.cfg.option(CHATEVAL_TALK)
+    roles = agent_roles(n, ctx.cfg.option(CHATEVAL_ROLES))
     chat: list[ChatLine] = []
     seen = [0] * n  # agent i has read chat[:seen[i]] (everything posted before its last turn)
     answers: list[str | None] = [None] * n
@@ -317,7 +317,7 @@ def chateval_debate(ctx: Context) -> ProtocolGen:
 
 
 def _check(cfg) -> None:
-    agent_roles(cfg.n_agents, cfg.chateval_roles)
+    agent_roles(cfg.n_agents, cfg.option(CHATEVAL_ROLES))
 
 
 # --------------------------------------------------------------------------- cost model

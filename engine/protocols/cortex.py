@@ -77,7 +77,7 @@ Choices where the paper is vague (see also :mod:`topologies.cortex` for eqs. 3, 
   unreadable confidence gets eq. 2's lowest band); every reader keeps the heads whose peer score is
   >= the mean over the whole graph (the ``self`` rule). ``info["rounds"][d-1]["peer_scores"]``
   has the scores given (``[scorer][scored]``, None unreadable), the peer scores and their mean.
-* **Unknown models.** ``cfg.model_info[model] = {"params_b", "tokens_t"}`` gives N and M. A model
+* **Unknown models.** ``cfg.option(MODEL_INFO)[model] = {"params_b", "tokens_t"}`` gives N and M. A model
   without an entry uses :data:`KNOWN_MODELS` (matched on the lower-cased name). When the agents'
   models differ, a model of unknown size is an error before the run (:func:`validate`); with one
   model for all, the SmolLM2-135M values stand in (credibility is then equal for every agent);
@@ -160,7 +160,7 @@ STAGES = {
 
 # --------------------------------------------------------------------------- model metadata
 
-# Defaults for eqs. 3-4 when cfg.model_info has no entry: name fragment -> (params_b, tokens_t).
+# Defaults for eqs. 3-4 when cfg.option(MODEL_INFO) has no entry: name fragment -> (params_b, tokens_t).
 # SmolLM2-135M: 135M parameters, "trained on 2 trillion tokens" (model card,
 # https://huggingface.co/HuggingFaceTB/SmolLM2-135M). The instruct model is the same base.
 KNOWN_MODELS: dict[str, tuple[float, float]] = {
@@ -213,7 +213,7 @@ def validate(cfg) -> None:
     models = list(dict.fromkeys(spec.model for spec in cfg.agent_specs()))
     if len(models) < 2:
         return
-    unknown = [m for m in models if "default" in model_size(m, cfg.model_info or {})[2]]
+    unknown = [m for m in models if "default" in model_size(m, cfg.option(MODEL_INFO) or {})[2]]
     if unknown:
         raise ConfigError(
             f"--protocol cortex: agents use different models ({', '.join(models)}), weighted by model size "
@@ -225,11 +225,11 @@ def validate(cfg) -> None:
 
 def _needs_similarity(cfg) -> bool:
     """Only eq. 9's intimacy term reads the outputs' cosine similarity."""
-    return cfg.cortex_weights == "mdm"
+    return cfg.option(CORTEX_WEIGHTS) == "mdm"
 
 
 def _check(cfg) -> None:
-    if cfg.cortex_weights == "none" and cfg.cortex_graph != "full":
+    if cfg.option(CORTEX_WEIGHTS) == "none" and cfg.option(CORTEX_GRAPH) != "full":
         raise ConfigError("--cortex-weights none needs --cortex-graph full (the sparse graph is made from the weights)")
 
 
@@ -292,14 +292,14 @@ MATRIX_INFO_MAX_AGENTS = 64  # above this many agents, info keeps no N x N matri
 def cortex_debate(ctx: Context) -> ProtocolGen:
     cfg = ctx.cfg
     n, n_rounds = ctx.n_agents, ctx.n_rounds
-    memory = cfg.cortex_memory
-    if cfg.forgetting and memory == "full":
+    memory = cfg.option(CORTEX_MEMORY)
+    if cfg.option(FORGETTING) and memory == "full":
         memory = "last"
-    s_offset = float(cfg.cortex_s_offset)
+    s_offset = float(cfg.option(CORTEX_S_OFFSET))
 
     # eqs. 3-4: credibility per agent from its model's size
     models = [spec.model for spec in cfg.agent_specs()]
-    sizes = [model_size(m, cfg.model_info or {}) for m in models]
+    sizes = [model_size(m, cfg.option(MODEL_INFO) or {}) for m in models]
     cred = [credibility(p, t) for p, t, _ in sizes]
     info: dict[str, Any] = {
         "credibility": {
@@ -321,8 +321,8 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             else {}
         ),
         "s_offset": s_offset,
-        "graph": cfg.cortex_graph,
-        "weights": cfg.cortex_weights,
+        "graph": cfg.option(CORTEX_GRAPH),
+        "weights": cfg.option(CORTEX_WEIGHTS),
         "confidence_raw": [],  # per round, per agent: parsed value or None
         "confidence": [],  # per round, per agent: recalibrated (eq. 2)
         "unparsed_confidence": [],  # [round, agent]
@@ -347,7 +347,9 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
     answers = [r.answer for r in replies]
     h = confidences(0, replies)
     history = [answers]
-    mdm = MDMState(credibility=cred, s_offset=s_offset, weights_mode=cfg.cortex_weights, graph=cfg.cortex_graph)
+    mdm = MDMState(
+        credibility=cred, s_offset=s_offset, weights_mode=cfg.option(CORTEX_WEIGHTS), graph=cfg.option(CORTEX_GRAPH)
+    )
     stopped = False
 
     # Phase 2: debate rounds d = 1..D
@@ -357,7 +359,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
             info["nonfinite_similarity"] += bad
         else:  # the ablation's weights read no intimacy (eq. 7): no embedding call
             cos = np.zeros((n, n))
-        scored = (yield from peer_scores(d, texts, answers)) if cfg.cortex_weights == "peer" else None
+        scored = (yield from peer_scores(d, texts, answers)) if cfg.option(CORTEX_WEIGHTS) == "peer" else None
         rnd = mdm.step(h, cos, None if scored is None else scored["score"])  # steps 1-2: eqs. 5-12
         info["rounds"].append(
             {
@@ -406,7 +408,7 @@ def cortex_debate(ctx: Context) -> ProtocolGen:
         answers = [r.answer for r in replies]
         h = confidences(d, replies)
         history.append(answers)
-        if cfg.early_stop and unanimous(answers):  # step 4: every answer equals agent 0's, a valid one
+        if cfg.option(EARLY_STOP) and unanimous(answers):  # step 4: every answer equals agent 0's, a valid one
             stopped = d < n_rounds - 1
             break
 
@@ -574,7 +576,7 @@ SPEC = ProtocolSpec(
         MODEL_INFO,
     ),
     unused=lambda cfg: (
-        (set() if cfg.cortex_memory == "full" else {"forgetting"})
+        (set() if cfg.option(CORTEX_MEMORY) == "full" else {"forgetting"})
         | (set() if _needs_similarity(cfg) else {"embedding_model"})
     ),
     check=_check,

@@ -142,14 +142,14 @@ def in_groups(calls: list[AgentCall], groups: Groups) -> list[AgentCall]:
 
 def run_groups(ctx: Context) -> Groups:
     """The run's groups: ``--groups`` sizes, shuffled with ``--seed`` (same for every question)."""
-    return make_groups(ctx.cfg.groups, ctx.n_agents, seed=ctx.cfg.seed)
+    return make_groups(ctx.cfg.option(GROUPS), ctx.n_agents, seed=ctx.cfg.experiment.seed)
 
 
 def validate(cfg) -> None:
     """Checks before a run starts (``engine.protocols.validate_protocol``): the groups (a
     :class:`topologies.TopologyError` naming ``--groups`` and ``--agents``) and the schedule."""
-    make_groups(cfg.groups, cfg.n_agents, seed=cfg.seed)
-    stage_plan(cfg.n_rounds, cfg.stage_rounds)
+    make_groups(cfg.option(GROUPS), cfg.n_agents, seed=cfg.experiment.seed)
+    stage_plan(cfg.n_rounds, cfg.option(STAGE_ROUNDS))
 
 
 def summary_calls(
@@ -219,7 +219,7 @@ def group_debate(ctx: Context) -> ProtocolGen:
     cfg, n = ctx.cfg, ctx.n_agents
     memory = memory_mode(cfg, MEMORY)
     groups = run_groups(ctx)
-    plan = stage_plan(ctx.n_rounds, cfg.stage_rounds)
+    plan = stage_plan(ctx.n_rounds, cfg.option(STAGE_ROUNDS))
     texts: list[str] = [""] * n
     answers: list[str | None] = [None] * n
     history: list[list[str | None]] = []
@@ -252,8 +252,8 @@ def group_debate(ctx: Context) -> ProtocolGen:
         answers_by_round=history,
         info={
             "groups": [list(g) for g in groups.members],
-            "stage_rounds": cfg.stage_rounds,
-            "stages": n_stages(ctx.n_rounds, cfg.stage_rounds),
+            "stage_rounds": cfg.option(STAGE_ROUNDS),
+            "stages": n_stages(ctx.n_rounds, cfg.option(STAGE_ROUNDS)),
             "summary_answers": summary_answers,
         },
     )

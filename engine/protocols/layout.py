@@ -77,20 +77,17 @@ SAME_PROMPTS = {  # protocols whose prompts --prompt-layout shared would not cha
 def is_shared(cfg: Any) -> bool:
     """Whether the run lays its prompts out ``shared``: it says so and its protocol reads the
     option (CoT-SC given ``shared`` runs its one round as ever)."""
-    if getattr(cfg, "prompt_layout", PAPER) != SHARED:
-        return False
-    read = getattr(cfg, "options_read", None)
-    return read is None or PROMPT_LAYOUT.name in read()
+    return cfg.option(PROMPT_LAYOUT) == SHARED and PROMPT_LAYOUT.name in cfg.options_read()
 
 
 def check_layout(cfg: Any, readers: frozenset[str]) -> None:
     """``--prompt-layout shared`` with a protocol that has no shared layout (``readers``: the
     options the run reads): a ConfigError naming the flag and the protocol. A protocol in
     :data:`SAME_PROMPTS` takes it (its prompts stay what they are)."""
-    if cfg.prompt_layout != SHARED or PROMPT_LAYOUT.name in readers or cfg.protocol in SAME_PROMPTS:
+    if cfg.option(PROMPT_LAYOUT) != SHARED or PROMPT_LAYOUT.name in readers or cfg.experiment.protocol in SAME_PROMPTS:
         return
     raise ConfigError(
-        f"--prompt-layout shared is not available with --protocol {cfg.protocol}: its agents read different "
+        f"--prompt-layout shared is not available with --protocol {cfg.experiment.protocol}: its agents read different "
         "texts, so their prompts share the question only, as in the paper layout; use --prompt-layout paper"
     )
 

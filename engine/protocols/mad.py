@@ -82,11 +82,13 @@ def build_topology(ctx_cfg) -> Topology:
     """The run's graph (the same object for every question of a run: topologies are immutable)."""
     cfg = ctx_cfg
     n = cfg.n_agents
-    if cfg.protocol in ("cot", "sc", "mad"):
+    if cfg.experiment.protocol in ("cot", "sc", "mad"):
         return _topology("full", n)
-    if cfg.protocol == "probmad":
-        return _topology("probmad", n, cfg.density, seed=cfg.seed)
-    return _topology(_graph_kind(cfg), n, cfg.density, cfg.edges, cfg.center, cfg.seed)
+    if cfg.experiment.protocol == "probmad":
+        return _topology("probmad", n, cfg.option(DENSITY), seed=cfg.experiment.seed)
+    return _topology(
+        _graph_kind(cfg), n, cfg.option(DENSITY), cfg.option(EDGES), cfg.option(CENTER), cfg.experiment.seed
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -168,7 +170,7 @@ def topology_debate(ctx: Context, topology: Topology | None = None) -> ProtocolG
     topo = topology or build_topology(ctx.cfg)
     memory = "last" if mode in ("last", "summary-last") else "full"
     summarise = mode.startswith("summary")
-    one_by_one = ctx.n_rounds > 1 and ctx.cfg.talk == "one-by-one"
+    one_by_one = ctx.n_rounds > 1 and ctx.cfg.option(TALK) == "one-by-one"
     replies = yield Step(0, [AgentCall(agent=i, stage="first", memory=memory) for i in range(n)])
     texts = [r.text for r in replies]
     answers = [r.answer for r in replies]
@@ -467,7 +469,7 @@ _noted: set[str] = set()  # snap notes already logged by this process
 
 
 def _graph_kind(cfg) -> str:
-    return cfg.topology or ("edges" if cfg.edges else "regular")
+    return cfg.option(TOPOLOGY) or ("edges" if cfg.option(EDGES) else "regular")
 
 
 def _resolve_sparse(cfg) -> None:
@@ -476,14 +478,14 @@ def _resolve_sparse(cfg) -> None:
     agents) becomes that one, with a one-line note (logged once). A density the graph builder
     already accepts is kept as given, so the run ids of earlier runs stay. What cannot be resolved
     is left for :func:`_check_density` to report."""
-    n = cfg.agents
+    n = cfg.experiment.agents
     if _graph_kind(cfg) != "regular" or not isinstance(n, int) or n < 2:
         return
-    k = cfg.degree
-    if isinstance(k, int) and cfg.density is None and 0 <= k <= n - 1:
-        cfg.density = k / (n - 1)
+    k = cfg.option(DEGREE)
+    if isinstance(k, int) and cfg.option(DENSITY) is None and 0 <= k <= n - 1:
+        cfg.set_value(DENSITY.name, k / (n - 1))
         return
-    d = cfg.density
+    d = cfg.option(DENSITY)
     if not isinstance(d, (int, float)) or isinstance(d, bool) or not 0 <= d <= 1:
         return
     try:
@@ -493,7 +495,7 @@ def _resolve_sparse(cfg) -> None:
         near = nearest_regular_degree(n, d)
     if near is None:
         return
-    cfg.density = near / (n - 1)
+    cfg.set_value(DENSITY.name, near / (n - 1))
     note = (
         f"--density {d:g} with --agents {n} has no regular graph; using the nearest, "
         f"{fmt_ratio(near, n - 1)} (k={near})"
@@ -505,28 +507,28 @@ def _resolve_sparse(cfg) -> None:
 
 def _check_density(cfg) -> None:
     """--density / --degree / --edges given where the protocol needs them (RunConfig.validate)."""
-    if cfg.protocol == "probmad" and cfg.density is None:
+    if cfg.experiment.protocol == "probmad" and cfg.option(DENSITY) is None:
         raise ConfigError("--density is required with --protocol probmad (probability of seeing each peer)")
-    if cfg.protocol == "sparse":
+    if cfg.experiment.protocol == "sparse":
         kind = _graph_kind(cfg)
-        if kind == "regular" and cfg.degree is not None:
-            n, k = cfg.n_agents, cfg.degree
+        if kind == "regular" and cfg.option(DEGREE) is not None:
+            n, k = cfg.n_agents, cfg.option(DEGREE)
             try:
                 check_degree(n, k)
             except TopologyError as exc:
                 raise ConfigError(str(exc)) from None
             try:
-                agrees = cfg.density is None or regular_degree(n, cfg.density) == k
+                agrees = cfg.option(DENSITY) is None or regular_degree(n, cfg.option(DENSITY)) == k
             except TopologyError:
                 agrees = False
             if not agrees:
                 raise ConfigError(
-                    f"--degree {k} and --density {cfg.density:g} disagree with --agents {n} "
+                    f"--degree {k} and --density {cfg.option(DENSITY):g} disagree with --agents {n} "
                     f"(degree {k} is density {fmt_ratio(k, n - 1)}); give one of them"
                 )
-        if kind == "regular" and cfg.density is None:
+        if kind == "regular" and cfg.option(DENSITY) is None:
             raise ConfigError("--density (or --degree) is required with --protocol sparse and a regular topology")
-        if kind == "edges" and not cfg.edges:
+        if kind == "edges" and not cfg.option(EDGES):
             raise ConfigError("--edges is required with --topology edges (e.g. '0-1,1-2,2-0')")
 
 
@@ -553,7 +555,7 @@ def _mad_label(cfg) -> list[str]:
 def _check_mad(cfg) -> None:
     """MAD's memory, and ``--prompt-layout shared`` only with simultaneous talk."""
     check_memory(cfg)
-    if cfg.prompt_layout == "shared" and cfg.talk == "one-by-one":
+    if cfg.option(PROMPT_LAYOUT) == "shared" and cfg.option(TALK) == "one-by-one":
         raise ConfigError(
             "--prompt-layout shared needs --talk simultaneous: one by one, each agent reads a different mix of "
             "this round's and the last round's replies, so no board is the same for every reader"
@@ -585,7 +587,7 @@ SPECS = (
         topology_debate,
         "CoT-SC(k): k = --agents independent samples, one round, vote",
         "CoT-SC",
-        shape=lambda cfg: (cfg.agents, 1),
+        shape=lambda cfg: (cfg.experiment.agents, 1),
         validate=validate,
         topology=build_topology,
         cost=_cost("sc"),

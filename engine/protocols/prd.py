@@ -158,8 +158,8 @@ def prd(ctx: Context) -> ProtocolGen:
 
 
 def _check(cfg) -> None:
-    if cfg.agents < 2:
-        raise ConfigError(f"--protocol prd needs --agents >= 2: agents review each other (got {cfg.agents})")
+    if cfg.experiment.agents < 2:
+        raise ConfigError(f"--protocol prd needs --agents >= 2: agents review each other (got {cfg.experiment.agents})")
 
 
 def _topology(cfg):

@@ -286,10 +286,11 @@ def samples_by_agent(
 def _check(cfg: Any) -> None:
     """Load ``--reconcile-samples`` into the config (so the run records the samples themselves and
     the coordinator reads no file) and check that every model of the run has samples."""
-    if cfg.reconcile_samples is None:
+    if cfg.option(RECONCILE_SAMPLES) is None:
         return
-    source = cfg.reconcile_samples
-    cfg.reconcile_samples = loaded = load_samples(source)
+    source = cfg.option(RECONCILE_SAMPLES)
+    loaded = load_samples(source)
+    cfg.set_value(RECONCILE_SAMPLES.name, loaded)
     if ANY_MODEL in loaded:
         return
     missing = [m for m in dict.fromkeys(a.model for a in cfg.agent_specs()) if m not in loaded]
@@ -387,7 +388,7 @@ def _read(replies: Sequence[Reply], round_: int, info: dict[str, Any], mode: str
 def reconcile(ctx: Context) -> ProtocolGen:
     """RECONCILE, phases 1-3 (see the module docstring)."""
     cfg, n = ctx.cfg, ctx.n_agents
-    mode = cfg.reconcile_vote
+    mode = cfg.option(RECONCILE_VOTE)
     key = tie_key(ctx, ctx.key)
     info: dict[str, Any] = {
         "vote": mode,
@@ -404,8 +405,8 @@ def reconcile(ctx: Context) -> ProtocolGen:
     # the convincing samples each agent is shown, in both phases (the authors' code puts them in
     # front of every prompt); "" without --reconcile-samples
     samples = [""] * n
-    if cfg.reconcile_samples is not None:  # loaded by validate(); a path still loads (idempotent)
-        shown = samples_by_agent(load_samples(cfg.reconcile_samples), [a.model for a in cfg.agent_specs()])
+    if cfg.option(RECONCILE_SAMPLES) is not None:  # loaded by validate(); a path still loads (idempotent)
+        shown = samples_by_agent(load_samples(cfg.option(RECONCILE_SAMPLES)), [a.model for a in cfg.agent_specs()])
         samples = [samples_block(s, ctx.question.task) for s in shown]
         info["samples"] = [len(s) for s in shown]  # per agent: how many samples it was shown
 
@@ -420,7 +421,7 @@ def reconcile(ctx: Context) -> ProtocolGen:
 
     # Phase 2: multi-round discussion, ended by a consensus
     for t in range(1, ctx.n_rounds):
-        if cfg.early_stop and unanimous(prev.answers):
+        if cfg.option(EARLY_STOP) and unanimous(prev.answers):
             log.info("question %s: consensus on %r after round %d", ctx.question.qid, prev.answers[0], t - 1)
             stopped = True
             break

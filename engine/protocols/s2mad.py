@@ -153,11 +153,15 @@ def tau_warning(cfg) -> str | None:
     The paper's thresholds (0.4 on MATH, ~0.1 on GSM8K) were found with bert-base-uncased
     vectors (sec. 4.1); cosine scales differ between embedders (all-MiniLM-L6-v2, the default
     here, spreads unrelated texts lower), so the same tau keeps a different share of views."""
-    if cfg.similarity != "embedding" or cfg.tau != TAU.default or "bert-base" in cfg.embedding_model.lower():
+    if (
+        cfg.option(SIMILARITY) != "embedding"
+        or cfg.option(TAU) != TAU.default
+        or "bert-base" in cfg.option(EMBEDDING_MODEL).lower()
+    ):
         return None
     return (
-        f"S2-MAD: --tau {cfg.tau} is the paper's threshold for bert-base-uncased embeddings (MATH; ~0.1 on "
-        f"GSM8K); --embedding-model {cfg.embedding_model} has another cosine scale: calibrate --tau for it "
+        f"S2-MAD: --tau {cfg.option(TAU)} is the paper's threshold for bert-base-uncased embeddings (MATH; ~0.1 on "
+        f"GSM8K); --embedding-model {cfg.option(EMBEDDING_MODEL)} has another cosine scale: calibrate --tau for it "
         f"(e.g. a sweep grid over tau)"
     )
 
@@ -168,8 +172,8 @@ def validate(cfg) -> None:
     paper's value with another embedder (:func:`tau_warning`)."""
     _validate_groups(cfg)
     warning = tau_warning(cfg)
-    if warning and cfg.embedding_model not in _TAU_WARNED:
-        _TAU_WARNED.add(cfg.embedding_model)
+    if warning and cfg.option(EMBEDDING_MODEL) not in _TAU_WARNED:
+        _TAU_WARNED.add(cfg.option(EMBEDDING_MODEL))
         log.warning(warning)
 
 
@@ -205,21 +209,21 @@ def intra_mates(groups, agent: int, density: float) -> list[int]:
 
 def _similar(cfg, texts: list[str], answers: list[str | None]):
     """Similarity Calculation Module: a boolean matrix over the given views."""
-    if cfg.similarity == "embedding":
+    if cfg.option(SIMILARITY) == "embedding":
         cos = yield Similarity(list(texts))
-        return similar_by_cosine(cos, cfg.tau)
-    if cfg.similarity != "answer":
-        raise ValueError(f"--similarity {cfg.similarity!r} is not one of answer, embedding")
+        return similar_by_cosine(cos, cfg.option(TAU))
+    if cfg.option(SIMILARITY) != "answer":
+        raise ValueError(f"--similarity {cfg.option(SIMILARITY)!r} is not one of answer, embedding")
     return similar_by_answer(answers)
 
 
 def s2mad(ctx: Context) -> ProtocolGen:
     """S2-MAD, Alg. 1 of the paper's appendix A (see the module docstring)."""
     cfg, n = ctx.cfg, ctx.n_agents
-    use_filter = bool(cfg.filter)
+    use_filter = bool(cfg.option(FILTER))
     groups = run_groups(ctx)
     n_groups = groups.n_groups
-    plan = stage_plan(ctx.n_rounds, cfg.stage_rounds)
+    plan = stage_plan(ctx.n_rounds, cfg.option(STAGE_ROUNDS))
     texts: list[str] = [""] * n
     answers: list[str | None] = [None] * n
     history: list[list[str | None]] = []
@@ -241,9 +245,9 @@ def s2mad(ctx: Context) -> ProtocolGen:
         elif rp.kind == "intra":  # Alg. 1 lines 24-29, then 31-34
             sim = yield from _similar(cfg, texts, answers)
             for i in range(n):
-                mates = intra_mates(groups, i, cfg.group_density)
+                mates = intra_mates(groups, i, cfg.option(GROUP_DENSITY))
                 d = len(differing(i, mates, sim))  # eq. 1
-                if not participates(d) and cfg.jump:  # eq. 2: nothing new -> stay silent
+                if not participates(d) and cfg.option(JUMP):  # eq. 2: nothing new -> stay silent
                     silent.append(i)
                     continue
                 read = redundancy_filter(i, mates, sim) if use_filter else mates
@@ -265,7 +269,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
             visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids  # Sum <- F(Sum)
             for i in range(n):
                 diff = differing(i, visible, pool_sim)  # eq. 1 (over the pool the agent is given)
-                if not participates(len(diff)) and cfg.jump:
+                if not participates(len(diff)) and cfg.option(JUMP):
                     silent.append(i)
                     continue
                 if use_filter and not diff:  # --no-jump with nothing new to read
@@ -323,7 +327,7 @@ def s2mad(ctx: Context) -> ProtocolGen:
             summary_answers.append([p[1] for p in pool])
             pool_sim = yield from _similar(cfg, texts + [p[0] for p in pool], answers + [p[1] for p in pool])
             # Alg. 1 lines 46-47: stop when the filtered pool holds a single summary (2+ groups)
-            if cfg.early_stop and n_groups >= 2 and all_similar([n + j for j in range(n_groups)], pool_sim):
+            if cfg.option(EARLY_STOP) and n_groups >= 2 and all_similar([n + j for j in range(n_groups)], pool_sim):
                 stopped = True
                 break
 
@@ -334,13 +338,13 @@ def s2mad(ctx: Context) -> ProtocolGen:
         skipped_turns=skipped,
         info={
             "groups": [list(g) for g in groups.members],
-            "stage_rounds": cfg.stage_rounds,
-            "stages": n_stages(ctx.n_rounds, cfg.stage_rounds),
+            "stage_rounds": cfg.option(STAGE_ROUNDS),
+            "stages": n_stages(ctx.n_rounds, cfg.option(STAGE_ROUNDS)),
             "skipped_by_round": skipped_by_round,
             "summary_answers": summary_answers,
-            "similarity": cfg.similarity,
+            "similarity": cfg.option(SIMILARITY),
             "filter": use_filter,
-            "jump": bool(cfg.jump),
+            "jump": bool(cfg.option(JUMP)),
         },
     )
 
@@ -361,7 +365,7 @@ def _shared_round(
     the first in id order; ``--no-filter``: every member), in an inter round the summaries left
     by ``Sum <- F(Sum)`` (all with ``--no-filter``), its own view among them. Returns the calls
     and the silent agents."""
-    n, use_filter = len(texts), bool(cfg.filter)
+    n, use_filter = len(texts), bool(cfg.option(FILTER))
     stages = ("s2_intra", "s2_inter") if use_filter else ("gd_intra", "gd_inter")
     if rp.kind == "intra":
         sim = yield from _similar(cfg, texts, answers)
@@ -372,7 +376,7 @@ def _shared_round(
         sim = pool_sim
         visible = dedup(summary_ids, pool_sim) if use_filter else summary_ids
         views = [visible] * n
-    speaking = [i for i in range(n) if participates(len(differing(i, views[i], sim))) or not cfg.jump]
+    speaking = [i for i in range(n) if participates(len(differing(i, views[i], sim))) or not cfg.option(JUMP)]
     heard = set(speaking)
     silent = [i for i in range(n) if i not in heard]
     if rp.kind == "intra":
@@ -709,9 +713,9 @@ def _cost(
 
 def _check(cfg) -> None:
     """``--prompt-layout shared`` needs every member of a group to read the same mates."""
-    if cfg.prompt_layout == "shared" and cfg.group_density < 1:
+    if cfg.option(PROMPT_LAYOUT) == "shared" and cfg.option(GROUP_DENSITY) < 1:
         raise ConfigError(
-            f"--prompt-layout shared needs --group-density 1 (got {cfg.group_density:g}): below it each member "
+            f"--prompt-layout shared needs --group-density 1 (got {cfg.option(GROUP_DENSITY):g}): below it each member "
             "of a group reads different mates, so no board is the same for every reader"
         )
 
@@ -772,11 +776,11 @@ SPEC = ProtocolSpec(
         EMBEDDING_MODEL,
         PROMPT_LAYOUT,
     ),
-    unused=lambda cfg: set() if cfg.similarity == "embedding" else {"tau", "embedding_model"},
+    unused=lambda cfg: set() if cfg.option(SIMILARITY) == "embedding" else {"tau", "embedding_model"},
     check=_check,
     validate=validate,
     stages=S2_STAGES,
-    needs_embeddings=lambda cfg: cfg.similarity == "embedding",
+    needs_embeddings=lambda cfg: cfg.option(SIMILARITY) == "embedding",
     cost=_cost,
     cost_kind="bound",
     label_parts=_label,

@@ -49,17 +49,18 @@ def resolve_memory(memory: str | None, forgetting: bool, default: str) -> str:
 
 def memory_mode(cfg, default: str) -> str:
     """:func:`resolve_memory` of a run config."""
-    return resolve_memory(cfg.memory, cfg.forgetting, default)
+    return resolve_memory(cfg.option(MEMORY), cfg.option(FORGETTING), default)
 
 
 def check_memory(cfg, allowed: tuple[str, ...] = MEMORY_MODES) -> None:
     """``--forgetting`` is ``--memory last``: any other ``--memory`` beside it is a contradiction;
     ``allowed``: the modes this protocol has."""
-    if cfg.forgetting and cfg.memory not in (None, "last"):
-        raise ConfigError(f"--forgetting means --memory last; it contradicts --memory {cfg.memory}")
-    if cfg.memory is not None and cfg.memory not in allowed:
+    if cfg.option(FORGETTING) and cfg.option(MEMORY) not in (None, "last"):
+        raise ConfigError(f"--forgetting means --memory last; it contradicts --memory {cfg.option(MEMORY)}")
+    if cfg.option(MEMORY) is not None and cfg.option(MEMORY) not in allowed:
         raise ConfigError(
-            f"--memory {cfg.memory} is not a memory of --protocol {cfg.protocol} (it has {', '.join(allowed)})"
+            f"--memory {cfg.option(MEMORY)} is not a memory of --protocol {cfg.experiment.protocol} "
+            f"(it has {', '.join(allowed)})"
         )
 
 

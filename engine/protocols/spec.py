@@ -3,7 +3,7 @@
 Each protocol module declares the spec(s) of its protocol(s); ``engine/protocols/__init__.py``
 lists them (the one registration point). Everything else reads the spec: the config (which
 protocols exist, their checks, how many agents and rounds they use), the CLI (help), prompts
-(the stages a protocol adds), the run options (``settings``: RunConfig fields, flags, help, YAML
+(the stages a protocol adds), the run options (``settings``: read as ``cfg.option(X)``, flags, help, YAML
 keys, value checks, run id; :mod:`engine.options`), sweeps (the options a protocol reads), the
 driver (embeddings),
 placement (the protocol's fixed graph), the report (label) and the cost model. Adding a protocol
@@ -30,7 +30,7 @@ def _none(cfg) -> set[str]:
 
 
 def _as_configured(cfg) -> tuple[int, int]:
-    return cfg.agents, cfg.rounds
+    return cfg.experiment.agents, cfg.experiment.rounds
 
 
 def _no_label(cfg: Mapping[str, Any]) -> list[str]:
@@ -50,7 +50,7 @@ class ProtocolSpec:
     help:             one line for ``--help`` (what it is, its paper).
     settings:         the run options this protocol reads beyond the engine's own (an
                       :class:`~engine.options.Option` each: type, default, help, allowed values).
-                      They become RunConfig fields and ``debate run`` flags; an option several
+                      They become values of ``RunConfig.protocol_options`` and ``debate run`` flags; an option several
                       protocols read is one Option object (:mod:`engine.protocols.shared`). The
                       run id hashes the ones a run reads; a sweep resets the others to their
                       defaults, so equal runs share a run id.

@@ -45,8 +45,8 @@ def test_pack_agents_keeps_a_replica_s_agents_together_in_agent_order():
 
 def test_agents_per_actor_is_checked_and_not_part_of_the_run_id():
     with pytest.raises(ConfigError, match=r"--agents-per-actor must be within \[0, 10000\]"):
-        RunConfig(agents_per_actor=-1).validate()
-    assert RunConfig(agents_per_actor=5).run_id() == RunConfig().run_id()
+        RunConfig.flat(agents_per_actor=-1).validate()
+    assert RunConfig.flat(agents_per_actor=5).run_id() == RunConfig().run_id()
 
 
 ray = pytest.importorskip("ray")
@@ -74,7 +74,7 @@ def sim(tmp_path, name: str, **kw) -> RunConfig:
         out=str(tmp_path / name),
     )
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def calls_of(out) -> list[tuple]:

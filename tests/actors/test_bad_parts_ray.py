@@ -33,7 +33,7 @@ def whole(out, qids):
 
 
 def test_a_resumed_run_debates_again_the_questions_of_an_unreadable_part(ray_local, tmp_path):
-    cfg = RunConfig(backend="simulated", agents=2, rounds=2, limit=4, progress=False, out=str(tmp_path / "out"))
+    cfg = RunConfig.flat(backend="simulated", agents=2, rounds=2, limit=4, progress=False, out=str(tmp_path / "out"))
     qs = arithmetic_questions(4, seed=0)
     qids = [q.qid for q in qs]
     out = tmp_path / "out"

@@ -49,7 +49,7 @@ def test_cached_tokens_reach_the_tables_and_a_reused_reply_is_unknown(ray_local,
     from actors.driver import run
     from engine.results import read_table
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend=NAME,
         protocol="mad",
         limit=2,

@@ -90,8 +90,8 @@ def test_readme_run_config_fits_the_node_types():
     run = config_from_mapping(_readme_placement_config(), "README placement.yaml").validate()
     types = _cluster()["available_node_types"]
     downloads = {name: " ".join(t.get("worker_setup_commands", [])) for name, t in types.items()}
-    assert run.placement_resources, "the README's cluster config sets placement_resources"
-    for model, over in run.placement_resources.items():
+    assert run.cluster.placement_resources, "the README's cluster config sets placement_resources"
+    for model, over in run.cluster.placement_resources.items():
         actor = placement_options(run, model, {"num_cpus": 1, "num_gpus": 1})
         tp = int(over.get("tensor_parallel_size", 1))
         bundles = replica_bundles(actor, tp if tp > 1 else 0)
@@ -309,19 +309,19 @@ def test_gpu_use_comes_from_the_config_not_from_the_nodes_up_now():
 
     autoscaling = 0.0  # GPU workers not up yet: the cluster shows no GPU
     for cfg in (
-        RunConfig(backend="vllm", placement_resources={"m": {"num_gpus": 1}}),
-        RunConfig(backend="vllm", placement_resources={"m": {"resources": {"strong_gpu": 1}}}),
-        RunConfig(backend="vllm", placement_resources={"m": {"tensor_parallel_size": 2}}),
-        RunConfig(backend="vllm", tensor_parallel=4),
-        RunConfig(backend="vllm", device="gpu"),
+        RunConfig.flat(backend="vllm", placement_resources={"m": {"num_gpus": 1}}),
+        RunConfig.flat(backend="vllm", placement_resources={"m": {"resources": {"strong_gpu": 1}}}),
+        RunConfig.flat(backend="vllm", placement_resources={"m": {"tensor_parallel_size": 2}}),
+        RunConfig.flat(backend="vllm", tensor_parallel=4),
+        RunConfig.flat(backend="vllm", device="gpu"),
     ):
         assert gpu_hints(cfg) and wants_gpu(cfg, autoscaling), cfg
-    plain = RunConfig(backend="vllm")
+    plain = RunConfig.flat(backend="vllm")
     assert gpu_hints(plain) == [] and not wants_gpu(plain, autoscaling)
     assert wants_gpu(plain, 1.0)  # a workstation with a GPU: --device auto uses it
-    assert not wants_gpu(RunConfig(backend="vllm", device="cpu"), 8.0)
+    assert not wants_gpu(RunConfig.flat(backend="vllm", device="cpu"), 8.0)
     # a custom resource that does not name a GPU is not a GPU request
-    assert not wants_gpu(RunConfig(backend="vllm", placement_resources={"m": {"resources": {"big_mem": 1}}}), 0.0)
+    assert not wants_gpu(RunConfig.flat(backend="vllm", placement_resources={"m": {"resources": {"big_mem": 1}}}), 0.0)
 
 
 def test_placement_group_bundles_and_their_description():
@@ -340,10 +340,10 @@ def test_transformers_replica_is_told_its_device():
     from actors.layout import replica_layout
     from engine.config import RunConfig
 
-    gpu = RunConfig(backend="transformers", placement_resources={"m": {"num_gpus": 1}})
+    gpu = RunConfig.flat(backend="transformers", placement_resources={"m": {"num_gpus": 1}})
     (spec,) = replica_layout(gpu, ["m"], gpu=True)["m"]
     assert spec.backend_options["device"] == "cuda" and spec.actor_options["num_gpus"] == 1
-    (spec,) = replica_layout(RunConfig(backend="transformers"), ["m"], gpu=False)["m"]
+    (spec,) = replica_layout(RunConfig.flat(backend="transformers"), ["m"], gpu=False)["m"]
     assert spec.backend_options["device"] == "cpu" and not spec.actor_options.get("num_gpus")
 
 
@@ -351,24 +351,25 @@ def test_embedder_device_is_the_drivers_choice():
     from actors.layout import embedding_placement
     from engine.config import RunConfig
 
-    on_gpus = RunConfig(backend="vllm", protocol="cortex", placement_resources={"m": {"num_gpus": 1}})
+    on_gpus = RunConfig.flat(backend="vllm", protocol="cortex", placement_resources={"m": {"num_gpus": 1}})
     assert embedding_placement(on_gpus, free_gpu=True) == ({"num_cpus": 0, "num_gpus": 0.1}, "cuda")
     # no GPU share free now (the replicas hold every GPU, or the GPU nodes are not up): the CPU,
     # never a request that would wait for a GPU or make an autoscaler launch a GPU node
     assert embedding_placement(on_gpus, free_gpu=False)[1] == "cpu"
     assert embedding_placement(on_gpus)[1] == "cpu"  # no Ray cluster: nothing is free
-    opts, device = embedding_placement(RunConfig(backend="vllm", protocol="cortex", device="cpu"))
+    opts, device = embedding_placement(RunConfig.flat(backend="vllm", protocol="cortex", device="cpu"))
     assert device == "cpu" and "num_gpus" not in opts
     assert opts["runtime_env"]["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""  # sees no GPU it does not hold
     assert (
         embedding_placement(
-            RunConfig(backend="vllm", embedding_device="cpu", placement_resources={"m": {"num_gpus": 1}}), free_gpu=True
+            RunConfig.flat(backend="vllm", embedding_device="cpu", placement_resources={"m": {"num_gpus": 1}}),
+            free_gpu=True,
         )[1]
         == "cpu"
     )
     # asked for by name, the GPU share is taken even when none is free now (the user's choice)
-    assert embedding_placement(RunConfig(backend="vllm", embedding_device="cuda"), free_gpu=False)[1] == "cuda"
-    assert embedding_placement(RunConfig(backend="simulated", tensor_parallel=2))[1] == "cpu"
+    assert embedding_placement(RunConfig.flat(backend="vllm", embedding_device="cuda"), free_gpu=False)[1] == "cuda"
+    assert embedding_placement(RunConfig.flat(backend="simulated", tensor_parallel=2))[1] == "cpu"
 
 
 # ----------------------------------------------------------------- GPU shares (pure)
@@ -376,7 +377,7 @@ def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
     from actors.cluster import gpu_hints
     from actors.layout import replica_layout
 
-    cfg = RunConfig(backend="vllm", gpus_per_replica=0.25, replicas=4)
+    cfg = RunConfig.flat(backend="vllm", gpus_per_replica=0.25, replicas=4)
     assert "--gpus-per-replica 0.25" in gpu_hints(cfg)  # a GPU request, even before GPU nodes are up
     specs = replica_layout(cfg, ["m"], gpu=True)["m"]
     assert len(specs) == 4
@@ -384,14 +385,16 @@ def test_gpus_per_replica_shares_a_gpu_and_sizes_each_engine():
         assert spec.actor_options["num_gpus"] == 0.25 and spec.bundles == ({"CPU": 1.0, "GPU": 0.25},)
         assert spec.backend_options["gpu_memory_utilization"] == 0.225  # 0.9 of the whole GPU x 0.25
     # a whole GPU keeps vLLM's own default; a utilization the user gives is kept as given
-    (whole,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
+    (whole,) = replica_layout(RunConfig.flat(backend="vllm"), ["m"], gpu=True)["m"]
     assert whole.actor_options["num_gpus"] == 1 and "gpu_memory_utilization" not in whole.backend_options
     (given,) = replica_layout(
-        RunConfig(backend="vllm", gpus_per_replica=0.5, gpu_memory_utilization=0.3), ["m"], gpu=True
+        RunConfig.flat(backend="vllm", gpus_per_replica=0.5, gpu_memory_utilization=0.3), ["m"], gpu=True
     )["m"]
     assert given.backend_options["gpu_memory_utilization"] == 0.3
     # per model: gpus_per_replica (or Ray's name, num_gpus)
-    per_model = RunConfig(backend="vllm", placement_resources={"a": {"gpus_per_replica": 0.5}, "b": {"num_gpus": 0.5}})
+    per_model = RunConfig.flat(
+        backend="vllm", placement_resources={"a": {"gpus_per_replica": 0.5}, "b": {"num_gpus": 0.5}}
+    )
     layout = replica_layout(per_model, ["a", "b"], gpu=True)
     assert [layout[m][0].actor_options["num_gpus"] for m in "ab"] == [0.5, 0.5]
     assert [layout[m][0].backend_options["gpu_memory_utilization"] for m in "ab"] == [0.45, 0.45]
@@ -415,7 +418,7 @@ def test_gpu_requests_a_replica_cannot_use_are_one_line(kw, needle):
     from actors.layout import replica_layout
 
     with pytest.raises(ValueError) as err:
-        replica_layout(RunConfig(backend="vllm", **kw), ["m"], gpu=True)
+        replica_layout(RunConfig.flat(backend="vllm", **kw), ["m"], gpu=True)
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
@@ -423,7 +426,7 @@ def test_gpus_per_replica_must_be_positive():
     from engine.options import ConfigError
 
     with pytest.raises(ConfigError, match="--gpus-per-replica must be a positive number"):
-        RunConfig(gpus_per_replica=0).validate()
+        RunConfig.flat(gpus_per_replica=0).validate()
 
 
 def test_an_autoscaler_is_told_from_the_monitors_node_types(monkeypatch):
@@ -445,7 +448,7 @@ def test_an_autoscaler_is_told_from_the_monitors_node_types(monkeypatch):
     assert not cluster.has_autoscaler() and cluster.default_placement_timeout(RunConfig()) == 600.0
     report["active_nodes"] = {"head": 1}  # cluster.yaml's head under `ray up`
     assert cluster.has_autoscaler() and cluster.default_placement_timeout(RunConfig()) == 1800.0
-    assert cluster.default_placement_timeout(RunConfig(placement_timeout=30)) == 30.0
+    assert cluster.default_placement_timeout(RunConfig.flat(placement_timeout=30)) == 30.0
     monkeypatch.setattr(v2, "is_autoscaler_v2", lambda **_: True)
     report["active_nodes"] = {}
     assert cluster.has_autoscaler()

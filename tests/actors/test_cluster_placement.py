@@ -53,7 +53,7 @@ def _cfg(tmp_path, name: str, **kw) -> RunConfig:
         out=str(tmp_path / name),
     )
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def _placement(out) -> list[dict]:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.ray
 def sim(tmp_path, name, **kw):
     base = dict(backend="simulated", limit=20, agents=6, rounds=3, progress=False, out=str(tmp_path / name))
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     """Per-model Ray options: the run's placement_resources override the backend default."""
     from actors.layout import placement_options
 
-    cfg = RunConfig(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
+    cfg = RunConfig.flat(placement_resources={"big": {"num_gpus": 1, "resources": {"strong_gpu": 1}}})
     assert placement_options(cfg, "big", {"num_cpus": 2}) == {
         "num_cpus": 2,
         "num_gpus": 1,
@@ -140,7 +140,7 @@ def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):
     }
     assert placement_options(cfg, "small", {"num_cpus": 2}) == {"num_cpus": 2}
     with pytest.raises(ValueError, match="unknown key"):
-        placement_options(RunConfig(placement_resources={"m": {"gpus": 1}}), "m", {})
+        placement_options(RunConfig.flat(placement_resources={"m": {"gpus": 1}}), "m", {})
 
 
 def test_replica_layout_replicas_per_model_and_tensor_parallel():
@@ -149,7 +149,7 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
     actor's CPU and custom resources (the actor itself takes no GPU), so the actor fits its bundle."""
     from actors.layout import assign_replicas, replica_layout
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="vllm",
         replicas=2,
         models="big*2,small*4",
@@ -169,8 +169,8 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
     # one GPU + a custom resource: a one-bundle group, the actor holding the GPU inside it
     assert small.bundles == ({"CPU": 1.0, "GPU": 1.0, "weak_gpu": 1.0},) and small.actor_options["num_gpus"] == 1
     assert (
-        small.actor_options["max_restarts"] == cfg.max_restarts
-        and small.actor_options["max_task_retries"] == cfg.call_retries
+        small.actor_options["max_restarts"] == cfg.tuning.max_restarts
+        and small.actor_options["max_task_retries"] == cfg.tuning.call_retries
     )
     placed = assign_replicas(["big", "small", "small", "big", "small", "small"], layout)
     assert [(p.model, p.index) for p in placed] == [
@@ -182,10 +182,10 @@ def test_replica_layout_replicas_per_model_and_tensor_parallel():
         ("small", 1),
     ]
     # CPU: the node's cores are split over all replicas, no placement group; tensor parallel needs GPUs
-    cpu = replica_layout(RunConfig(replicas=2, replica_cpus=None), ["m"], gpu=False)["m"]
+    cpu = replica_layout(RunConfig.flat(replicas=2, replica_cpus=None), ["m"], gpu=False)["m"]
     assert len(cpu) == 2 and cpu[0].key(RunConfig()) != cpu[1].key(RunConfig()) and cpu[0].bundles == ()
     with pytest.raises(ValueError, match="tensor-parallel 2 .* needs --backend vllm and GPUs"):
-        replica_layout(RunConfig(backend="vllm", tensor_parallel=2, device="cpu"), ["m"], gpu=False)
+        replica_layout(RunConfig.flat(backend="vllm", tensor_parallel=2, device="cpu"), ["m"], gpu=False)
 
 
 def test_two_replicas_share_the_agents_and_give_the_same_results(ray_local, tmp_path):

@@ -50,7 +50,7 @@ def _run(protocol_fn, monkeypatch, similarity=None):
     async def call(turn):
         return _echo(turn)
 
-    return asyncio.run(debate(Q, RunConfig(agents=2), call, similarity))
+    return asyncio.run(debate(Q, RunConfig.flat(agents=2), call, similarity))
 
 
 def test_a_bug_in_a_protocol_is_not_an_errored_question_it_propagates(monkeypatch):
@@ -119,7 +119,7 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
 
     good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(4)]
     bad = Question("c9", "choice", "Pick one", "A", choices=tuple(f"o{i}" for i in range(27)))
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=2,
         rounds=2,
@@ -132,7 +132,7 @@ def test_a_bug_in_an_agent_stops_the_run_with_one_line_and_the_rerun_resumes(ray
         with pytest.raises(EngineError, match=r"unexpected error in the engine \(ValueError: n_choices") as info:
             runner.run(cfg, questions=good + [bad])
         assert "\n" not in str(info.value) and "resume" in str(info.value)
-        done = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
+        done = {r["question_id"] for r in read_table(cfg.output.out, "questions").to_pylist()}
         assert done == {q.qid for q in good}  # written before the bug, kept
         again = runner.run(cfg, questions=good)
     assert again.resumed == 4 and again.summary["n_questions"] == 4
@@ -192,7 +192,7 @@ def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
 
     good = [Question(f"c{i}", "choice", f"Pick {i}", "A", choices=("x", "y", "z", "w")) for i in range(8)]
     bad = Question("c9", "choice", "Pick one", "A", choices=tuple(f"o{i}" for i in range(27)))
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=2,
         rounds=3,
@@ -205,6 +205,6 @@ def test_a_bug_cancels_the_other_debates_in_flight(ray_local, tmp_path):
     with DebateRunner() as runner:
         with pytest.raises(EngineError, match="unexpected error in the engine"):
             runner.run(cfg, questions=[bad, *good])
-        assert read_table(cfg.out, "questions").num_rows == 0  # an empty table when nothing was written
+        assert read_table(cfg.output.out, "questions").num_rows == 0  # an empty table when nothing was written
         again = runner.run(cfg, questions=good)
     assert again.resumed == 0 and again.summary["n_questions"] == 8 and again.summary["n_errors"] == 0

@@ -47,7 +47,7 @@ def sim(tmp_path, name: str, per_actor: int = 1, **kw) -> RunConfig:
         agents_per_actor=per_actor,
     )
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def host_of(runner, agent: int):
@@ -153,25 +153,25 @@ def test_max_error_rate_stops_a_run_whose_replica_died_for_good_and_it_resumes(r
     ):
         runner.run(cfg, progress_cb=cb)
     assert state["killed"], "the run ended before the kill point"
-    calls = read_table(cfg.out, "calls").to_pylist()
+    calls = read_table(cfg.output.out, "calls").to_pylist()
     errors = sum(r["error"] is not None for r in calls)
     assert ERROR_RATE_MIN_CALLS <= len(calls) < full and errors > 0.2 * len(calls)
-    run_row = read_table(cfg.out, "runs").to_pylist()[-1]
+    run_row = read_table(cfg.output.out, "runs").to_pylist()[-1]
     assert run_row["status"] == "stopped: error rate"
-    stopped_questions = read_table(cfg.out, "questions").to_pylist()
+    stopped_questions = read_table(cfg.output.out, "questions").to_pylist()
     assert len(stopped_questions) < 16
     # The engine starts a fresh replica; the same command resumes and finishes each question once.
     again = runner.run(cfg)
-    qs = read_table(cfg.out, "questions").to_pandas()
+    qs = read_table(cfg.output.out, "questions").to_pandas()
     assert len(qs) == 16 and qs.question_id.nunique() == 16 and again.summary["n_questions"] == 16
     assert again.resumed == len(stopped_questions)
-    assert read_table(cfg.out, "runs").to_pylist()[-1]["status"] == "finished"
+    assert read_table(cfg.output.out, "runs").to_pylist()[-1]["status"] == "finished"
     # The default (1.0) never stops: the same fault ends "finished" with error rows.
     cfg = sim(tmp_path, "default", max_restarts=0, call_retries=0, limit=16)
     cb, state = killer(6, victims)
     res = runner.run(cfg, progress_cb=cb)
     assert state["killed"] and res.summary["n_questions"] == 16 and res.summary["n_errors"] > 0
-    assert read_table(cfg.out, "runs").to_pylist()[-1]["status"] == "finished"
+    assert read_table(cfg.output.out, "runs").to_pylist()[-1]["status"] == "finished"
 
 
 def test_agent_dead_for_good_gives_error_rows_not_lost_questions(runner, tmp_path, per_actor):
@@ -213,11 +213,11 @@ def test_writer_death_stops_the_run_with_a_resume_hint_and_the_rerun_completes(r
     with pytest.raises(RunInterrupted, match="writer actor died.*run the same command again to resume"):
         runner.run(cfg, progress_cb=cb)
     assert state["killed"]
-    read_table(cfg.out, "calls")  # whole parts only
+    read_table(cfg.output.out, "calls")  # whole parts only
     again = runner.run(cfg)
-    qs = read_table(cfg.out, "questions").to_pandas()
+    qs = read_table(cfg.output.out, "questions").to_pandas()
     assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
-    calls = read_table(cfg.out, "calls").to_pandas()
+    calls = read_table(cfg.output.out, "calls").to_pandas()
     keep = calls.merge(qs[["run_id", "question_id", "attempt"]], on=["run_id", "question_id", "attempt"])
     assert len(keep) == 10 * 3 * 3 and not keep.duplicated(["question_id", "round", "agent_id"]).any()
 
@@ -233,8 +233,8 @@ def test_coordinator_death_stops_the_run_with_a_resume_hint_and_the_rerun_comple
     with pytest.raises(RunInterrupted, match="coordinator actor died.*run the same command again to resume") as info:
         runner.run(cfg, progress_cb=cb)
     assert state["killed"] and "\n" not in str(info.value)
-    read_table(cfg.out, "calls")  # whole parts only
+    read_table(cfg.output.out, "calls")  # whole parts only
     again = runner.run(cfg)
-    qs = read_table(cfg.out, "questions").to_pandas()
+    qs = read_table(cfg.output.out, "questions").to_pandas()
     assert len(qs) == 10 and qs.question_id.nunique() == 10 and again.summary["n_questions"] == 10
     assert again.summary["n_errors"] == 0

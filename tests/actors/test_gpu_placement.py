@@ -44,7 +44,7 @@ def test_every_replica_group_is_asked_for_before_any_is_waited_on(cluster, tmp_p
     autoscaler's demand), and once a node with three GPUs joins, the run goes on within one deadline."""
     from actors.driver import DebateRunner
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated",
         protocol="mad",
         agents=3,
@@ -101,7 +101,7 @@ def test_placement_timeout_is_one_deadline_naming_what_waits(cluster, tmp_path, 
             calls.append((len(asks), time.monotonic() - t0))
 
     monkeypatch.setattr(placement, "reserve_all", spy)
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated",
         protocol="mad",
         agents=2,
@@ -129,7 +129,7 @@ def test_four_replicas_share_one_gpu_each_sized_to_its_share(cluster, tmp_path):
     from actors.driver import DebateRunner
 
     node = cluster.add_node(num_cpus=2, num_gpus=1)
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated",
         protocol="mad",
         agents=4,
@@ -184,7 +184,7 @@ def test_the_embedder_takes_a_gpu_share_only_where_one_is_free(cluster):
     from actors.layout import embedding_placement
 
     cluster.add_node(num_cpus=1, num_gpus=1)
-    cfg = RunConfig(backend="vllm", protocol="cortex", device="gpu")
+    cfg = RunConfig.flat(backend="vllm", protocol="cortex", device="gpu")
     pg = ray.util.placement_group([{"GPU": 1.0}], strategy="STRICT_PACK")
     ray.get(pg.ready(), timeout=30)
     deadline = time.time() + 10
@@ -215,7 +215,7 @@ def test_no_autoscaler_on_a_plain_cluster(cluster):
     assert _internal_kv_get("__autoscaling_status") is not None, "the monitor never reported"
     assert not has_autoscaler()
     assert default_placement_timeout(RunConfig()) == 600.0
-    assert default_placement_timeout(RunConfig(placement_timeout=42.0)) == 42.0
+    assert default_placement_timeout(RunConfig.flat(placement_timeout=42.0)) == 42.0
 
 
 def test_a_restarted_replica_that_cannot_load_again_is_dead_not_half_alive(ray_local, tmp_path):

@@ -81,14 +81,14 @@ def test_a_replica_whose_engine_dies_restarts_and_the_agents_resend(ray_local, d
 
     base = dict(backend=NAME, protocol="mad", agents=3, rounds=2, limit=4, progress=False, max_batch=4)
     with DebateRunner() as runner:
-        res = runner.run(RunConfig(out=str(tmp_path / "died"), **base))
+        res = runner.run(RunConfig.flat(out=str(tmp_path / "died"), **base))
         assert dying.exists(), "the backend never died: the test did not exercise the restart"
         died_in = int(dying.read_text())
         (handle,) = runner._replicas.values()
         import ray
 
         assert ray.get(handle.info.remote())["pid"] != died_in  # a restarted replica answers now
-        clean = runner.run(RunConfig(out=str(tmp_path / "clean"), seed=0, **base))  # marker exists: no death
+        clean = runner.run(RunConfig.flat(out=str(tmp_path / "clean"), seed=0, **base))  # marker exists: no death
     assert res.summary["n_errors"] == 0 and not any(q["errored"] for q in res.questions)
     assert len(_calls(res.out_dir)) == 4 * 3 * 2
     assert _calls(res.out_dir) == _calls(clean.out_dir)  # every unanswered call resent, none lost or doubled

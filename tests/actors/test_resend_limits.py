@@ -50,7 +50,7 @@ class DyingReplica:
 
 def generate(retries: int, deaths: int):
     replica = DyingReplica(deaths)
-    spec = RunConfig(agents=1, backend="simulated").agent_specs()[0]
+    spec = RunConfig.flat(agents=1, backend="simulated").agent_specs()[0]
     setup = AgentSetup(0, spec, PromptSet.for_task("numeric"), True, replica, retries=retries)
     req = GenRequest([{"role": "user", "content": "x"}], seed=9)
     res = asyncio.run(plain(AgentGroupActor)._generate(setup, replica, req))
@@ -92,9 +92,9 @@ class DyingGroup:
 def test_the_coordinator_resends_a_turn_of_a_dead_group_exactly_call_retries_times(retries):
     group = DyingGroup()
     coord = plain(CoordinatorActor)
-    spec = RunConfig(agents=1, backend="simulated").agent_specs()[0]
+    spec = RunConfig.flat(agents=1, backend="simulated").agent_specs()[0]
     setup = AgentSetup(0, spec, PromptSet.for_task("numeric"), True, replica=None)
-    cfg = RunConfig(agents=1, backend="simulated", call_retries=retries)
+    cfg = RunConfig.flat(agents=1, backend="simulated", call_retries=retries)
 
     async def go():
         await coord.setup(cfg, "run", [group], [[setup]], writer=None, backend_label="sim", simulated=True)

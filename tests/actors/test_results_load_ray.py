@@ -23,8 +23,8 @@ def runs_dir(ray_local, tmp_path_factory):
     """``runs/`` holding a MAD and a sparse run (5 agents, 2 rounds, 4 questions each)."""
     root = tmp_path_factory.mktemp("results") / "runs"
     base = dict(backend="simulated", limit=4, agents=5, rounds=2, progress=False)
-    run(RunConfig(protocol="mad", out=str(root / "20260101-000000"), **base))
-    run(RunConfig(protocol="sparse", density=0.5, out=str(root / "20260101-000100"), **base))
+    run(RunConfig.flat(protocol="mad", out=str(root / "20260101-000000"), **base))
+    run(RunConfig.flat(protocol="sparse", density=0.5, out=str(root / "20260101-000100"), **base))
     return root
 
 

@@ -61,9 +61,9 @@ def test_only_the_shared_layout_routes_rounds():
     cfg = RunConfig()
     assert not routes_rounds(cfg)  # paper, or a config from before --prompt-layout
     assert routes_rounds(_shared(RunConfig()))
-    assert routes_rounds(_shared(RunConfig(protocol="group")))
+    assert routes_rounds(_shared(RunConfig.flat(protocol="group")))
     for same in ("cot", "sc", "reconcile"):  # they ignore the option: served as under paper, like their run id
-        assert not routes_rounds(_shared(RunConfig(protocol=same))), same
+        assert not routes_rounds(_shared(RunConfig.flat(protocol=same))), same
 
 
 def test_an_agent_calls_the_replica_its_turn_names_else_its_own():
@@ -77,7 +77,7 @@ def test_an_agent_calls_the_replica_its_turn_names_else_its_own():
 
 def _shared(cfg: RunConfig) -> RunConfig:
     """``cfg`` under ``--prompt-layout shared``."""
-    return dataclasses.replace(cfg, prompt_layout="shared")
+    return cfg.replace(prompt_layout="shared")
 
 
 # --------------------------------------------------------------------------- on Ray
@@ -121,7 +121,7 @@ def _served(out) -> list[dict]:
 def _run(tmp_path, name: str, shared: bool):
     from actors.driver import DebateRunner
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=4,
         rounds=3,
@@ -166,7 +166,7 @@ def test_paper_layout_keeps_each_agent_on_its_replica(ray_local, where, tmp_path
     (row,) = read_table(res.out_dir, "runs").to_pylist()
     (engine,) = json.loads(row["engine"])
     cfg = json.loads(row["config"])
-    kv = estimate_for(RunConfig(**cfg), Planner().questions(RunConfig(**cfg)))  # type: ignore[arg-type]
+    kv = estimate_for(RunConfig.flat(**cfg), Planner().questions(RunConfig.flat(**cfg)))  # type: ignore[arg-type]
     assert kv is not None and engine["kv_cache_tokens"] == KV_TOKENS
     assert engine["kv_question_tokens"] == round(kv.tokens(4))
     # 2 replicas x 5,000 tokens hold fewer questions than --max-concurrent-questions 5

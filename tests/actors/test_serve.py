@@ -112,7 +112,7 @@ def test_the_summary_names_the_served_replicas_a_run_used():
 # ------------------------------------------------------------------------------ on Ray
 def cfg(tmp_path, name, **kw) -> RunConfig:
     base = dict(backend="simulated", limit=4, agents=3, rounds=2, progress=False, out=str(tmp_path / name))
-    return RunConfig(**{**base, **kw})
+    return RunConfig.flat(**{**base, **kw})
 
 
 @pytest.fixture

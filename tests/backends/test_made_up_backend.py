@@ -49,10 +49,10 @@ def counting():
 def test_a_registered_backend_is_a_choice_with_its_capabilities(counting):
     assert NAME in backend_choices() and find_backend(NAME) is counting
     assert not counting.loads_model and not counting.tensor_parallel and not counting.simulated
-    cfg = RunConfig(backend=NAME, limit=2).validate()
-    assert cfg.backend == NAME and not cfg.simulated
+    cfg = RunConfig.flat(backend=NAME, limit=2).validate()
+    assert cfg.sampling.backend == NAME and not cfg.simulated
     with pytest.raises(Exception, match="needs --backend vllm"):
-        RunConfig(backend=NAME, tensor_parallel=2).validate()
+        RunConfig.flat(backend=NAME, tensor_parallel=2).validate()
 
 
 @pytest.mark.ray
@@ -60,7 +60,7 @@ def test_a_made_up_backend_runs_a_debate_on_ray(ray_local, counting, tmp_path):
     from actors.driver import run
     from engine.results import read_table
 
-    cfg = RunConfig(backend=NAME, protocol="mad", limit=3, agents=3, rounds=2, progress=False, out=str(tmp_path))
+    cfg = RunConfig.flat(backend=NAME, protocol="mad", limit=3, agents=3, rounds=2, progress=False, out=str(tmp_path))
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()
     assert result.backend == NAME and not result.simulated and result.replica_stats

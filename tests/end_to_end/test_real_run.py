@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 @pytest.mark.parametrize("backend", ["auto", "transformers"])
 def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, backend):
     """The default backend (vLLM here) and the transformers fallback, each end to end."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=2,
         rounds=2,
@@ -59,7 +59,7 @@ def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
     Both aliases load the same SmolLM2 weights (the only model that ships here); what is tested
     is the engine: two replica actors in one run, each agent served by its own model's replica.
     """
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="sparse",
         topology="star",
         center=2,
@@ -90,7 +90,7 @@ def test_without_vllm_auto_falls_back_to_transformers(ray_local, tmp_path, monke
     import sys
 
     monkeypatch.setitem(sys.modules, "vllm", None)
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad",
         agents=2,
         rounds=1,

@@ -128,7 +128,7 @@ def test_sigkilled_sweep_resumes_without_duplicates(tmp_path):
     assert manifest["counts"] == {"finished": 4}
     attempts = set()
     for cell in cells:
-        want = {q.qid for q in load_questions("arithmetic", None, LIMIT, cell.config.seed)}
+        want = {q.qid for q in load_questions("arithmetic", None, LIMIT, cell.config.experiment.seed)}
         qs = read_table(cell.out, "questions").to_pandas()
         qs = qs[qs.run_id == cell.run_id]
         assert len(qs) == LIMIT and set(qs.question_id) == want  # each question exactly once, none missing

@@ -61,7 +61,7 @@ def test_every_number_option_has_finite_bounds_that_help_states():
             assert f"range {opt.range_text}" in helps[opt.name], (opt.flag, helps[opt.name])
     with pytest.raises(TypeError, match="a number needs finite bounds"):
         Option("unbounded", int, 1, "x", low=0)
-    RunConfig(backend="simulated").validate()  # a bound never rejects what a run gets without the flag
+    RunConfig.flat(backend="simulated").validate()  # a bound never rejects what a run gets without the flag
     for opt in NUMBER_OPTIONS:
         opt.check(opt.default)
 
@@ -175,8 +175,8 @@ def test_generated_questions_too_many_for_the_memory_name_limit(monkeypatch):
 
     monkeypatch.setattr(engine.footprint, "available_bytes", lambda: 2**20)
     with pytest.raises(ConfigError, match=r"^--limit 5000: 5,000 generated questions need about"):
-        RunConfig(backend="simulated", limit=5000).validate()
-    RunConfig(backend="simulated", limit=5000, dataset="data.jsonl").validate()  # a file's rows are its own
+        RunConfig.flat(backend="simulated", limit=5000).validate()
+    RunConfig.flat(backend="simulated", limit=5000, dataset="data.jsonl").validate()  # a file's rows are its own
 
 
 def test_an_arithmetic_offset_is_skipped_without_making_the_questions():

@@ -270,7 +270,7 @@ def test_the_agent_records_the_replicas_count_and_a_reused_reply_as_unknown():
     from engine.protocols import AgentCall
     from engine.records import Turn
 
-    spec = RunConfig(agents=1, backend="simulated").agent_specs()[0]
+    spec = RunConfig.flat(agents=1, backend="simulated").agent_specs()[0]
     group = AgentGroupActor.__ray_metadata__.modified_class()
     group.configure([AgentSetup(0, spec, PromptSet.for_task("numeric"), True, _Replica(), cache=_Cache())])
     question = Question("q1", "numeric", "What is 1+1?", "2")

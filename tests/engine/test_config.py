@@ -1,6 +1,8 @@
 import pytest
 
 from engine.config import ConfigError, RunConfig, config_from_mapping
+from engine.protocols.group_debate import GROUPS
+from engine.protocols.s2mad import TAU
 
 
 @pytest.mark.parametrize(
@@ -20,13 +22,13 @@ from engine.config import ConfigError, RunConfig, config_from_mapping
 )
 def test_bad_values_name_their_flag(kwargs, flag):
     with pytest.raises(ConfigError, match=flag):
-        RunConfig(**kwargs).validate()
+        RunConfig.flat(**kwargs).validate()
 
 
 def test_yaml_keys_and_agent_settings():
     cfg = config_from_mapping({"max-tokens": 64, "agents": 2, "agent_settings": [{"temperature": 0.0, "model": "x"}]})
     specs = cfg.validate().agent_specs()
-    assert cfg.max_tokens == 64 and specs[0].temperature == 0.0 and specs[0].model == "x"
+    assert cfg.sampling.max_tokens == 64 and specs[0].temperature == 0.0 and specs[0].model == "x"
     assert specs[1].temperature == 0.7 and specs[1].max_tokens == 64 and specs[0].seed != specs[1].seed
     with pytest.raises(ConfigError, match="unknown key 'agnets'"):
         config_from_mapping({"agnets": 3})
@@ -35,9 +37,9 @@ def test_yaml_keys_and_agent_settings():
 
 
 def test_run_id_is_deterministic_and_ignores_output_dir():
-    a, b = RunConfig(out="x"), RunConfig(out="y")
+    a, b = RunConfig.flat(out="x"), RunConfig.flat(out="y")
     assert a.run_id() == b.run_id()
-    assert RunConfig(seed=1).run_id() != a.run_id()
+    assert RunConfig.flat(seed=1).run_id() != a.run_id()
 
 
 @pytest.mark.parametrize(
@@ -62,25 +64,25 @@ def test_protocol_options_are_checked_by_their_declaration(data, message):
 
 def test_protocol_options_accept_what_the_protocols_read():
     for groups in ("2+1", "2", 2, [2, 1]):
-        assert config_from_mapping({"protocol": "group", "groups": groups}).validate().groups == groups
-    assert config_from_mapping({"tau": 0, "density": 1}).validate().tau == 0  # YAML ints for floats
+        assert config_from_mapping({"protocol": "group", "groups": groups}).validate().option(GROUPS) == groups
+    assert config_from_mapping({"tau": 0, "density": 1}).validate().option(TAU) == 0  # YAML ints for floats
 
 
 def test_run_id_hashes_the_protocol_options_a_run_reads():
     mad = RunConfig().run_id()
-    assert RunConfig(tau=0.1, groups="3", cortex_memory="full").run_id() == mad  # other protocols' options
-    s2 = RunConfig(protocol="s2mad")
-    assert RunConfig(protocol="s2mad", groups="3").run_id() != s2.run_id()
-    assert RunConfig(protocol="s2mad", tau=0.1).run_id() == s2.run_id()  # tau unused with answer similarity
-    emb = RunConfig(protocol="s2mad", similarity="embedding")
-    assert RunConfig(protocol="s2mad", similarity="embedding", tau=0.1).run_id() != emb.run_id()
+    assert RunConfig.flat(tau=0.1, groups="3", cortex_memory="full").run_id() == mad  # other protocols' options
+    s2 = RunConfig.flat(protocol="s2mad")
+    assert RunConfig.flat(protocol="s2mad", groups="3").run_id() != s2.run_id()
+    assert RunConfig.flat(protocol="s2mad", tau=0.1).run_id() == s2.run_id()  # tau unused with answer similarity
+    emb = RunConfig.flat(protocol="s2mad", similarity="embedding")
+    assert RunConfig.flat(protocol="s2mad", similarity="embedding", tau=0.1).run_id() != emb.run_id()
     assert (
-        RunConfig(protocol="sparse", density=0.5, center=1).run_id()
-        == RunConfig(protocol="sparse", density=0.5).run_id()
+        RunConfig.flat(protocol="sparse", density=0.5, center=1).run_id()
+        == RunConfig.flat(protocol="sparse", density=0.5).run_id()
     )
     assert (
-        RunConfig(protocol="sparse", topology="star", center=1).run_id()
-        != RunConfig(protocol="sparse", topology="star").run_id()
+        RunConfig.flat(protocol="sparse", topology="star", center=1).run_id()
+        != RunConfig.flat(protocol="sparse", topology="star").run_id()
     )
 
 
@@ -97,22 +99,21 @@ def test_two_protocols_sharing_an_option_declare_it_once():
 
 def test_engine_options_are_declared_once():
     """Every engine field is an Option in ENGINE_OPTIONS; the run id leaves out exactly the ones
-    declared ``hashed=False`` (UNHASHED), which include the backends' speed/memory settings."""
-    import dataclasses
-
-    from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, UNHASHED
+    declared ``hashed=False`` (unhashed_options()), which include the backends' speed/memory settings."""
+    from engine.config import PROTOCOL_OPTIONS, engine_options, unhashed_options
     from engine.options import ENGINE_KEYS, RESULT_ENGINE_KEYS
 
-    names = [f.name for f in dataclasses.fields(RunConfig)]
-    assert names == [o.name for o in ENGINE_OPTIONS] + list(PROTOCOL_OPTIONS)
-    assert set(UNHASHED) == {o.name for o in ENGINE_OPTIONS if not o.hashed}
-    assert {k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS} <= set(UNHASHED)
-    assert not set(RESULT_ENGINE_KEYS) & set(UNHASHED)
+    names = [o.name for o in RunConfig.all_options()]
+    assert names == [o.name for o in engine_options()] + list(PROTOCOL_OPTIONS)
+    assert len(set(names)) == len(names) == len(RunConfig().to_dict())  # one declaration, one flat key each
+    assert set(unhashed_options()) == {o.name for o in engine_options() if not o.hashed}
+    assert {k for k in ENGINE_KEYS if k not in RESULT_ENGINE_KEYS} <= set(unhashed_options())
+    assert not set(RESULT_ENGINE_KEYS) & set(unhashed_options())
     base = RunConfig()
-    for name in UNHASHED:
+    for name in unhashed_options():
         assert name in base.to_dict()
-    assert RunConfig(dtype="float32").run_id() != base.run_id()
-    assert RunConfig(replicas=4, max_batch=8).run_id() == base.run_id()
+    assert RunConfig.flat(dtype="float32").run_id() != base.run_id()
+    assert RunConfig.flat(replicas=4, max_batch=8).run_id() == base.run_id()
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,8 @@ def test_roles_still_alternate_after_truncation():
 
 def test_policy_flag_is_checked_and_changes_the_run_id():
     with pytest.raises(ConfigError, match="--context-overflow 'cut'"):
-        RunConfig(context_overflow="cut").validate()
-    assert RunConfig(context_overflow="truncate").run_id() != RunConfig().run_id()
-    assert {s.context_overflow for s in RunConfig(context_overflow="truncate", agents=3).agent_specs()} == {"truncate"}
+        RunConfig.flat(context_overflow="cut").validate()
+    assert RunConfig.flat(context_overflow="truncate").run_id() != RunConfig().run_id()
+    assert {s.context_overflow for s in RunConfig.flat(context_overflow="truncate", agents=3).agent_specs()} == {
+        "truncate"
+    }

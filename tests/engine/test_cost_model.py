@@ -50,12 +50,20 @@ def measured(cfg, n_q=6):
     ],
 )
 def test_exact_for_deterministic_topologies(sizes, kw):
-    cfg = RunConfig(backend="simulated", **kw)
+    cfg = RunConfig.flat(backend="simulated", **kw)
     qs, prompt, completion, calls = measured(cfg)
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)  # arithmetic questions have a fixed length
     pred = cost_predict.predict(
-        cfg.protocol, sizes, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, cfg.density, cfg.forgetting, memory=cfg.memory
+        cfg.experiment.protocol,
+        sizes,
+        cfg.n_agents,
+        cfg.n_rounds,
+        q_tokens,
+        REPLY,
+        cfg.option(DENSITY),
+        cfg.option(FORGETTING),
+        memory=cfg.option(MEMORY),
     )
     assert pred.prompt_tokens * len(qs) == prompt
     assert pred.completion_tokens * len(qs) == completion
@@ -63,7 +71,7 @@ def test_exact_for_deterministic_topologies(sizes, kw):
 
 
 def test_probmad_within_five_percent(sizes):
-    cfg = RunConfig(backend="simulated", protocol="probmad", agents=6, rounds=3, density=0.4)
+    cfg = RunConfig.flat(backend="simulated", protocol="probmad", agents=6, rounds=3, density=0.4)
     qs, prompt, _, _ = measured(cfg, n_q=30)
     pred = cost_predict.predict("probmad", sizes, 6, 3, words(qs[0].text), REPLY, 0.4)
     assert abs(prompt - pred.prompt_tokens * len(qs)) / prompt < 0.05
@@ -84,6 +92,8 @@ def test_sparse_saving_grows_with_reply_length(sizes):
 
 from engine.extract import extract_answer  # noqa: E402
 from engine.protocols.group_debate import GD_SYSTEM_PROMPT  # noqa: E402
+from engine.protocols.mad import DENSITY  # noqa: E402
+from engine.protocols.shared import FORGETTING, MEMORY  # noqa: E402
 from engine.records import GenResult  # noqa: E402
 
 
@@ -125,14 +135,16 @@ def test_group_debate_exact(n, groups, rounds, r, extra):
     piece of every prompt add up exactly. The last case overrides gd_intra to show the question
     twice (the measured q multiplicity must be 2); a formula off by one template word, one
     framing or one reply anywhere would fail."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="group", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
     )
-    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    s = cost_predict.measure(
+        PromptSet.for_task("numeric", cfg.experiment.prompts), words, count_tokens, cfg.sampling.system_prompt
+    )
     q_tokens, rows = run_sim(cfg)
     prompt, completion, calls = totals(rows)
     pred = cost_predict.predict(
-        "group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, memory=cfg.memory
+        "group", s, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r, memory=cfg.option(MEMORY)
     )
     assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == (
         prompt,
@@ -221,7 +233,7 @@ def test_s2mad_upper_bound(sizes, n, groups, rounds, r):
     question's measured prompt tokens <= bound (an inequality, since the data decide the savings);
     and the bound is TIGHT, 0 tokens off, when nothing ever agrees (DistinctBackend), which checks
     that it has the right structure rather than being merely large."""
-    cfg = RunConfig(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r)
+    cfg = RunConfig.flat(backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r)
     q_tokens, rows = run_sim(cfg)
     bound = cost_predict.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, groups=groups, stage_rounds=r)
     assert all(row["prompt_tokens"] <= bound.prompt_tokens for row, _ in rows)
@@ -246,7 +258,7 @@ def test_s2mad_exact_given_decisions(sizes, n, groups, rounds, r, use_filter):
     each summary read, rounds run), read back from the call records: tolerance 0 tokens per
     question, since with the decisions fixed every call's prompt is again a sum of measured
     pieces. The runs must include skipped turns and early stops, so those paths are exercised."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r, filter=use_filter
     )
     # mostly right agents agree within groups, so summaries have answers (a summary has one only
@@ -295,7 +307,7 @@ def test_cortex_exact_given_in_degrees(sizes, n, rounds, memory, early_stop):
     tolerance 0 tokens per question in every memory mode (none / last / full), and with one agent
     (self-check prompt). The in-degrees must actually vary below N-1, so a formula that ignored
     pruning would fail."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="cortex", agents=n, rounds=rounds, cortex_memory=memory, early_stop=early_stop
     )
     q_tokens, rows = run_sim(cfg, similarity=answer_similarity)
@@ -319,7 +331,7 @@ def test_cortex_estimate_half_the_peers_kept(sizes):
     in-degree is data-dependent (eq. 11 keeps the weights >= their mean; here about half the
     peers, mean kept fraction asserted in 0.4..0.6); observed error ~2%."""
     n, rounds = 6, 4
-    cfg = RunConfig(backend="simulated", protocol="cortex", agents=n, rounds=rounds, early_stop=False)
+    cfg = RunConfig.flat(backend="simulated", protocol="cortex", agents=n, rounds=rounds, early_stop=False)
     q_tokens, rows = run_sim(cfg, n_q=20, similarity=answer_similarity)
     prompt, _, _ = totals(rows)
     kept = [k / (n - 1) for _, log in rows for k in in_degrees(log, n, rounds)]
@@ -342,7 +354,7 @@ def test_mad_gd_s2mad_ordering(sizes):
     c, n, rounds = 60, 6, 4
     runs = {}
     for proto in ("mad", "group", "s2mad"):
-        cfg = RunConfig(backend="simulated", protocol=proto, agents=n, rounds=rounds)
+        cfg = RunConfig.flat(backend="simulated", protocol=proto, agents=n, rounds=rounds)
         q_tokens, rows = run_sim(cfg, n_q=10, reply=c)
         runs[proto] = rows
     pred = {p: cost_predict.predict(p, sizes, n, rounds, q_tokens, c).total for p in runs}
@@ -362,7 +374,7 @@ def test_s2mad_ablations_bound_and_exact(sizes, extra):
     """S2-MAD's "w/o Jump" and "w/ Sparse Commu." ablations: the bound is tight when nothing agrees,
     and exact given the run's decisions (a --no-jump agent with nothing new self-checks)."""
     n, groups, rounds, r = 6, "1+5", 5, 2
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, stage_rounds=r, **extra
     )
     q_tokens, rows = run_sim(cfg, n_q=2, backend=DistinctBackend(REPLY))
@@ -393,7 +405,7 @@ def test_cortex_full_graph_ablation_is_exact(sizes, weights):
     """--cortex-graph full (Table 2's fully connected rows): every agent reads all N-1 peers, so
     the closed form is exact (no early stop)."""
     n, rounds = 4, 3
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated",
         protocol="cortex",
         agents=n,
@@ -419,7 +431,7 @@ def test_cortex_full_graph_ablation_is_exact(sizes, weights):
 def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
     """--cortex-weights peer: N(N-1) scoring calls per debate round run (one answer shown, no
     memory), exact given the in-degrees; with the full graph the estimate itself is exact."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated",
         protocol="cortex",
         agents=n,
@@ -487,8 +499,10 @@ def test_cortex_peer_scores_are_exact(sizes, n, rounds, memory, graph):
 def test_prd_exact(sizes, n, rounds, extra):
     """Peer Review Debate's calls do not depend on the answers: tolerance 0 tokens per question
     (reviews on the growing transcript, revise prompts with N-1 solutions and N-1 feedbacks)."""
-    cfg = RunConfig(backend="simulated", protocol="prd", agents=n, rounds=rounds, **extra)
-    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    cfg = RunConfig.flat(backend="simulated", protocol="prd", agents=n, rounds=rounds, **extra)
+    s = cost_predict.measure(
+        PromptSet.for_task("numeric", cfg.experiment.prompts), words, count_tokens, cfg.sampling.system_prompt
+    )
     q_tokens, rows = run_sim(cfg, n_q=3)
     pred = cost_predict.predict("prd", s, n, rounds, q_tokens, REPLY)
     for row, _ in rows:
@@ -537,17 +551,26 @@ def test_shared_layout_exact(kw):
     """MAD and GroupDebate under the shared layout, tolerance 0 tokens: every prompt is the first
     prompt, the kept boards and the reader's part, each a sum of measured pieces, and what is shown
     does not depend on the answers. The planner's count of models is passed as it passes it."""
-    cfg = RunConfig(backend="simulated", prompt_layout="shared", **kw).validate()
-    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    cfg = RunConfig.flat(backend="simulated", prompt_layout="shared", **kw).validate()
+    s = cost_predict.measure(
+        PromptSet.for_task("numeric", cfg.experiment.prompts), words, count_tokens, cfg.sampling.system_prompt
+    )
     backends = {m: SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3) for m in cfg.run_models()}
     q_tokens, rows = run_sim(cfg, backend=backends)
-    options = {name: getattr(cfg, name) for name in cfg.options_read()}
+    options = {name: cfg.value(name) for name in cfg.options_read()}
     pred = cost_predict.predict(
-        cfg.protocol, s, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, n_models=len(cfg.run_models()), **options
+        cfg.experiment.protocol,
+        s,
+        cfg.n_agents,
+        cfg.n_rounds,
+        q_tokens,
+        REPLY,
+        n_models=len(cfg.run_models()),
+        **options,
     )
     assert (pred.prompt_tokens * len(rows), pred.completion_tokens * len(rows), pred.calls * len(rows)) == totals(rows)
     paper = cost_predict.predict(
-        cfg.protocol, s, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, **{**options, "prompt_layout": "paper"}
+        cfg.experiment.protocol, s, cfg.n_agents, cfg.n_rounds, q_tokens, REPLY, **{**options, "prompt_layout": "paper"}
     )
     assert pred != paper
 
@@ -559,10 +582,10 @@ def test_shared_layout_exact(kw):
 def test_shared_layout_s2mad_upper_bound(sizes, n, groups, rounds, extra):
     """S2-MAD under the shared layout: measured <= the bound on the simulated model (its agents
     agree at times), and the bound is tight, 0 tokens off, when nothing ever agrees."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="s2mad", agents=n, rounds=rounds, groups=groups, prompt_layout="shared", **extra
     )
-    options = {name: getattr(cfg, name) for name in cfg.options_read()}
+    options = {name: cfg.value(name) for name in cfg.options_read()}
     q_tokens, rows = run_sim(cfg)
     bound = cost_predict.predict("s2mad", sizes, n, rounds, q_tokens, REPLY, **options)
     assert all(row["prompt_tokens"] <= bound.prompt_tokens and row["n_calls"] <= bound.calls for row, _ in rows)

@@ -123,7 +123,7 @@ def test_a_run_reads_an_hf_dataset(tmp_path):
     from engine.config import RunConfig
 
     folder = _folder(tmp_path, "gsm8k", [{"question": f"{i}+1?", "answer": f"#### {i + 1}"} for i in range(3)])
-    cfg = RunConfig(protocol="mad", agents=2, rounds=2, backend="simulated", dataset=f"hf:{folder}").validate()
-    qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed)
+    cfg = RunConfig.flat(protocol="mad", agents=2, rounds=2, backend="simulated", dataset=f"hf:{folder}").validate()
+    qs = load_questions(cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.seed)
     rows = run_local(cfg, qs, SimulatedBackend())
     assert len(rows) == 3 and all(row["n_calls"] == 4 for row, _ in rows)

@@ -261,7 +261,7 @@ def test_summary_calls_carry_the_image_in_their_one_user_message():
     get_protocol("group")  # registers the summary stage
     agent = AgentCore(
         0,
-        RunConfig(backend="simulated", protocol="group", agents=4, groups="2+2").agent_specs()[0],
+        RunConfig.flat(backend="simulated", protocol="group", agents=4, groups="2+2").agent_specs()[0],
         PromptSet.for_task("numeric"),
         simulated=True,
     )
@@ -300,9 +300,13 @@ def _recorded_run(cfg: RunConfig, questions: list[Question]):
 @pytest.mark.parametrize(
     "cfg",
     [
-        RunConfig(backend="simulated", protocol="mad", agents=3, rounds=3),  # full memory
-        RunConfig(backend="simulated", protocol="group", agents=4, rounds=4, groups="2+2"),  # summaries, memory "last"
-        RunConfig(backend="simulated", protocol="cortex", agents=4, rounds=3),  # memory "none": no round-0 prompt sent
+        RunConfig.flat(backend="simulated", protocol="mad", agents=3, rounds=3),  # full memory
+        RunConfig.flat(
+            backend="simulated", protocol="group", agents=4, rounds=4, groups="2+2"
+        ),  # summaries, memory "last"
+        RunConfig.flat(
+            backend="simulated", protocol="cortex", agents=4, rounds=3
+        ),  # memory "none": no round-0 prompt sent
     ],
     ids=["mad", "group", "cortex"],
 )
@@ -325,7 +329,7 @@ def test_every_request_of_a_debate_has_the_image_once_and_otherwise_the_text_onl
         image_rows[0][0]["image"] == "sha256:" + hashlib.sha256(PNG).hexdigest()[:16]
         and text_rows[0][0]["image"] is None
     )
-    if cfg.protocol == "group":
+    if cfg.experiment.protocol == "group":
         assert any(len(r.messages) == 1 for r in with_img)  # the summary calls were among them
 
 
@@ -494,7 +498,7 @@ def image_data(tmp_path, pics) -> Path:
 
 
 def test_transformers_refuses_a_data_set_with_images_in_one_line(image_data):
-    cfg = RunConfig(backend="transformers", dataset=str(image_data))
+    cfg = RunConfig.flat(backend="transformers", dataset=str(image_data))
     with pytest.raises(ImagesNotSupported) as err:
         prepare(cfg)
     assert str(err.value) == (
@@ -504,9 +508,10 @@ def test_transformers_refuses_a_data_set_with_images_in_one_line(image_data):
     )
     for backend in ("simulated", "openai", "vllm"):  # these can send images (vLLM: checked again once loaded)
         check_images(
-            RunConfig(backend=backend, dataset=str(image_data)), load_questions(str(image_data), "numeric", None, 0)
+            RunConfig.flat(backend=backend, dataset=str(image_data)),
+            load_questions(str(image_data), "numeric", None, 0),
         )
-    check_images(RunConfig(backend="transformers"), [Question("q", "numeric", "t", "1")])  # text only: fine
+    check_images(RunConfig.flat(backend="transformers"), [Question("q", "numeric", "t", "1")])  # text only: fine
 
 
 def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(image_data, tmp_path, monkeypatch):
@@ -521,7 +526,7 @@ def test_a_text_only_vllm_model_is_refused_after_loading_before_the_first_call(i
     monkeypatch.setattr(driver.DebateRunner, "_writer_for", lambda self, cfg, out: None)  # write_run would fail on None
     monkeypatch.setattr(driver.DebateRunner, "replicas_for", lambda self, cfg, models: ReplicaSet({}, infos, {}))
     runner = driver.DebateRunner.__new__(driver.DebateRunner)  # no Ray: replicas and writer are the fakes above
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="vllm",
         model="Qwen/Qwen2.5-0.5B-Instruct",
         dataset=str(image_data),
@@ -577,7 +582,7 @@ def test_debate_run_with_images_on_the_simulated_backend_through_ray(image_data,
     calls = read_table(out, "calls").to_pylist()
     assert len(calls) == 2 * 3 * 2 and all(c["error"] is None for c in calls)
     # the same debate in-process: the image counted 0 tokens, so Ray's rows match token for token
-    cfg = RunConfig(backend="simulated", dataset=str(image_data), task="numeric", agents=3, rounds=2)
+    cfg = RunConfig.flat(backend="simulated", dataset=str(image_data), task="numeric", agents=3, rounds=2)
     local = run_local(cfg, load_questions(str(image_data), "numeric", None, 0), SimulatedBackend())
     assert sorted((r["question_id"], r["prompt_tokens"], r["completion_tokens"]) for r, _ in local) == sorted(
         (q["question_id"], q["prompt_tokens"], q["completion_tokens"]) for q in questions

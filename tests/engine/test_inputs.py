@@ -210,7 +210,7 @@ def test_questions_given_to_a_run_are_checked_too(tmp_path):
 
     q = Question("q1", "numeric", "1+1? \udc80", "2", source="mine", row=3)
     with pytest.raises(DatasetError, match=r"^mine:3: field 'question' cannot be written"):
-        prepare(RunConfig(backend="simulated", out=str(tmp_path / "o")), [q])
+        prepare(RunConfig.flat(backend="simulated", out=str(tmp_path / "o")), [q])
 
 
 def test_the_out_check_leaves_nothing_behind_in_a_folder_that_existed(tmp_path):

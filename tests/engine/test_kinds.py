@@ -43,7 +43,7 @@ def _similarity(texts):
 
 
 def _emitted(kw) -> set[str]:
-    cfg = RunConfig(backend="simulated", **kw)
+    cfg = RunConfig.flat(backend="simulated", **kw)
     qs = arithmetic_questions(3, seed=1)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=8, accuracy=0.5, follow=0.3), similarity=_similarity)
     return {r.kind for _, log in rows for r in log.records}

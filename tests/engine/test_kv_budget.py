@@ -9,7 +9,6 @@ tokens, the first call's prompt (round 0's, shared by every agent's prompt) coun
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -34,7 +33,7 @@ REPLY = 40
 
 def _cfg(**kw) -> RunConfig:
     base = dict(backend="simulated", limit=1, progress=False, sim_reply_tokens=REPLY)
-    return RunConfig(**{**base, **kw}).validate()
+    return RunConfig.flat(**{**base, **kw}).validate()
 
 
 def _true_peak(cfg: RunConfig) -> int:
@@ -98,7 +97,7 @@ def test_a_real_tokenizer_counts_more_than_words_but_replies_as_they_are(sizes):
 
     questions = arithmetic_questions(3, seed=1)
     sim = estimate_for(_cfg(protocol="mad", agents=3, rounds=2, sim_reply_tokens=64, max_tokens=64), questions)
-    real = estimate_for(RunConfig(backend="vllm", protocol="mad", agents=3, rounds=2, max_tokens=64), questions)
+    real = estimate_for(RunConfig.flat(backend="vllm", protocol="mad", agents=3, rounds=2, max_tokens=64), questions)
     q = sum(count_words(x.text) for x in questions) / 3
     words = question_kv("mad", sizes, 3, 2, q, 0)  # everything but the replies
     assert sim is not None and real is not None and words is not None
@@ -146,11 +145,11 @@ def test_a_run_s_limit_from_its_config_and_replicas():
     questions = arithmetic_questions(4, seed=2)
     kv = estimate_for(cfg, questions)
     assert kv is not None
-    got = plan_in_flight(cfg, questions, {cfg.model: (2, 10_000)})
+    got = plan_in_flight(cfg, questions, {cfg.sampling.model: (2, 10_000)})
     assert got.limit == 2 * 10_000 // round(kv.tokens(3))
-    assert plan_in_flight(cfg, questions, {cfg.model: (2, None)}).limit == 50
+    assert plan_in_flight(cfg, questions, {cfg.sampling.model: (2, None)}).limit == 50
     # --no-kv-in-flight: the flag alone, what the caches would hold still reported
-    off = plan_in_flight(dataclasses.replace(cfg, kv_in_flight=False), questions, {cfg.model: (2, 10_000)})
+    off = plan_in_flight(cfg.replace(kv_in_flight=False), questions, {cfg.sampling.model: (2, 10_000)})
     assert off.limit == 50 and off.per_model == got.per_model
     assert off.reason.startswith("50 questions in flight (--max-concurrent-questions 50; --no-kv-in-flight: ")
 

@@ -127,7 +127,7 @@ def test_paper_placement_graph_degrees():
 def _cfg(**kw) -> RunConfig:
     base = dict(protocol="sparse", agents=6, topology="star", backend="simulated")
     base.update(kw)
-    return RunConfig(**base).validate()
+    return RunConfig.flat(**base).validate()
 
 
 def test_agent_specs_central_and_peripheral_on_star():
@@ -153,7 +153,7 @@ def test_agent_settings_model_overrides_placement():
 def test_agent_specs_ring_and_group_protocols_are_tied():
     ring_cfg = _cfg(topology="ring", models="a,b,c,d,e,f", strong_agents="peripheral")
     assert [s.model for s in ring_cfg.agent_specs()] == list("abcdef")
-    group = RunConfig(
+    group = RunConfig.flat(
         protocol="group", agents=4, backend="simulated", models="a,b,c,d", strong_agents="central"
     ).validate()
     assert [s.model for s in group.agent_specs()] == list("abcd")
@@ -161,11 +161,11 @@ def test_agent_specs_ring_and_group_protocols_are_tied():
 
 def test_validate_placement_needs_models():
     with pytest.raises(ConfigError) as err:
-        RunConfig(protocol="sparse", agents=6, topology="star", strong_agents="central").validate()
+        RunConfig.flat(protocol="sparse", agents=6, topology="star", strong_agents="central").validate()
     assert "--strong-agents" in str(err.value) and "--models" in str(err.value)
-    RunConfig(protocol="sparse", agents=6, topology="star", strong_agents="none").validate()  # fine
+    RunConfig.flat(protocol="sparse", agents=6, topology="star", strong_agents="none").validate()  # fine
 
 
 def test_validate_reports_bad_models_as_config_error():
     with pytest.raises(ConfigError, match="--models lists 5 agents but --agents is 6"):
-        RunConfig(protocol="mad", agents=6, models="a*5").validate()
+        RunConfig.flat(protocol="mad", agents=6, models="a*5").validate()

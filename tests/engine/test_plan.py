@@ -13,8 +13,10 @@ from app.plan_table import header, plan_cells, plan_table
 from app.sweep import expand, parse_sweep
 from backends.simulated_backend import SimulatedBackend
 from engine import cost_predict
-from engine.dataset_routing import load_questions
+from engine.dataset_routing import experiment_questions, load_questions
 from engine.plan import MARKS, Planner, weakest
+from engine.protocols.layout import PROMPT_LAYOUT
+from engine.protocols.shared import MEMORY
 from tests.support.cost import words
 
 BASE = {"backend": "simulated", "limit": 4, "agents": 6, "rounds": 3, "sim_reply_tokens": 40}
@@ -27,7 +29,7 @@ def cells(tmp_path):
 
 
 def by_protocol(cells):
-    return {c.config.protocol: c for c in cells}
+    return {c.config.experiment.protocol: c for c in cells}
 
 
 def test_plan_equals_predict(cells, sizes):
@@ -51,8 +53,10 @@ def test_plan_against_a_measured_simulated_run(cells, proto):
     c = by_protocol(cells)[proto]
     p = Planner().plan(c.config)
     cfg = c.config
-    qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
-    backend = SimulatedBackend(reply_tokens=cfg.sim_reply_tokens, accuracy=cfg.sim_accuracy, follow=cfg.sim_follow)
+    qs = experiment_questions(cfg.experiment)
+    backend = SimulatedBackend(
+        reply_tokens=cfg.value("sim_reply_tokens"), accuracy=cfg.value("sim_accuracy"), follow=cfg.value("sim_follow")
+    )
     rows = [r for r, _ in run_local(cfg, qs, backend)]
     tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
     calls = sum(r["n_calls"] for r in rows)
@@ -178,15 +182,15 @@ def test_plan_of_shared_layout_cells_against_measured_simulated_runs(tmp_path):
     spec = parse_sweep({**BASE, "limit": 2, "models": "big*2,small*4", "grid": grid}, "s.yaml")
     cells = [c for c in expand(spec, tmp_path / "out") if c.valid]
     plans = plan_cells(cells)
-    shared = [c for c in cells if c.config.prompt_layout == "shared"]
-    assert {(c.config.protocol, c.config.memory) for c in shared} == {
+    shared = [c for c in cells if c.config.option(PROMPT_LAYOUT) == "shared"]
+    assert {(c.config.experiment.protocol, c.config.option(MEMORY)) for c in shared} == {
         ("mad", "summary"),
         ("mad", "last"),
         ("group", "last"),
     }
     for c in shared:
         cfg, p = c.config, plans[c.index]
-        qs = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+        qs = experiment_questions(cfg.experiment)
         backends = {m: SimulatedBackend(reply_tokens=40, accuracy=0.6, follow=0.5) for m in cfg.run_models()}
         rows = [r for r, _ in run_local(cfg, qs, backends)]
         measured = (sum(r["n_calls"] for r in rows), sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows))
@@ -194,7 +198,8 @@ def test_plan_of_shared_layout_cells_against_measured_simulated_runs(tmp_path):
         (paper,) = [
             d
             for d in cells
-            if (d.config.protocol, d.config.memory, d.config.prompt_layout) == (cfg.protocol, cfg.memory, "paper")
+            if (d.config.experiment.protocol, d.config.option(MEMORY), d.config.option(PROMPT_LAYOUT))
+            == (cfg.experiment.protocol, cfg.option(MEMORY), "paper")
         ]
         assert plans[paper.index].per_question != p.per_question
 
@@ -211,10 +216,10 @@ def test_list_shows_prompt_tokens_and_the_computed_prefill(tmp_path, capsys, siz
     labels = [c.label for c in cells]
     for i, c in enumerate(cells):
         p = plans[c.index]
-        layout = c.config.prompt_layout if c.config.protocol == "mad" else "paper"
-        pred = cost_predict.predict(c.config.protocol, sizes, 6, 3, q, 40, prompt_layout=layout)
+        layout = c.config.option(PROMPT_LAYOUT) if c.config.experiment.protocol == "mad" else "paper"
+        pred = cost_predict.predict(c.config.experiment.protocol, sizes, 6, 3, q, 40, prompt_layout=layout)
         assert cols["prompt"][i] == f"{4 * pred.prompt_tokens:,.0f}"
-        if c.config.protocol == "prd":
+        if c.config.experiment.protocol == "prd":
             assert p.computed is None and cols["computed"][i] == "—"
         else:
             assert pred.computed_prompt_tokens is not None
@@ -222,11 +227,11 @@ def test_list_shows_prompt_tokens_and_the_computed_prefill(tmp_path, capsys, siz
             assert p.computed < p.prompt
             # per question, then the heads once and less the words the questions begin with alike
             assert abs(p.computed - 4 * pred.computed_prompt_tokens) < 50
-    mad = {c.config.prompt_layout: plans[c.index] for c in cells if c.config.protocol == "mad"}
+    mad = {c.config.option(PROMPT_LAYOUT): plans[c.index] for c in cells if c.config.experiment.protocol == "mad"}
     assert mad["shared"].computed < mad["paper"].computed / 2, labels
     assert cols["computed"][len(cells)] == "—"  # the totals of cells one of which has none
     assert any("cached_prompt_tokens" in line for line in header(cells))
 
-    mad_only = [c for c in cells if c.config.protocol == "mad"]
+    mad_only = [c for c in cells if c.config.experiment.protocol == "mad"]
     totals = _columns(mad_only)["computed"][len(mad_only)]
     assert totals == f"{sum(plans[c.index].computed for c in mad_only):,.0f}"

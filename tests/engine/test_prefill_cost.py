@@ -54,7 +54,7 @@ def measure(cfg: RunConfig, n_q: int = 4, backend=SimulatedBackend):
 
 
 def planned(**kw):
-    cfg = RunConfig(backend="simulated", sim_reply_tokens=REPLY, **kw).validate()
+    cfg = RunConfig.flat(backend="simulated", sim_reply_tokens=REPLY, **kw).validate()
     return cfg, Planner()
 
 

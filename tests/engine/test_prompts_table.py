@@ -34,7 +34,7 @@ class Recording(SimulatedBackend):
 def _run_and_store(tmp_path, **kw):
     """A run of ``kw`` on 2 questions, stored as the coordinator stores it (calls, graphs,
     questions, runs and the prompts rows of every result); returns (cfg, what was sent)."""
-    cfg = RunConfig(backend="simulated", limit=2, **kw).validate()
+    cfg = RunConfig.flat(backend="simulated", limit=2, **kw).validate()
     backend = Recording(reply_tokens=12, accuracy=0.5, follow=0.3)
     rows = run_local(cfg, arithmetic_questions(2, seed=3), backend)
     labels = {"run_id": cfg.run_id(), "backend": "simulated", "simulated": True, "attempt": "a"}
@@ -77,7 +77,7 @@ def test_a_message_every_agent_sent_is_stored_once(tmp_path):
 
 def test_store_prompts_off_stores_none_and_keeps_the_run_id(tmp_path):
     cfg, _ = _run_and_store(tmp_path, protocol="mad", agents=2, rounds=2, store_prompts=False)
-    assert cfg.run_id() == RunConfig(backend="simulated", limit=2, protocol="mad", agents=2, rounds=2).run_id()
+    assert cfg.run_id() == RunConfig.flat(backend="simulated", limit=2, protocol="mad", agents=2, rounds=2).run_id()
     r = load(tmp_path)
     assert r.prompts.empty and r.calls.prompt.isna().all() and len(r.calls) == 8
     with pytest.raises(ResultsError, match="stored without its prompt"):

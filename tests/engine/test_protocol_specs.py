@@ -12,7 +12,7 @@ from engine.protocols.s2mad import TAU
 
 
 def test_every_protocol_has_a_spec_and_its_help():
-    from engine.config import ENGINE_OPTION
+    from engine.config import engine_option
 
     assert list(SPECS) == [
         "cot",
@@ -29,7 +29,7 @@ def test_every_protocol_has_a_spec_and_its_help():
     ]
     for name, spec in SPECS.items():
         assert spec.name == name and spec.help and spec.label and spec.cost is not None
-    assert "debate protocols" in ENGINE_OPTION["protocol"].help  # its table shows each spec's help
+    assert "debate protocols" in engine_option("protocol").help  # its table shows each spec's help
 
 
 def _echo(ctx: Context) -> ProtocolGen:
@@ -48,7 +48,7 @@ def _echo(ctx: Context) -> ProtocolGen:
 
 
 def _check(cfg) -> None:
-    if cfg.tau < 0:
+    if cfg.option(TAU) < 0:
         raise ConfigError("--tau must be >= 0 with --protocol echo")
 
 
@@ -59,7 +59,7 @@ ECHO = ProtocolSpec(
     "Echo",
     settings=(TAU,),
     check=_check,
-    shape=lambda cfg: (cfg.agents, 2),
+    shape=lambda cfg: (cfg.experiment.agents, 2),
     stages={"echo": "Agent 0 said: $peers\nAgain: $question $format"},
     needs_embeddings=lambda cfg: False,
     cost=lambda s, n, rounds, q, c, **kw: ("echo-cost", n, rounds),
@@ -82,16 +82,16 @@ def test_a_new_protocol_is_one_spec(echo):
     from engine.prompts import PromptSet
     from engine.tasks import arithmetic_questions
 
-    cfg = RunConfig(protocol="echo", agents=3, rounds=5, backend="simulated", tau=0.3).validate()
+    cfg = RunConfig.flat(protocol="echo", agents=3, rounds=5, backend="simulated", tau=0.3).validate()
     assert (cfg.n_agents, cfg.n_rounds) == (3, 2)  # its shape
     with pytest.raises(ConfigError, match="--tau must be >= 0 with --protocol echo"):
-        RunConfig(protocol="echo", tau=-0.5).validate()  # its own config check
+        RunConfig.flat(protocol="echo", tau=-0.5).validate()  # its own config check
     with pytest.raises(ConfigError, match=r"--tau must be within \[-1, 1\]"):
-        RunConfig(protocol="echo", tau=2.0).validate()  # the option's declared bounds
+        RunConfig.flat(protocol="echo", tau=2.0).validate()  # the option's declared bounds
     assert "echo" in PromptSet.for_task("numeric").templates  # its prompt stage, no import side effect
     assert "tau" not in unused_options(cfg) and "density" in unused_options(cfg)  # its options
-    assert "tau" in unused_options(RunConfig(protocol="mad"))
-    assert normalise(cfg).rounds == 2
+    assert "tau" in unused_options(RunConfig.flat(protocol="mad"))
+    assert normalise(cfg).experiment.rounds == 2
     assert not needs_embeddings(cfg)
     assert cost_predict.predict("echo", None, 3, 2, 10, 5) == ("echo-cost", 3, 2)
     rows = run_local(cfg, arithmetic_questions(3, seed=0), SimulatedBackend())
@@ -129,13 +129,13 @@ WEIGHT = Option("echo_weight", float, 0.5, "share of agents that read agent 0", 
 
 def echo(ctx):
     replies = yield Step(0, [AgentCall(i, "first") for i in range(ctx.n_agents)])
-    readers = [i for i in range(ctx.n_agents) if i < round(ctx.cfg.echo_weight * ctx.n_agents)]
+    readers = [i for i in range(ctx.n_agents) if i < round(ctx.cfg.option(WEIGHT) * ctx.n_agents)]
     replies = yield Step(1, [AgentCall(i, "debate", peers=[0], peer_texts=[(0, replies[0].text)],
                                        peer_answers=[replies[0].answer]) for i in readers])
     return Outcome(vote(ctx, [r.answer for r in replies]), [[r.answer for r in replies]])
 
 protocols.SPECS["echo"] = ProtocolSpec("echo", echo, "some agents read agent 0", "Echo", settings=(WEIGHT,),
-                                       shape=lambda cfg: (cfg.agents, 2))
+                                       shape=lambda cfg: (cfg.experiment.agents, 2))
 
 from app import cli
 from engine.config import ConfigError, RunConfig, config_from_mapping
@@ -147,13 +147,13 @@ cli._add_run_flags(parser)
 out["help"] = parser.format_help()
 cfg = cli.parse_run_config(parser.parse_args(["--protocol", "echo", "--echo-weight", "0.25", "--agents", "4",
                                               "--backend", "simulated"]))
-out["flag"] = cfg.echo_weight
-out["yaml"] = config_from_mapping({"protocol": "echo", "echo-weight": 0.75}).echo_weight
+out["flag"] = cfg.option(WEIGHT)
+out["yaml"] = config_from_mapping({"protocol": "echo", "echo-weight": 0.75}).option(WEIGHT)
 try:
-    RunConfig(protocol="echo", echo_weight=2.0).validate()
+    RunConfig.flat(protocol="echo", echo_weight=2.0).validate()
 except ConfigError as exc:
     out["bad"] = str(exc)
-out["ids"] = [RunConfig(protocol=p, echo_weight=w).run_id() for p in ("echo", "mad") for w in (0.25, 0.5)]
+out["ids"] = [RunConfig.flat(protocol=p, echo_weight=w).run_id() for p in ("echo", "mad") for w in (0.25, 0.5)]
 grid = parse_sweep({"backend": "simulated", "grid": {"protocol": ["echo", "mad"], "echo_weight": [0.25, 0.5]}})
 out["cells"] = sorted(c.label for c in expand(grid, "/tmp/unused"))
 try:

@@ -386,11 +386,11 @@ def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
 
 
 def test_report_leaves_out_exactly_the_options_the_run_id_does():
-    """The keys no label names and no seed group compares are the run id's UNHASHED options."""
+    """The keys no label names and no seed group compares are the run id's unhashed options (unhashed_options())."""
     from app import report
-    from engine.config import UNHASHED
+    from engine.config import unhashed_options
 
-    assert report._NOT_RESULT_KEYS == frozenset(UNHASHED)
+    assert report._NOT_RESULT_KEYS == frozenset(unhashed_options())
 
 
 def test_seed_groups_is_the_one_grouping_of_sweep_and_report():

@@ -53,7 +53,7 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
     from backends.simulated_backend import SimulatedBackend
     from engine.tasks import arithmetic_questions
 
-    cfg = RunConfig(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=12, **extra).validate()
+    cfg = RunConfig.flat(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=12, **extra).validate()
     out = run_local(
         cfg,
         arithmetic_questions(12, seed=3),
@@ -276,7 +276,7 @@ def test_rescore_of_an_engine_run_changes_nothing(ray_local, tmp_path):
     from actors.driver import run
 
     res = run(
-        RunConfig(
+        RunConfig.flat(
             protocol="mad", backend="simulated", limit=8, agents=3, rounds=2, progress=False, out=str(tmp_path / "mad")
         )
     )

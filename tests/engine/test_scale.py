@@ -100,7 +100,7 @@ def test_call_rows_are_shallow_copies():
 
 # ----------------------------------------------------------------------------- a 1,000-agent debate
 def test_full_mad_of_1000_agents_runs_and_records_its_million_edges_compactly():
-    cfg = RunConfig(protocol="mad", agents=N, rounds=2, backend="simulated")
+    cfg = RunConfig.flat(protocol="mad", agents=N, rounds=2, backend="simulated")
     ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=2), SimulatedBackend(reply_tokens=8))
     assert row["n_calls"] == 2 * N and row["rounds_run"] == 2
     assert len(log.reads) == N and all(len(r.srcs) == N - 1 and r.dst not in r.srcs for r in log.reads)
@@ -155,7 +155,9 @@ def test_placement_on_1000_agents_needs_no_betweenness(monkeypatch):
     assert placement_order(hub, "central") == [7] + [i for i in range(N) if i != 7]
     assert placement_order(hub, "peripheral") == [i for i in range(N) if i != 7] + [7]
     assert assign_models(ranked, hub, "central")[7] == "big"
-    cfg = RunConfig(protocol="sparse", topology="star", agents=N, models="big*1,small*999", strong_agents="peripheral")
+    cfg = RunConfig.flat(
+        protocol="sparse", topology="star", agents=N, models="big*1,small*999", strong_agents="peripheral"
+    )
     assert [s.model for s in cfg.agent_specs()][7] == "small"
 
 
@@ -232,7 +234,7 @@ def test_cortex_info_keeps_the_n_by_n_matrices_only_for_small_debates(n):
 
     from engine.protocols.cortex import MATRIX_INFO_MAX_AGENTS
 
-    cfg = RunConfig(protocol="cortex", agents=n, rounds=2, backend="simulated")
+    cfg = RunConfig.flat(protocol="cortex", agents=n, rounds=2, backend="simulated")
     ((row, log),) = run_local(
         cfg,
         arithmetic_questions(1, seed=4),

@@ -18,7 +18,7 @@ LABELS = {"run_id": "r", "backend": "simulated", "simulated": True, "attempt": "
 
 
 def _run(n_q: int = 2, **kw):
-    cfg = RunConfig(backend="simulated", **kw)
+    cfg = RunConfig.flat(backend="simulated", **kw)
     qs = arithmetic_questions(n_q, seed=3)
     return qs, run_local(cfg, qs, SimulatedBackend(reply_tokens=12, accuracy=0.5, follow=0.3))
 

@@ -19,7 +19,7 @@ from tests.support.result_dirs import config, full, write_run
 STAR = {"protocol": "sparse", "topology": "star", "agents": 6, "models": "big*1,small*5", "backend": "simulated"}
 CENTRAL_ID = "sparse-7c8f9be2e4"  # placement: central
 PERIPHERAL_ID = "sparse-149b650966"  # placement: peripheral
-DEFAULT_ID = "mad-1f113ed03c"  # RunConfig(backend="simulated"): placement "none" by default
+DEFAULT_ID = "mad-1f113ed03c"  # RunConfig.flat(backend="simulated"): placement "none" by default
 WARNING = "--placement is now --strong-agents; the old name still works"
 
 
@@ -39,11 +39,11 @@ def _star_flags(*extra):
 
 def test_run_ids_of_before_the_rename_with_either_name():
     assert OLD_NAMES == {"placement": "strong_agents"}
-    assert RunConfig(**STAR, strong_agents="central").run_id() == CENTRAL_ID
+    assert RunConfig.flat(**STAR, strong_agents="central").run_id() == CENTRAL_ID
     assert config_from_mapping({**STAR, "placement": "central"}).run_id() == CENTRAL_ID
     assert config_from_mapping({**STAR, "strong-agents": "peripheral"}).run_id() == PERIPHERAL_ID
     assert config_from_mapping({**STAR, "placement": "peripheral"}).run_id() == PERIPHERAL_ID
-    assert RunConfig(backend="simulated").run_id() == DEFAULT_ID  # every run hashes the default
+    assert RunConfig.flat(backend="simulated").run_id() == DEFAULT_ID  # every run hashes the default
 
 
 def test_the_old_flag_works_with_one_warning_line(caplog):
@@ -53,7 +53,7 @@ def test_the_old_flag_works_with_one_warning_line(caplog):
     caplog.clear()
     new = _parse(_star_flags("--strong-agents", "central"))
     assert not caplog.records
-    assert old == new and new.strong_agents == "central" and new.run_id() == CENTRAL_ID
+    assert old == new and new.sampling.strong_agents == "central" and new.run_id() == CENTRAL_ID
     assert [s.model for s in old.agent_specs()] == ["big"] + ["small"] * 5  # the star's centre is agent 0
 
 
@@ -65,7 +65,7 @@ def test_the_old_yaml_key_works_with_one_warning_line(caplog, tmp_path):
     assert [r.getMessage() for r in caplog.records] == [
         f"--config {yml}: placement is now strong_agents; the old name still works"
     ]
-    assert cfg.strong_agents == "peripheral" and cfg.run_id() == PERIPHERAL_ID
+    assert cfg.sampling.strong_agents == "peripheral" and cfg.run_id() == PERIPHERAL_ID
     caplog.clear()  # a flag given over the file wins, as for any option
     assert _parse(["--config", str(yml), "--strong-agents", "central"]).run_id() == CENTRAL_ID
 
@@ -95,7 +95,7 @@ def test_help_and_errors_name_the_new_flag(monkeypatch, capsys):
     assert "--strong-agents {none,central,peripheral}" in text and "which agents get the stronger models" in text
     assert "--placement " not in text and "--placement-timeout" in text  # the old name is hidden
     with pytest.raises(ConfigError, match=r"^--strong-agents central needs --models"):
-        RunConfig(protocol="sparse", topology="star", agents=6, strong_agents="central").validate()
+        RunConfig.flat(protocol="sparse", topology="star", agents=6, strong_agents="central").validate()
 
 
 @pytest.mark.parametrize(
@@ -127,9 +127,9 @@ def test_a_mistyped_yaml_key_names_the_old_and_the_new_name(tmp_path, capsys):
 
 
 def test_unread_given_reads_an_old_name_as_the_new_one():
-    cfg = RunConfig(**STAR, strong_agents="central")
+    cfg = RunConfig.flat(**STAR, strong_agents="central")
     assert unread_given(cfg, ["placement", "strong-agents"]) == []  # read: no warning, no crash
-    mad = RunConfig(protocol="mad", backend="simulated")
+    mad = RunConfig.flat(protocol="mad", backend="simulated")
     assert unread_given(mad, ["placement", "tau"]) == [
         "--tau is ignored: --protocol mad does not read it here (read by s2mad)"
     ]
@@ -178,4 +178,4 @@ def test_old_result_folders_read_under_the_new_name(old_and_new, tmp_path, capsy
     assert rows["sparse-new"]["label"].endswith("strong_agents=peripheral (SIMULATED)")
     assert debate_view(r, "sparse-old", "q0").options["strong_agents"] == "central"
     assert debate_view(r, "sparse-new", "q0").options["strong_agents"] == "peripheral"
-    assert json.loads(RunConfig(**STAR, strong_agents="central").to_json())["strong_agents"] == "central"
+    assert json.loads(RunConfig.flat(**STAR, strong_agents="central").to_json())["strong_agents"] == "central"

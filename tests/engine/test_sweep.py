@@ -35,6 +35,10 @@ from app.sweep import (
 )
 from backends.base import Backend
 from engine.config import RunConfig
+from engine.protocols.group_debate import GROUPS
+from engine.protocols.mad import DENSITY, EDGES
+from engine.protocols.s2mad import TAU
+from engine.protocols.shared import FORGETTING
 from engine.records import GenRequest, GenResult
 from engine.results import ParquetSink, read_table
 from tests.support.rows import complete_rows
@@ -63,14 +67,14 @@ def test_grid_is_the_cross_product_in_file_order(tmp_path):
         {"protocol": "mad", "agents": 4, "seed": 2},  # the last key varies fastest
         {"protocol": "mad", "agents": 6, "seed": 1},
     ]
-    assert [c.config.agents for c in cells] == [4, 4, 6, 6, 4, 4, 6, 6]
+    assert [c.config.experiment.agents for c in cells] == [4, 4, 6, 6, 4, 4, 6, 6]
     assert [c.index for c in cells] == list(range(8))
     assert len({c.run_id for c in cells}) == 8
     assert all(c.status == "pending" and c.error is None for c in cells)
     # a sweep's cells reuse first rounds by default; the file can turn it off
-    assert all(c.config.reuse_first_round for c in cells)
+    assert all(c.config.tuning.reuse_first_round for c in cells)
     off = expand(parse_sweep({**BASE, "reuse_first_round": False, "grid": {"seed": [1]}}), tmp_path)
-    assert off[0].config.reuse_first_round is False
+    assert off[0].config.tuning.reuse_first_round is False
 
 
 def test_no_grid_is_one_cell(tmp_path):
@@ -81,7 +85,7 @@ def test_no_grid_is_one_cell(tmp_path):
 def test_options_a_protocol_does_not_use_do_not_duplicate_cells(tmp_path):
     spec = parse_sweep({**BASE, "agents": 6, "grid": {"protocol": ["mad", "sparse"], "density": [0.4, 0.8]}})
     cells = expand(spec, tmp_path)
-    assert [(c.config.protocol, c.config.density, c.n_points) for c in cells] == [
+    assert [(c.config.experiment.protocol, c.config.option(DENSITY), c.n_points) for c in cells] == [
         ("mad", None, 2),
         ("sparse", 0.4, 1),
         ("sparse", 0.8, 1),
@@ -92,11 +96,15 @@ def test_options_a_protocol_does_not_use_do_not_duplicate_cells(tmp_path):
     cot = expand(
         parse_sweep({"backend": "simulated", "protocol": "cot", "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path
     )
-    assert len(cot) == 1 and cot[0].n_points == 4 and (cot[0].config.agents, cot[0].config.rounds) == (1, 1)
+    assert (
+        len(cot) == 1
+        and cot[0].n_points == 4
+        and (cot[0].config.experiment.agents, cot[0].config.experiment.rounds) == (1, 1)
+    )
     sc = expand(
         parse_sweep({"backend": "simulated", "protocol": "sc", "grid": {"agents": [3, 6], "rounds": [2, 3]}}), tmp_path
     )
-    assert [(c.config.agents, c.config.rounds, c.n_points) for c in sc] == [(3, 1, 2), (6, 1, 2)]
+    assert [(c.config.experiment.agents, c.config.experiment.rounds, c.n_points) for c in sc] == [(3, 1, 2), (6, 1, 2)]
 
 
 @pytest.mark.parametrize(
@@ -118,15 +126,15 @@ def test_options_a_protocol_does_not_use_do_not_duplicate_cells(tmp_path):
     ],
 )
 def test_unused_options_per_protocol(cfg, unused_has, unused_lacks):
-    unused = unused_options(RunConfig(backend="simulated", **cfg))
+    unused = unused_options(RunConfig.flat(backend="simulated", **cfg))
     assert unused_has <= unused and not (unused_lacks & unused)
     # backend options: sim_* only on the simulated backend
     assert not any(n.startswith("sim_") for n in unused)
-    assert {"sim_accuracy", "sim_latency_s"} <= unused_options(RunConfig(backend="transformers", **cfg))
+    assert {"sim_accuracy", "sim_latency_s"} <= unused_options(RunConfig.flat(backend="transformers", **cfg))
 
 
 def test_normalise_resets_unused_options_to_defaults_and_keeps_the_rest():
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="group",
         groups="2",
         agents=4,
@@ -138,10 +146,16 @@ def test_normalise_resets_unused_options_to_defaults_and_keeps_the_rest():
         edges="0-1",
     )
     n = normalise(cfg)
-    assert (n.forgetting, n.density, n.tau, n.sim_accuracy, n.edges) == (False, None, 0.4, 0.6, None)
-    assert (n.groups, n.agents, n.backend) == ("2", 4, "transformers")
-    assert cfg.forgetting is True  # the input is not modified
-    used_all = RunConfig(
+    assert (n.option(FORGETTING), n.option(DENSITY), n.option(TAU), n.value("sim_accuracy"), n.option(EDGES)) == (
+        False,
+        None,
+        0.4,
+        0.6,
+        None,
+    )
+    assert (n.option(GROUPS), n.experiment.agents, n.sampling.backend) == ("2", 4, "transformers")
+    assert cfg.option(FORGETTING) is True  # the input is not modified
+    used_all = RunConfig.flat(
         protocol="sparse", density=0.4, agents=6, forgetting=True, backend="simulated", sim_accuracy=0.9
     )
     assert normalise(used_all) == used_all
@@ -150,7 +164,7 @@ def test_normalise_resets_unused_options_to_defaults_and_keeps_the_rest():
 def test_invalid_cells_are_reported_and_skipped_not_fatal(tmp_path):
     spec = parse_sweep({**BASE, "grid": {"protocol": ["mad", "sparse", "probmad"], "density": [None, 0.5]}}, "g.yaml")
     cells = expand(spec, tmp_path)
-    status = {(c.config.protocol, c.config.density): (c.status, c.error) for c in cells}
+    status = {(c.config.experiment.protocol, c.config.option(DENSITY)): (c.status, c.error) for c in cells}
     assert status[("mad", None)] == ("pending", None)
     st, err = status[("sparse", 0.5)]  # no regular graph of density 0.5 on 4 agents
     assert st == "invalid" and "--density 0.5" in err and "--agents 4" in err
@@ -227,13 +241,13 @@ def test_run_ids_and_out_dirs_are_deterministic(tmp_path):
     b = expand(parse_sweep(json.loads(json.dumps(data))), tmp_path / "out")
     assert [c.run_id for c in a] == [c.run_id for c in b]
     assert all(c.out == tmp_path / "out" / cell_dir_name(c.config, c.run_id) for c in a)
-    assert all(c.config.out == str(c.out) and c.out.name.endswith(c.run_id.split("-")[1]) for c in a)
+    assert all(c.config.output.out == str(c.out) and c.out.name.endswith(c.run_id.split("-")[1]) for c in a)
     # the cell's run id is `debate run`'s for the same (normalised) options: reuse and out do not count
-    by_hand = RunConfig(backend="simulated", limit=3, agents=4, rounds=2, progress=False, protocol="mad", seed=2)
+    by_hand = RunConfig.flat(backend="simulated", limit=3, agents=4, rounds=2, progress=False, protocol="mad", seed=2)
     assert a[1].run_id == by_hand.run_id()
     assert (
         a[3].run_id
-        == RunConfig(
+        == RunConfig.flat(
             backend="simulated", limit=3, agents=4, rounds=2, protocol="sparse", seed=2, topology="ring"
         ).run_id()
     )
@@ -244,8 +258,8 @@ def test_an_auto_backend_cell_has_the_run_id_its_run_stores(tmp_path):
     """``backend: auto`` is resolved before the cell's id is made, as validate() resolves it for the
     run: the directory name and sweep.json's run_id are the id in the run's rows (joins work)."""
     cell = expand(parse_sweep({**BASE, "backend": "auto", "protocol": "mad"}), tmp_path / "out")[0]
-    stored = RunConfig(backend="auto", limit=3, agents=4, rounds=2, protocol="mad").validate()
-    assert stored.backend != "auto" and cell.config.backend == stored.backend
+    stored = RunConfig.flat(backend="auto", limit=3, agents=4, rounds=2, protocol="mad").validate()
+    assert stored.sampling.backend != "auto" and cell.config.sampling.backend == stored.sampling.backend
     assert cell.run_id == stored.run_id() and cell.out.name == cell_dir_name(stored, stored.run_id())
 
 
@@ -254,8 +268,8 @@ def test_unhashed_options_really_do_not_change_the_run_id():
     assert {"out", "reuse_first_round", "progress", "max_batch", "ray_address"} <= knobs
     assert not {"protocol", "seed", "density", "agents", "temperature", "sim_accuracy"} & knobs
     base = RunConfig().run_id()
-    assert RunConfig(reuse_first_round=True, out="x", max_batch=3).run_id() == base
-    assert RunConfig(seed=1).run_id() != base
+    assert RunConfig.flat(reuse_first_round=True, out="x", max_batch=3).run_id() == base
+    assert RunConfig.flat(seed=1).run_id() != base
 
 
 # ------------------------------------------------------------------------------------ manifest / resume
@@ -272,11 +286,11 @@ class FakeEngine:
         from engine.tasks import DatasetError
 
         self.calls.append(cfg.run_id())
-        if self.fail_on and self.fail_on == cfg.protocol:
-            raise self.error or DatasetError(f"--dataset {cfg.dataset}: no such file")
-        sink = ParquetSink(cfg.out)
-        n = cfg.limit
-        have = {r["question_id"] for r in read_table(cfg.out, "questions").to_pylist()}
+        if self.fail_on and self.fail_on == cfg.experiment.protocol:
+            raise self.error or DatasetError(f"--dataset {cfg.experiment.dataset}: no such file")
+        sink = ParquetSink(cfg.output.out)
+        n = cfg.experiment.limit
+        have = {r["question_id"] for r in read_table(cfg.output.out, "questions").to_pylist()}
         rows = [
             {
                 "run_id": cfg.run_id(),
@@ -446,7 +460,7 @@ def test_calls_schema_holds_every_call_record_field_plus_the_run_labels():
     fields = {f.name for f in dataclasses.fields(CallRecord)}
     assert {"reused", "truncated_messages"} <= fields
     assert set(CALLS_SCHEMA.names) == fields | {"run_id", "backend", "simulated", "attempt"}
-    assert RunConfig().reuse_first_round is False  # off by default in `debate run`
+    assert RunConfig().tuning.reuse_first_round is False  # off by default in `debate run`
 
 
 # ------------------------------------------------------------------------------------ cache core
@@ -541,7 +555,7 @@ def test_reply_cache_never_stores_failures_and_hands_the_key_on():
 def _sim(tmp_path, name, **kw) -> RunConfig:
     base = dict(backend="simulated", limit=5, agents=3, rounds=2, progress=False, out=str(tmp_path / name))
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def _calls(out) -> object:
@@ -593,7 +607,7 @@ def test_first_round_reuse_gives_identical_results_and_saves_requests(ray_local,
     with DebateRunner() as runner:
         r1 = runner.run(mad)
         r2 = runner.run(sparse)
-    plain = run(dataclasses.replace(sparse, reuse_first_round=False, out=str(tmp_path / "plain")))
+    plain = run(sparse.replace(reuse_first_round=False, out=str(tmp_path / "plain")))
     assert r2.run_id == plain.run_id  # reuse is not part of the run id
     a, b = _calls(r2.out_dir), _calls(plain.out_dir)
     assert list(a.text) == list(b.text) and list(a.answer) == list(b.answer)
@@ -668,7 +682,7 @@ def test_sweep_aggregates_finished_cells_over_seeds():
     assert lines[0] == "across seeds (mean ± sd):" and "protocol=mad  over 2 seeds: accuracy 0.600 ± 0.141" in lines[1]
     assert not lines[1].endswith("(SIMULATED model)")  # the cells' backend is the default (real) one
     for c in cells:
-        c.config = RunConfig(backend="simulated")
+        c.config = RunConfig.flat(backend="simulated")
     assert all(line.endswith("(SIMULATED model)") for line in format_seeds(across_seeds(cells))[1:])
 
 
@@ -678,13 +692,13 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     the cell's run id) is resumed by the sweep on the real engine: the two missing questions are
     debated, the two done are not, and each question has one row."""
     from actors.driver import DebateRunner
-    from engine.dataset_routing import load_questions
+    from engine.dataset_routing import experiment_questions
 
     spec = parse_sweep({**BASE, "limit": 4, "grid": {"seed": [1, 2]}})
     out = tmp_path / "sweep"
     first, second = expand(spec, out)
     cfg = first.config
-    questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
+    questions = experiment_questions(cfg.experiment)
     with DebateRunner() as runner:
         half = runner.run(cfg, questions=questions[:2])
         assert half.run_id == first.run_id and half.summary["n_questions"] == 2
@@ -707,7 +721,7 @@ def test_a_half_done_cell_resumes_on_the_real_engine(ray_local, tmp_path):
     q = read_table(first.out, "questions").to_pandas()
     assert sorted(q.question_id) == sorted(x.qid for x in questions) and q.question_id.is_unique
     calls = read_table(first.out, "calls").to_pandas()
-    assert len(calls) == 4 * cfg.agents * cfg.rounds  # the done questions were not debated again
+    assert len(calls) == 4 * cfg.experiment.agents * cfg.experiment.rounds  # the done questions were not debated again
 
 
 class _FailingBackend(Backend):
@@ -753,7 +767,7 @@ def test_a_sweep_on_the_real_engine_marks_a_cell_stopped_and_goes_on(ray_local, 
 
             class Spy:
                 def run(self, c, *a, **kw):
-                    seen.append(c.backend)
+                    seen.append(c.sampling.backend)
                     return runner.run(c, *a, **kw)
 
             again = run_sweep(spec, out, runner=Spy(), echo=lambda s: None)
@@ -769,7 +783,7 @@ def test_cell_folders_are_readable_and_end_with_the_run_ids_hash(tmp_path):
     mad, sparse = cells
     assert mad.out.name == f"mad_n6_r3_s1-{mad.run_id.split('-')[1]}"  # mad reads no density
     assert sparse.out.name == f"sparse_n6_r3_d0.4_s1-{sparse.run_id.split('-')[1]}"
-    assert sparse.config.out == str(sparse.out) and sparse.params["density"] == 0.4
+    assert sparse.config.output.out == str(sparse.out) and sparse.params["density"] == 0.4
     m = manifest(parse_sweep(data), cells, tmp_path / "out")
     assert [c["dir"] for c in m["cells"]] == [mad.out.name, sparse.out.name]
     assert [c["run_id"] for c in m["cells"]] == [mad.run_id, sparse.run_id]  # the id is still the id
@@ -781,7 +795,7 @@ def test_a_sweep_started_with_run_id_folders_keeps_them(tmp_path):
     first = expand(parse_sweep(data), tmp_path)
     (tmp_path / first[0].run_id / "questions").mkdir(parents=True)  # the old layout, one cell started
     again = expand(parse_sweep(data), tmp_path)
-    assert again[0].out == tmp_path / again[0].run_id and again[0].config.out == str(tmp_path / again[0].run_id)
+    assert again[0].out == tmp_path / again[0].run_id and again[0].config.output.out == str(tmp_path / again[0].run_id)
     assert again[1].out == first[1].out and again[1].out.name != again[1].run_id
 
 
@@ -797,14 +811,14 @@ def test_the_readme_sweep_example_has_no_invalid_cell(tmp_path):
     cells = expand(spec, tmp_path)
     assert spec.n_points >= 20 and len(cells) >= 12
     assert [c.error for c in cells if not c.valid] == []
-    assert {c.config.protocol for c in cells} == {"mad", "sparse", "probmad"}
+    assert {c.config.experiment.protocol for c in cells} == {"mad", "sparse", "probmad"}
 
 
 def test_a_degree_axis_and_a_density_axis_give_the_same_cells(tmp_path):
     base = {**{k: v for k, v in BASE.items() if k != "agents"}, "protocol": "sparse"}
     by_degree = expand(parse_sweep({**base, "grid": {"agents": [4, 6], "degree": [2]}}), tmp_path)
     by_density = expand(parse_sweep({**base, "grid": {"agents": [4, 6], "density": ["2/3", 0.4]}}), tmp_path)
-    assert [c.config.density for c in by_degree] == [2 / 3, 0.4]
+    assert [c.config.option(DENSITY) for c in by_degree] == [2 / 3, 0.4]
     valid = [c.run_id for c in by_density if c.valid]
     assert [c.run_id for c in by_degree] == valid and len(valid) == 2
     assert "density=0.6667" in by_density[0].label  # not 0.6666666666666666

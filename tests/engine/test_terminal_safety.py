@@ -214,7 +214,7 @@ def test_the_run_summary_prints_config_values_inert_and_markup_literally(tmp_pat
     from app.cli import print_summary
     from engine.config import RunConfig
 
-    cfg = RunConfig(backend="simulated", model=f"org/m{MARKUP}{OSC_TITLE}")
+    cfg = RunConfig.flat(backend="simulated", model=f"org/m{MARKUP}{OSC_TITLE}")
     summary = {"n_questions": 2, "accuracy": 0.5, "prompt_tokens": 10, "completion_tokens": 4}
     result = SimpleNamespace(
         run_id=cfg.run_id(), summary=summary, wall_s=1.0, simulated=True, out_dir=tmp_path, backend="simulated"

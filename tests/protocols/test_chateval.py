@@ -14,7 +14,7 @@ from engine.options import Option
 from engine.prompts import PromptSet
 from engine.protocols import get_protocol
 from engine.protocols.base import SUMMARIZER, AgentCall, Context, Reply, Step, SummaryCall, summary_node
-from engine.protocols.chateval import DEFAULT_ROLES, Role, agent_roles, chateval_cost
+from engine.protocols.chateval import CHATEVAL_ROLES, DEFAULT_ROLES, Role, agent_roles, chateval_cost
 from engine.tasks import arithmetic_questions
 from tests.support.protocol_driver import drive
 
@@ -77,7 +77,7 @@ def test_the_role_reaches_the_first_prompt_and_the_name_every_turn_not_the_syste
         {"name": "Judge", "description": "You weigh both sides carefully."},
         {"name": "Skeptic", "description": "You doubt every single step."},
     ]
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="chateval", agents=3, rounds=2, backend="simulated", system_prompt="Be exact.", chateval_roles=own
     ).validate()
     sent = []
@@ -111,7 +111,7 @@ def test_the_role_reaches_the_first_prompt_and_the_name_every_turn_not_the_syste
 
 
 def test_one_by_one_reads_everything_said_since_its_last_turn_in_order():
-    steps, outcome = _trace(RunConfig(protocol="chateval", agents=3, rounds=3))
+    steps, outcome = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=3))
     assert [len(s.calls) for s in steps] == [1] * 9 and [s.round for s in steps] == [0] * 3 + [1] * 3 + [2] * 3
     calls = _calls(steps)
     assert [(r, a, st, p) for r, a, st, p, _ in calls] == [
@@ -134,7 +134,7 @@ def test_one_by_one_reads_everything_said_since_its_last_turn_in_order():
 
 
 def test_simultaneous_talk_reads_the_others_previous_round():
-    steps, _ = _trace(RunConfig(protocol="chateval", agents=3, rounds=3, chateval_talk="simultaneous"))
+    steps, _ = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=3, chateval_talk="simultaneous"))
     assert [len(s.calls) for s in steps] == [3, 3, 3]
     calls = _calls(steps)
     assert all(p == [] and h == "" for r, _, _, p, h in calls if r == 0)
@@ -144,7 +144,7 @@ def test_simultaneous_talk_reads_the_others_previous_round():
 
 
 def test_the_summarizer_summarises_the_whole_chat_after_every_round_but_the_last_and_everyone_reads_it():
-    steps, outcome = _trace(RunConfig(protocol="chateval", agents=3, rounds=3, chateval_talk="summarizer"))
+    steps, outcome = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=3, chateval_talk="summarizer"))
     assert [[type(c).__name__ for c in s.calls] for s in steps] == [
         ["AgentCall"] * 3,
         ["SummaryCall"],
@@ -168,7 +168,7 @@ def test_the_summarizer_summarises_the_whole_chat_after_every_round_but_the_last
     peer_answers = {(s.round, c.agent): c.peer_answers for s in steps for c in s.calls if isinstance(c, AgentCall)}
     assert peer_answers[(1, 1)] == ["0", "2", "S"]
     assert outcome.info["summaries"] == 2
-    one, _ = _trace(RunConfig(protocol="chateval", agents=3, rounds=1, chateval_talk="summarizer"))
+    one, _ = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=1, chateval_talk="summarizer"))
     assert len(one) == 1  # one round: nobody would read a summary
 
 
@@ -181,19 +181,21 @@ def test_majority_vote_of_the_last_round_and_no_early_stop():
     def answer(call, round_):
         return "5" if round_ < 2 else last[call.agent]  # everyone agrees on 5 at once: no stop
 
-    _, outcome = _trace(RunConfig(protocol="chateval", agents=3, rounds=3), answer)
+    _, outcome = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=3), answer)
     assert outcome.answers_by_round == [["5"] * 3, ["5"] * 3, ["7", "3", "7"]]
     assert outcome.final_answer == "7" and not outcome.stopped_early and outcome.rounds_run == 3
 
 
 def test_a_failed_call_shows_nothing_and_its_answer_is_none():
-    steps, outcome = _trace(RunConfig(protocol="chateval", agents=3, rounds=2), fail={(0, 0)})
+    steps, outcome = _trace(RunConfig.flat(protocol="chateval", agents=3, rounds=2), fail={(0, 0)})
     history = {(r, a): (p, h) for r, a, _, p, h in _calls(steps)}
     assert history[(0, 1)] == ([], "")  # agent 0 said nothing: no line, no edge
     assert history[(0, 2)] == ([1], f"[{CR}]: A1r0\n")
     assert history[(1, 0)] == ([1, 2], f"[{CR}]: A1r0\n[{NA}]: A2r0\n")
     assert outcome.answers_by_round[0] == [None, "1", "2"]
-    steps, _ = _trace(RunConfig(protocol="chateval", agents=3, rounds=2, chateval_talk="summarizer"), fail={(0, 1)})
+    steps, _ = _trace(
+        RunConfig.flat(protocol="chateval", agents=3, rounds=2, chateval_talk="summarizer"), fail={(0, 1)}
+    )
     assert steps[1].calls[0].sources == [0, 2] and "A1r0" not in steps[1].calls[0].values["history"]
 
 
@@ -221,7 +223,7 @@ def test_a_failed_call_shows_nothing_and_its_answer_is_none():
 )
 def test_options_are_checked(kw, message):
     with pytest.raises(ConfigError, match=message):
-        RunConfig(protocol="chateval", **kw).validate()
+        RunConfig.flat(protocol="chateval", **kw).validate()
 
 
 def test_roles_are_yaml_only_and_part_of_the_run_id():
@@ -232,9 +234,12 @@ def test_roles_are_yaml_only_and_part_of_the_run_id():
     with pytest.raises(TypeError, match="declare it with cli=False"):  # a list cannot be a flag
         Option("some_list", list, None, "a list given as a flag")
     own = [{"name": "Judge", "description": "You weigh both sides."}]
-    assert RunConfig(protocol="chateval", chateval_roles=own).run_id() != RunConfig(protocol="chateval").run_id()
     assert (
-        RunConfig(protocol="chateval", chateval_talk="summarizer").run_id() != RunConfig(protocol="chateval").run_id()
+        RunConfig.flat(protocol="chateval", chateval_roles=own).run_id() != RunConfig.flat(protocol="chateval").run_id()
+    )
+    assert (
+        RunConfig.flat(protocol="chateval", chateval_talk="summarizer").run_id()
+        != RunConfig.flat(protocol="chateval").run_id()
     )
 
 
@@ -270,16 +275,18 @@ def test_cost_is_exact_against_the_simulated_model(talk, n, rounds, extra):
     model counts whitespace tokens, so a formula off by one template word, one framing, one chat
     line or one name anywhere fails. The last case's turn override shows the role and the question
     again (their turn coefficients become 1)."""
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="chateval", agents=n, rounds=rounds, backend="simulated", chateval_talk=talk, **extra
     ).validate()
     qs = arithmetic_questions(4, seed=3)
     q_tokens = words(qs[0].text)
     assert all(words(q.text) == q_tokens for q in qs)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3))
-    s = cost_predict.measure(PromptSet.for_task("numeric", cfg.prompts), words, count_tokens, cfg.system_prompt)
+    s = cost_predict.measure(
+        PromptSet.for_task("numeric", cfg.experiment.prompts), words, count_tokens, cfg.sampling.system_prompt
+    )
     pred = cost_predict.predict(
-        "chateval", s, n, rounds, q_tokens, REPLY, chateval_talk=talk, chateval_roles=cfg.chateval_roles
+        "chateval", s, n, rounds, q_tokens, REPLY, chateval_talk=talk, chateval_roles=cfg.option(CHATEVAL_ROLES)
     )
     for row, _ in rows:
         assert (row["prompt_tokens"], row["completion_tokens"], row["n_calls"]) == (
@@ -332,7 +339,9 @@ def test_cost_closed_form_by_hand():
 def test_records_graph_and_label_of_a_summarizer_run():
     from app.report import RunData, base_label
 
-    cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_talk="summarizer").validate()
+    cfg = RunConfig.flat(
+        protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_talk="summarizer"
+    ).validate()
     ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=1), SimulatedBackend())
     assert row["n_calls"] == 7 and row["n_summary_calls"] == 1 and row["rounds_run"] == 2
     summary = [r for r in log.records if r.agent_id == SUMMARIZER]
@@ -348,6 +357,6 @@ def test_records_graph_and_label_of_a_summarizer_run():
     assert summary_row["dst"] == summary_node(0) == -1 and summary_row["dst_group"] == 0
     data = RunData(run_dir=None, run_id="x", run={}, config=cfg.to_dict(), questions=[], calls=None)
     assert base_label(data) == "chateval 3x2 summarizer (SIMULATED)"
-    cfg = RunConfig(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_roles=OWN_ROLES)
+    cfg = RunConfig.flat(protocol="chateval", agents=3, rounds=2, backend="simulated", chateval_roles=OWN_ROLES)
     data = RunData(run_dir=None, run_id="x", run={}, config=cfg.to_dict(), questions=[], calls=None)
     assert base_label(data) == "chateval 3x2 own roles (SIMULATED)"

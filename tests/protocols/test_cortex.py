@@ -10,7 +10,7 @@ from engine.confidence import parse_confidence
 from engine.config import ConfigError, RunConfig
 from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, Similarity, Step, get_protocol
-from engine.protocols.cortex import model_size
+from engine.protocols.cortex import CORTEX_MEMORY, CORTEX_S_OFFSET, model_size
 from engine.tasks import Question
 from tests.support.protocol_driver import drive
 from topologies.cortex import (
@@ -210,12 +210,12 @@ def test_model_size_sources():
 
 
 def test_config_flags_validated():
-    cfg = RunConfig(protocol="cortex")
-    assert cfg.cortex_memory == "none" and cfg.cortex_s_offset == 1.0
+    cfg = RunConfig.flat(protocol="cortex")
+    assert cfg.option(CORTEX_MEMORY) == "none" and cfg.option(CORTEX_S_OFFSET) == 1.0
     with pytest.raises(ConfigError, match="--cortex-memory"):
-        RunConfig(protocol="cortex", cortex_memory="all").validate()
+        RunConfig.flat(protocol="cortex", cortex_memory="all").validate()
     with pytest.raises(ConfigError, match="--cortex-s-offset"):
-        RunConfig(protocol="cortex", cortex_s_offset=-1).validate()
+        RunConfig.flat(protocol="cortex", cortex_s_offset=-1).validate()
 
 
 # --------------------------------------------------------------------------- prompts (eq. 13, Table 7)
@@ -267,7 +267,7 @@ CONF = [
 
 
 def test_protocol_graph_weights_and_vote():
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=3)
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=3)
     answers = [["5", "4", "6"], ["5", "4", "4"], ["4", "5", "4"]]
     steps, sim_reqs, out = play(cfg, answers, CONF, [COS0, COS1])
     assert [s.round for s in steps] == [0, 1, 2]
@@ -302,7 +302,7 @@ def test_protocol_graph_weights_and_vote():
 
 def test_protocol_credibility_from_model_info_changes_the_graph():
     # agent 2 is a far bigger model: its C lifts its outgoing edges above the others
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="cortex",
         agents=3,
         rounds=2,
@@ -322,23 +322,23 @@ def test_consensus_stops_early_unless_disabled():
     answers = [["5", "5", "5"], ["5", "5", "5"], ["5", "5", "5"], ["5", "5", "5"]]
     conf = [["Confidence: 0.5"] * 3] * 4
     sims = [COS0, COS1, COS1]
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=4)
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=4)
     steps, sim_reqs, out = play(cfg, answers, conf, sims)
     # Alg. 1 checks consensus after debate rounds only: round 0 agreement does not stop it
     assert [s.round for s in steps] == [0, 1] and len(sim_reqs) == 1
     assert out.stopped_early and out.rounds_run == 2 and out.final_answer == "5"
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=4, early_stop=False)
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=4, early_stop=False)
     steps, sim_reqs, out = play(cfg, answers, conf, sims)
     assert [s.round for s in steps] == [0, 1, 2, 3] and len(sim_reqs) == 3
     assert not out.stopped_early and out.rounds_run == 4
     # unreadable answers never make a consensus
     none = [[None] * 3] * 3
-    steps, _, out = play(RunConfig(protocol="cortex", agents=3, rounds=3), none, conf, sims)
+    steps, _, out = play(RunConfig.flat(protocol="cortex", agents=3, rounds=3), none, conf, sims)
     assert len(steps) == 3 and out.final_answer is None
 
 
 def test_single_agent_self_checks_and_error_reply_is_unparsed():
-    cfg = RunConfig(protocol="cortex", agents=1, rounds=2)
+    cfg = RunConfig.flat(protocol="cortex", agents=1, rounds=2)
     steps = []
 
     def answer(req):
@@ -361,7 +361,7 @@ def test_single_agent_self_checks_and_error_reply_is_unparsed():
 
 
 def test_forgetting_and_full_memory():
-    cfg = RunConfig(protocol="cortex", agents=2, rounds=2, cortex_memory="full", forgetting=True)
+    cfg = RunConfig.flat(protocol="cortex", agents=2, rounds=2, cortex_memory="full", forgetting=True)
     steps, _, _ = play(cfg, [["5", "4"], ["5", "4"]], CONF, [[[1, 0.2], [0.2, 1]]])
     assert all(c.memory == "last" for s in steps for c in s.calls)
     # two agents: each has a single incoming edge, which is its own mean, so it always stays
@@ -371,20 +371,20 @@ def test_forgetting_and_full_memory():
 def test_mixed_models_without_sizes_are_refused_before_the_run():
     from engine.protocols import validate_protocol
 
-    mixed = RunConfig(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3")
+    mixed = RunConfig.flat(protocol="cortex", agents=4, models="big-model*1,smollm2-135m-instruct*3")
     with pytest.raises(ValueError) as err:
         validate_protocol(mixed)
     msg = str(err.value)
     assert "\n" not in msg and "big-model" in msg and "model_info" in msg and "smollm2" not in msg.split("unknown:")[-1]
     validate_protocol(
-        RunConfig(
+        RunConfig.flat(
             protocol="cortex",
             agents=4,
             models="big-model*1,smollm2-135m-instruct*3",
             model_info={"big-model": {"params_b": 7, "tokens_t": 18}},
         )
     )  # sized: fine
-    validate_protocol(RunConfig(protocol="cortex", agents=3, model="some-unknown-model"))  # one model: fine
+    validate_protocol(RunConfig.flat(protocol="cortex", agents=3, model="some-unknown-model"))  # one model: fine
 
 
 def test_table2_ablation_weights():
@@ -419,13 +419,13 @@ def test_full_graph_reads_everyone_by_descending_weight_and_self_weights_skip_em
     assert rnd.peers == [[1, 2], [2, 0], [1, 0]]
     sparse = MDMState(credibility=[1.0, 1.0, 1.0], weights_mode="self").step([0.2, 0.9, 0.4], [[1.0] * 3] * 3)
     assert sparse.peers == [[1], [], [1]]  # above the graph's mean confidence 0.5: agent 1 only
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=3, cortex_weights="self").validate()
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=3, cortex_weights="self").validate()
     steps, sim_reqs, out = play(cfg, [["5", "4", "6"], ["5", "4", "4"], ["4", "5", "4"]], CONF, [])
     assert sim_reqs == [] and len(steps) == 3  # no embedding call: self weights read no intimacy
     assert out.info["rounds"][0]["peers"] == [[1], [0], [0, 1]]  # confidences 0.8, 0.6, 0.3: mean 0.57 keeps 0 and 1
-    assert not RunConfig(protocol="cortex", cortex_weights="self").validate().options_read() & {"embedding_model"}
+    assert not RunConfig.flat(protocol="cortex", cortex_weights="self").validate().options_read() & {"embedding_model"}
     with pytest.raises(ConfigError, match="--cortex-weights none needs --cortex-graph full"):
-        RunConfig(protocol="cortex", cortex_weights="none").validate()
+        RunConfig.flat(protocol="cortex", cortex_weights="none").validate()
 
 
 # --------------------------------------------------------------------------- peer evaluation (appendix D)
@@ -498,7 +498,7 @@ def play_peer(cfg, answers, scores, conf="Confidence: 0.5"):
 
 
 def test_protocol_peer_evaluation_scores_then_prunes():
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=3, cortex_weights="peer", early_stop=False).validate()
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=3, cortex_weights="peer", early_stop=False).validate()
     assert not cfg.options_read() & {"embedding_model"}
     answers = [["5", "4", "6"], ["5", "5", "4"], ["5", "5", "5"]]
     scores = {
@@ -526,7 +526,7 @@ def test_protocol_peer_evaluation_scores_then_prunes():
 
 
 def test_an_agent_with_no_readable_score_gets_the_lowest():
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=2, cortex_weights="peer").validate()
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=2, cortex_weights="peer").validate()
     scores = {1: [[None, "?", 2], [2, None, 2], [2, "?", None]]}  # agent 1 unscored -> 1; agents 0, 2: 2
     steps, out = play_peer(cfg, [["5", "4", "6"], ["5", "4", "6"]], scores)
     assert out.info["rounds"][0]["peer_scores"]["score"] == [2.0, 1.0, 2.0]
@@ -541,7 +541,7 @@ def test_pruned_edges_are_in_the_graph_with_their_weights():
     from engine.debate import call_reads
     from engine.results import graph_edges, rows_table
 
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=3)
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=3)
     answers = [["5", "4", "6"], ["5", "4", "4"], ["4", "5", "4"]]
     steps, _, out = play(cfg, answers, CONF, [COS0, COS1])
     for d in (1, 2):
@@ -575,6 +575,6 @@ def test_pruned_edges_are_in_the_graph_with_their_weights():
 def test_a_full_graph_prunes_nothing():
     from engine.debate import call_reads
 
-    cfg = RunConfig(protocol="cortex", agents=3, rounds=2, cortex_graph="full")
+    cfg = RunConfig.flat(protocol="cortex", agents=3, rounds=2, cortex_graph="full")
     steps, _, _ = play(cfg, [["5", "4", "6"], ["5", "4", "4"]], CONF, [COS0])
     assert all(call_reads(1, c).pruned is None and len(call_reads(1, c).srcs) == 2 for c in steps[1].calls)

@@ -21,12 +21,12 @@ def play(cfg, answers_per_round, key=1):
         steps.append(req)
         return [Reply(f"agent {c.agent} round {req.round}", answers_per_round[req.round][c.agent]) for c in req.calls]
 
-    outcome = drive(get_protocol(cfg.protocol)(Context(Q, cfg, key)), answer)
+    outcome = drive(get_protocol(cfg.experiment.protocol)(Context(Q, cfg, key)), answer)
     return steps, outcome
 
 
 def test_mad_every_agent_reads_all_peers_of_previous_round():
-    cfg = RunConfig(protocol="mad", agents=4, rounds=3)
+    cfg = RunConfig.flat(protocol="mad", agents=4, rounds=3)
     steps, out = play(cfg, [["2", "2", "3", None], ["2", "2", "2", "3"], ["3", "3", "2", None]])
     assert [s.round for s in steps] == [0, 1, 2]
     assert [c.stage for c in steps[0].calls] == ["first"] * 4 and all(c.peers == [] for c in steps[0].calls)
@@ -38,25 +38,25 @@ def test_mad_every_agent_reads_all_peers_of_previous_round():
 
 
 def test_forgetting_sets_last_memory():
-    steps, _ = play(RunConfig(protocol="mad", agents=2, rounds=2, forgetting=True), [["1", "1"], ["1", "1"]])
+    steps, _ = play(RunConfig.flat(protocol="mad", agents=2, rounds=2, forgetting=True), [["1", "1"], ["1", "1"]])
     assert all(c.memory == "last" for s in steps for c in s.calls)
 
 
 def test_sparse_ring_reads_only_neighbours():
-    steps, _ = play(RunConfig(protocol="sparse", agents=6, density=0.4, rounds=2), [["2"] * 6] * 2)
+    steps, _ = play(RunConfig.flat(protocol="sparse", agents=6, density=0.4, rounds=2), [["2"] * 6] * 2)
     peers = {c.agent: c.peers for c in steps[1].calls}
     assert peers[0] == [1, 5] and peers[3] == [2, 4] and all(len(p) == 2 for p in peers.values())
 
 
 def test_agent_hearing_nobody_self_checks():
-    steps, _ = play(RunConfig(protocol="probmad", agents=3, density=0.0, rounds=2), [["2"] * 3] * 2)
+    steps, _ = play(RunConfig.flat(protocol="probmad", agents=3, density=0.0, rounds=2), [["2"] * 3] * 2)
     assert [c.stage for c in steps[1].calls] == ["self_check"] * 3 and all(c.peers == [] for c in steps[1].calls)
 
 
 def test_cot_and_sc_are_one_round():
-    steps, out = play(RunConfig(protocol="cot", agents=5, rounds=3), [["2"]])
+    steps, out = play(RunConfig.flat(protocol="cot", agents=5, rounds=3), [["2"]])
     assert len(steps) == 1 and len(steps[0].calls) == 1 and out.final_answer == "2"
-    steps, out = play(RunConfig(protocol="sc", agents=5, rounds=4), [["2", "3", "3", None, "2"]])
+    steps, out = play(RunConfig.flat(protocol="sc", agents=5, rounds=4), [["2", "3", "3", None, "2"]])
     assert len(steps) == 1 and len(steps[0].calls) == 5 and out.final_answer == "2"  # tie: first seen wins
 
 
@@ -221,7 +221,7 @@ def test_sc_ties_no_longer_favour_agent_zero():
 
     qs = arithmetic_questions(120, seed=0)
     for rule in ("random", "first"):
-        cfg = RunConfig(protocol="sc", agents=2, backend="simulated", tie_break=rule, limit=120).validate()
+        cfg = RunConfig.flat(protocol="sc", agents=2, backend="simulated", tie_break=rule, limit=120).validate()
         out = run_local(cfg, qs, SimulatedBackend())
         ties = [(row, log) for row, log in out if row["tie"]]
         assert len(ties) > 30
@@ -241,7 +241,7 @@ def _serve(log, calls, round_, key=5, agents=None):
     from backends.simulated_backend import SimulatedBackend
     from engine.prompts import PromptSet
 
-    cfg = RunConfig(agents=3, backend="simulated")
+    cfg = RunConfig.flat(agents=3, backend="simulated")
     agents = agents or [AgentCore(i, s, PromptSet.for_task("numeric"), True) for i, s in enumerate(cfg.agent_specs())]
     backend = SimulatedBackend(reply_tokens=12)
     reqs, replies = [], []
@@ -280,7 +280,7 @@ def test_a_side_call_reads_the_transcript_but_leaves_it_and_the_answer_alone():
         log, [AgentCall(agent=0, stage="debate", peers=[1, 2], peer_texts=[(1, first[1].text), (2, first[2].text)])], 1
     )
     assert len({reqs[0].seed, reqs[1].seed, turn_req[0].seed}) == 3
-    assert reqs[0].seed == call_seed(RunConfig(agents=3).agent_specs()[0].seed, 5, 1, "side:debate:1")
+    assert reqs[0].seed == call_seed(RunConfig.flat(agents=3).agent_specs()[0].seed, 5, 1, "side:debate:1")
     assert len(log.histories[0]) == 4  # the turn joined the transcript: first prompt+reply, debate prompt+reply
     recs = [r for r in log.records if r.side]
     assert [(r.round, r.agent_id, r.peers, r.kind, r.answer) for r in recs] == [

@@ -176,7 +176,7 @@ def run(protocol, cfg, agent_answer, summary_answer=lambda stage, group: "7", si
 
 
 def test_gd_four_agents_two_groups_four_rounds():
-    cfg = RunConfig(protocol="group", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=5, tie_break="first")
+    cfg = RunConfig.flat(protocol="group", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=5, tie_break="first")
     groups = make_groups("2+2", 4, seed=5)
     table = [["1", "2", "2", "3"], ["2", "2", "2", "3"], ["2", "3", "3", "3"], ["3", "3", "2", "2"]]
     reqs, out = run(get_protocol("group"), cfg, lambda r, a: table[r][a])
@@ -206,7 +206,7 @@ def test_gd_four_agents_two_groups_four_rounds():
 
 
 def test_gd_single_member_group_self_checks_and_groups_do_not_depend_on_question():
-    cfg = RunConfig(protocol="group", agents=4, rounds=2, groups="1+3", seed=2)
+    cfg = RunConfig.flat(protocol="group", agents=4, rounds=2, groups="1+3", seed=2)
     reqs, out = run(group_debate, cfg, lambda r, a: "2")
     alone = make_groups("1+3", 4, seed=2).members[0][0]
     stages = {c.agent: c.stage for c in reqs[1].calls}
@@ -240,7 +240,7 @@ def _gd_cost(reqs, q, sizes):
 
 def test_gd_calls_cost_what_eqs_3_4_7_say():
     m, t, r, q = 5, 5, 2, 50
-    cfg = RunConfig(protocol="group", agents=m, rounds=t, groups="2+3", stage_rounds=r, seed=1)
+    cfg = RunConfig.flat(protocol="group", agents=m, rounds=t, groups="2+3", stage_rounds=r, seed=1)
     groups = make_groups("2+3", m, seed=1)
     out_size = [[10 + 3 * a + rnd for a in range(m)] for rnd in range(t)]
     sum_size = [[7 + j + 100 * s for j in range(2)] for s in range(2)]
@@ -263,7 +263,7 @@ def test_gd_calls_cost_what_eqs_3_4_7_say():
 def s2cfg(**kw):
     base = dict(protocol="s2mad", agents=4, rounds=4, groups="2+2", stage_rounds=2, seed=0)
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 def test_s2_all_identical_answers_skip_and_stop_early():
@@ -482,9 +482,9 @@ def test_validate_hook_rejects_bad_groups_before_a_run():
     from engine.protocols import validate_protocol
 
     for proto in ("group", "s2mad"):
-        validate_protocol(RunConfig(protocol=proto, agents=6, groups="3+3"))
+        validate_protocol(RunConfig.flat(protocol=proto, agents=6, groups="3+3"))
         with pytest.raises(TopologyError, match=r"--groups '3\+4' with --agents 6"):
-            validate_protocol(RunConfig(protocol=proto, agents=6, groups="3+4"))
+            validate_protocol(RunConfig.flat(protocol=proto, agents=6, groups="3+4"))
 
 
 def test_s2_summary_listing_divergent_answers_does_not_stop_the_debate():
@@ -513,13 +513,14 @@ def test_tau_left_at_the_papers_value_with_another_embedder_warns_once():
     from engine.protocols import s2mad as s2
 
     s2._TAU_WARNED.clear()
-    cfg = RunConfig(protocol="s2mad", agents=4, similarity="embedding")
+    cfg = RunConfig.flat(protocol="s2mad", agents=4, similarity="embedding")
     assert "--tau 0.4" in s2.tau_warning(cfg) and "all-minilm-l6-v2" in s2.tau_warning(cfg)
-    assert s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", tau=0.1)) is None
+    assert s2.tau_warning(RunConfig.flat(protocol="s2mad", similarity="embedding", tau=0.1)) is None
     assert (
-        s2.tau_warning(RunConfig(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased")) is None
+        s2.tau_warning(RunConfig.flat(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased"))
+        is None
     )
-    assert s2.tau_warning(RunConfig(protocol="s2mad")) is None  # answer matching reads no tau
+    assert s2.tau_warning(RunConfig.flat(protocol="s2mad")) is None  # answer matching reads no tau
     seen: list[str] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]

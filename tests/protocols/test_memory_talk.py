@@ -28,12 +28,12 @@ def _trace(cfg: RunConfig):
         return out
 
     ctx = Context(question=arithmetic_questions(1, seed=0)[0], cfg=cfg.validate(), key=7)
-    outcome = drive(get_protocol(cfg.protocol)(ctx), answer)
+    outcome = drive(get_protocol(cfg.experiment.protocol)(ctx), answer)
     return steps, outcome
 
 
 def test_summary_memory_summarises_what_each_agent_reads_before_it_speaks():
-    steps, outcome = _trace(RunConfig(protocol="mad", agents=3, rounds=3, memory="summary", backend="simulated"))
+    steps, outcome = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=3, memory="summary", backend="simulated"))
     kinds = [[type(c).__name__ for c in s.calls] for s in steps]
     assert kinds == [["AgentCall"] * 3, ["SummaryCall"] * 3, ["AgentCall"] * 3, ["SummaryCall"] * 3, ["AgentCall"] * 3]
     summaries, debate = steps[1].calls, steps[2].calls
@@ -43,13 +43,13 @@ def test_summary_memory_summarises_what_each_agent_reads_before_it_speaks():
         assert call.stage == "mad_summary_debate" and call.memory == "full" and call.peer_texts == []
         assert call.values["summary"].startswith(f"S{i}r0")  # its own summary, made after round 0
     assert outcome.rounds_run == 3
-    steps, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=2, memory="summary-last", backend="simulated"))
+    steps, _ = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=2, memory="summary-last", backend="simulated"))
     assert {c.memory for s in steps for c in s.calls if isinstance(c, AgentCall)} == {"last"}
 
 
 def test_sparse_summary_has_no_summary_for_an_agent_reading_nobody():
     steps, _ = _trace(
-        RunConfig(
+        RunConfig.flat(
             protocol="sparse", agents=4, rounds=2, topology="star", center=0, memory="summary", backend="simulated"
         )
     )
@@ -57,26 +57,26 @@ def test_sparse_summary_has_no_summary_for_an_agent_reading_nobody():
     assert [s.agent for s in summaries] == [0, 1, 2, 3] and summaries[0].sources == [1, 2, 3]
     assert all(s.sources == [0] for s in summaries[1:])
     steps, _ = _trace(
-        RunConfig(protocol="sparse", agents=4, rounds=2, density=0.0, memory="summary", backend="simulated")
+        RunConfig.flat(protocol="sparse", agents=4, rounds=2, density=0.0, memory="summary", backend="simulated")
     )
     assert len(steps) == 2 and {c.stage for c in steps[1].calls} == {"self_check"}
 
 
 def test_one_by_one_talk_reads_this_rounds_replies_of_agents_that_already_spoke():
-    steps, outcome = _trace(RunConfig(protocol="mad", agents=3, rounds=2, talk="one-by-one", backend="simulated"))
+    steps, outcome = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=2, talk="one-by-one", backend="simulated"))
     assert [len(s.calls) for s in steps] == [3, 1, 1, 1] and [s.round for s in steps] == [0, 1, 1, 1]
     shown = {s.calls[0].agent: dict(s.calls[0].peer_texts) for s in steps[1:]}
     assert shown[0][1].startswith("A1r0") and shown[0][2].startswith("A2r0")
     assert shown[1][0].startswith("A0r1") and shown[1][2].startswith("A2r0")  # agent 0 already spoke in round 1
     assert shown[2][0].startswith("A0r1") and shown[2][1].startswith("A1r1")
     assert outcome.answers_by_round[-1] == ["0", "1", "2"]
-    simultaneous, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=2, backend="simulated"))
+    simultaneous, _ = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=2, backend="simulated"))
     assert all(t.startswith(f"A{j}r0") for j, t in simultaneous[1].calls[2].peer_texts)
 
 
 def test_one_by_one_with_summaries_summarises_the_latest_replies():
     steps, _ = _trace(
-        RunConfig(protocol="mad", agents=3, rounds=2, talk="one-by-one", memory="summary", backend="simulated")
+        RunConfig.flat(protocol="mad", agents=3, rounds=2, talk="one-by-one", memory="summary", backend="simulated")
     )
     assert [type(s.calls[0]).__name__ for s in steps[1:]] == ["SummaryCall", "AgentCall"] * 3
     last_summary = steps[5].calls[0]
@@ -84,9 +84,11 @@ def test_one_by_one_with_summaries_summarises_the_latest_replies():
 
 
 def test_group_debate_full_memory_is_the_mad_plus_group_ablation():
-    steps, _ = _trace(RunConfig(protocol="group", agents=4, rounds=3, groups="2+2", backend="simulated"))
+    steps, _ = _trace(RunConfig.flat(protocol="group", agents=4, rounds=3, groups="2+2", backend="simulated"))
     assert {c.memory for s in steps for c in s.calls if isinstance(c, AgentCall)} == {"last"}
-    steps, _ = _trace(RunConfig(protocol="group", agents=4, rounds=3, groups="2+2", memory="full", backend="simulated"))
+    steps, _ = _trace(
+        RunConfig.flat(protocol="group", agents=4, rounds=3, groups="2+2", memory="full", backend="simulated")
+    )
     assert {c.memory for s in steps for c in s.calls if isinstance(c, AgentCall)} == {"full"}
 
 
@@ -101,12 +103,12 @@ def test_group_debate_full_memory_is_the_mad_plus_group_ablation():
 )
 def test_memory_and_talk_flags_are_checked(kw, message):
     with pytest.raises(ConfigError, match=message):
-        RunConfig(**kw).validate()
+        RunConfig.flat(**kw).validate()
 
 
 def test_forgetting_is_an_alias_of_memory_last():
-    a, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=3, forgetting=True, backend="simulated"))
-    b, _ = _trace(RunConfig(protocol="mad", agents=3, rounds=3, memory="last", backend="simulated"))
+    a, _ = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=3, forgetting=True, backend="simulated"))
+    b, _ = _trace(RunConfig.flat(protocol="mad", agents=3, rounds=3, memory="last", backend="simulated"))
     assert [[(c.agent, c.stage, c.memory) for c in s.calls] for s in a] == [
         [(c.agent, c.stage, c.memory) for c in s.calls] for s in b
     ]
@@ -119,7 +121,7 @@ def test_new_modes_run_end_to_end_with_exact_token_accounting():
     from app.report import RunData, base_label
     from backends.simulated_backend import SimulatedBackend
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="mad", agents=3, rounds=3, memory="summary", talk="one-by-one", backend="simulated"
     ).validate()
     rows = run_local(cfg, arithmetic_questions(2, seed=1), SimulatedBackend())
@@ -139,7 +141,7 @@ def test_first_round_seed_fixes_the_first_answers_and_resamples_the_rest():
     qs = arithmetic_questions(4, seed=2)
 
     def calls(**kw):
-        cfg = RunConfig(protocol="mad", agents=3, rounds=2, backend="simulated", temperature=1.0, **kw).validate()
+        cfg = RunConfig.flat(protocol="mad", agents=3, rounds=2, backend="simulated", temperature=1.0, **kw).validate()
         out = {}
         for _, log in run_local(cfg, qs, SimulatedBackend(accuracy=0.5, follow=0.3)):
             for rec in log.records:
@@ -153,6 +155,6 @@ def test_first_round_seed_fixes_the_first_answers_and_resamples_the_rest():
     assert all(a[k][0] != b[k][0] for k in later)  # later rounds resampled
     c, d = calls(seed=1), calls(seed=2)
     assert all(c[k][0] != d[k][0] for k in first)
-    assert RunConfig(first_round_seed=9).run_id() != RunConfig().run_id()
+    assert RunConfig.flat(first_round_seed=9).run_id() != RunConfig().run_id()
     with pytest.raises(ConfigError, match="--first-round-seed must be an integer"):
-        RunConfig(first_round_seed="x").validate()
+        RunConfig.flat(first_round_seed="x").validate()

@@ -56,7 +56,7 @@ def play(cfg, answers, review_text=lambda i, j, r: f"review {i}->{j} r{r} Confid
 
 
 def test_create_review_revise_rounds_and_vote():
-    cfg = RunConfig(protocol="prd", agents=3, rounds=3)
+    cfg = RunConfig.flat(protocol="prd", agents=3, rounds=3)
     answers = [["5", "4", "6"], ["5", "4", "4"], ["5", "5", "4"]]
     steps, out = play(cfg, answers)
     # round 0: create; each later round: a review step of n(n-1) side calls, then a revise step of n calls
@@ -85,7 +85,7 @@ def test_create_review_revise_rounds_and_vote():
 
 
 def test_unreadable_or_failed_reviews():
-    cfg = RunConfig(protocol="prd", agents=3, rounds=2)
+    cfg = RunConfig.flat(protocol="prd", agents=3, rounds=2)
     steps, out = play(
         cfg,
         [["5", "4", "6"], ["5", "5", "5"]],
@@ -101,14 +101,14 @@ def test_unreadable_or_failed_reviews():
 
 
 def test_one_round_is_create_only_and_one_agent_is_refused():
-    steps, out = play(RunConfig(protocol="prd", agents=4, rounds=1), [["5", "4", "4", None]])
+    steps, out = play(RunConfig.flat(protocol="prd", agents=4, rounds=1), [["5", "4", "4", None]])
     assert len(steps) == 1 and out.final_answer == "4" and out.info["review_confidence"] == []
     assert [(c.agent, c.peers, c.values) for c in judge_every_other("s", ["t0", "t1"], ["0", "1"])] == [
         (0, [1], {"solution": "t1"}),
         (1, [0], {"solution": "t0"}),
     ]
     with pytest.raises(ConfigError, match="--protocol prd needs --agents >= 2"):
-        RunConfig(protocol="prd", agents=1).validate()
+        RunConfig.flat(protocol="prd", agents=1).validate()
 
 
 def test_a_run_records_who_reviewed_whom_and_keeps_reviews_out_of_transcripts():
@@ -121,7 +121,7 @@ def test_a_run_records_who_reviewed_whom_and_keeps_reviews_out_of_transcripts():
     from engine.tasks import arithmetic_questions
 
     n, rounds = 3, 3
-    cfg = RunConfig(protocol="prd", agents=n, rounds=rounds, backend="simulated").validate()
+    cfg = RunConfig.flat(protocol="prd", agents=n, rounds=rounds, backend="simulated").validate()
     [(row, log)] = run_local(cfg, arithmetic_questions(1, seed=2), SimulatedBackend(reply_tokens=15))
     assert row["n_calls"] == n + (rounds - 1) * n * n and row["n_invalid"] == 0 and row["rounds_run"] == rounds
     side = [r for r in log.records if r.side]
@@ -148,7 +148,7 @@ def test_the_reviewer_sees_its_own_solution():
     from engine.protocols import AgentCall
     from engine.records import CallRecord, TurnResult
 
-    cfg = RunConfig(protocol="prd", agents=2, rounds=2)
+    cfg = RunConfig.flat(protocol="prd", agents=2, rounds=2)
     log = DebateLog(Q)
     core = AgentCore(0, cfg.agent_specs()[0], PromptSet.for_task("numeric"), False)
 

@@ -16,7 +16,7 @@ from backends.simulated_backend import SimulatedBackend
 from engine.config import ConfigError, RunConfig
 from engine.prompts import SEPARATOR, PromptError, PromptSet, build_messages
 from engine.protocols.base import AgentCall, Board, SummaryCall
-from engine.protocols.layout import answer_board
+from engine.protocols.layout import PROMPT_LAYOUT, answer_board
 from engine.records import GenRequest
 from engine.tasks import arithmetic_questions
 
@@ -66,7 +66,7 @@ class Capture(SimulatedBackend):
 
 def captured(n_q: int = 1, reply_tokens: int = 12, **kw) -> tuple[Capture, list]:
     backend = Capture(reply_tokens=reply_tokens, accuracy=0.5, follow=0.3)
-    cfg = RunConfig(backend="simulated", **kw).validate()
+    cfg = RunConfig.flat(backend="simulated", **kw).validate()
     rows = run_local(cfg, arithmetic_questions(n_q, seed=3), backend)
     return backend, rows
 
@@ -93,8 +93,8 @@ def sent(backend: Capture, rows: list) -> list[tuple]:
 
 @pytest.mark.parametrize("kw, run_id", PINNED_IDS)
 def test_paper_layout_keeps_every_run_id(kw, run_id):
-    assert RunConfig(backend="simulated", **kw).run_id() == run_id
-    assert RunConfig(backend="simulated", prompt_layout="paper", **kw).run_id() == run_id
+    assert RunConfig.flat(backend="simulated", **kw).run_id() == run_id
+    assert RunConfig.flat(backend="simulated", prompt_layout="paper", **kw).run_id() == run_id
 
 
 @pytest.mark.parametrize("kw, digest, n_requests", PINNED_PROMPTS)
@@ -106,11 +106,11 @@ def test_paper_layout_sends_todays_prompts_byte_for_byte(kw, digest, n_requests)
 
 def test_shared_is_hashed_where_it_is_read_and_nowhere_else():
     for protocol in ("mad", "group", "s2mad"):
-        paper = RunConfig(protocol=protocol, backend="simulated")
-        assert RunConfig(protocol=protocol, backend="simulated", prompt_layout="shared").run_id() != paper.run_id()
+        paper = RunConfig.flat(protocol=protocol, backend="simulated")
+        assert RunConfig.flat(protocol=protocol, backend="simulated", prompt_layout="shared").run_id() != paper.run_id()
     for protocol in ("cot", "sc", "reconcile"):  # their prompts are the same in both layouts
-        paper = RunConfig(protocol=protocol, backend="simulated")
-        assert RunConfig(protocol=protocol, backend="simulated", prompt_layout="shared").run_id() == paper.run_id()
+        paper = RunConfig.flat(protocol=protocol, backend="simulated")
+        assert RunConfig.flat(protocol=protocol, backend="simulated", prompt_layout="shared").run_id() == paper.run_id()
 
 
 # --------------------------------------------------------------------------- the builder
@@ -293,7 +293,9 @@ def test_s2mad_shared_boards_hold_the_groups_unique_replies():
     from engine.protocols import Context, Reply, Step, get_protocol
     from tests.support.protocol_driver import drive
 
-    cfg = RunConfig(protocol="s2mad", agents=4, rounds=2, groups="1", prompt_layout="shared").validate()  # one group
+    cfg = RunConfig.flat(
+        protocol="s2mad", agents=4, rounds=2, groups="1", prompt_layout="shared"
+    ).validate()  # one group
     said = ["7", "7", "8", "9"]
     steps: list[Step] = []
 
@@ -318,7 +320,7 @@ def test_protocols_whose_prompts_are_already_shared_run_them_unchanged(protocol,
     a, _ = captured(protocol=protocol, agents=3, **extra)
     b, _ = captured(protocol=protocol, agents=3, prompt_layout="shared", **extra)
     assert [r.messages for r in a.requests] == [r.messages for r in b.requests]
-    cfg = RunConfig(protocol=protocol, agents=3, prompt_layout="shared", backend="simulated").validate()
+    cfg = RunConfig.flat(protocol=protocol, agents=3, prompt_layout="shared", backend="simulated").validate()
     (line,) = unread_given(cfg, {"prompt_layout": "shared"})
     assert line.startswith("--prompt-layout changes nothing here: ")
 
@@ -331,7 +333,7 @@ def test_protocols_whose_readers_differ_refuse_shared_in_one_line(protocol, extr
     from app.cli import main
 
     with pytest.raises(ConfigError, match=f"--prompt-layout shared is not available with --protocol {protocol}:"):
-        RunConfig(protocol=protocol, agents=3, prompt_layout="shared", **extra).validate()
+        RunConfig.flat(protocol=protocol, agents=3, prompt_layout="shared", **extra).validate()
     flags = [f"--{k}={v}" for k, v in extra.items()]
     code = main(["run", "--backend", "simulated", "--protocol", protocol, "--prompt-layout", "shared", *flags])
     err = capsys.readouterr().err.strip().splitlines()
@@ -349,7 +351,7 @@ def test_protocols_whose_readers_differ_refuse_shared_in_one_line(protocol, extr
 )
 def test_shared_refuses_readers_that_differ_within_a_protocol(kw, message):
     with pytest.raises(ConfigError, match=message):
-        RunConfig(**{"prompt_layout": "shared", "agents": 4, **kw}).validate()
+        RunConfig.flat(**{"prompt_layout": "shared", "agents": 4, **kw}).validate()
 
 
 def test_a_sweep_over_layouts_keeps_one_cell_for_protocols_that_do_not_read_it(tmp_path):
@@ -364,7 +366,7 @@ def test_a_sweep_over_layouts_keeps_one_cell_for_protocols_that_do_not_read_it(t
         }
     )
     cells = [c for c in expand(spec, tmp_path / "out") if c.valid]
-    assert sorted((c.config.protocol, c.config.prompt_layout) for c in cells) == [
+    assert sorted((c.config.experiment.protocol, c.config.option(PROMPT_LAYOUT)) for c in cells) == [
         ("mad", "paper"),
         ("mad", "shared"),
         ("sc", "paper"),
@@ -376,7 +378,7 @@ def test_report_labels_say_shared():
     from app.report import RunData, base_label
 
     for protocol in ("mad", "group", "s2mad"):
-        cfg = RunConfig(protocol=protocol, agents=4, prompt_layout="shared", backend="simulated")
+        cfg = RunConfig.flat(protocol=protocol, agents=4, prompt_layout="shared", backend="simulated")
         data = RunData(run_dir=None, run_id="x", run={}, config=cfg.to_dict(), questions=[], calls=None)
         assert "layout=shared" in base_label(data).split()
 

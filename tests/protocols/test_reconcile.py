@@ -17,6 +17,7 @@ from engine.extract import majority_vote, weighted_counts, weighted_tied_answers
 from engine.prompts import PromptSet
 from engine.protocols import Context, Reply, get_protocol
 from engine.protocols.reconcile import (
+    RECONCILE_VOTE,
     ReconcileShown,
     Sample,
     group_replies,
@@ -95,7 +96,7 @@ def play(cfg, script, key=1):
 
 
 def cfg(**kw):
-    return RunConfig(protocol="reconcile", **{"agents": 4, "rounds": 3, "tie_break": "first", **kw})
+    return RunConfig.flat(protocol="reconcile", **{"agents": 4, "rounds": 3, "tie_break": "first", **kw})
 
 
 def test_initial_round_then_grouped_solutions_for_everyone():
@@ -245,9 +246,9 @@ def test_vote_option_and_unreadable_confidence_weight():
 def test_option_checked_and_label():
     from app.report import RunData, base_label
 
-    assert RunConfig(protocol="reconcile").reconcile_vote == "weighted"
+    assert RunConfig.flat(protocol="reconcile").option(RECONCILE_VOTE) == "weighted"
     with pytest.raises(ConfigError, match="--reconcile-vote 'mean' is not one of weighted, majority"):
-        RunConfig(protocol="reconcile", reconcile_vote="mean").validate()
+        RunConfig.flat(protocol="reconcile", reconcile_vote="mean").validate()
 
     def label(**extra):
         config = {"protocol": "reconcile", "agents": 3, "rounds": 3, **extra}
@@ -257,7 +258,7 @@ def test_option_checked_and_label():
     from engine.protocols import SPECS
 
     assert SPECS["reconcile"].label == "RECONCILE"
-    assert {"reconcile_vote", "early_stop"} <= RunConfig(protocol="reconcile").validate().options_read()
+    assert {"reconcile_vote", "early_stop"} <= RunConfig.flat(protocol="reconcile").validate().options_read()
 
 
 # --------------------------------------------------------------------------- convincing samples
@@ -440,7 +441,7 @@ def test_cost_exact_given_what_each_round_showed(sizes, n, rounds, early_stop, i
     """Tolerance 0 tokens per question: given each discussion round's (answer groups, unreadable
     group, replies shown), read back from the call records, every prompt is a sum of measured
     pieces. The runs must show varying group counts, unreadable groups and early stops."""
-    config = RunConfig(protocol="reconcile", agents=n, rounds=rounds, early_stop=early_stop, backend="simulated")
+    config = RunConfig.flat(protocol="reconcile", agents=n, rounds=rounds, early_stop=early_stop, backend="simulated")
     qs = arithmetic_questions(8, seed=3)
     rows = run_local(config, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.7, follow=0.5, invalid=invalid))
     q_tokens = words(qs[0].text)
@@ -510,7 +511,7 @@ def test_closed_form_estimate_exact_for_two_groups_and_a_bound_otherwise(sizes):
     for agents split into two camps that never agree; the simulated agents, who agree at times
     (one group, or an early stop), cost less."""
     n, rounds = 4, 4
-    config = RunConfig(protocol="reconcile", agents=n, rounds=rounds, backend="simulated")
+    config = RunConfig.flat(protocol="reconcile", agents=n, rounds=rounds, backend="simulated")
     qs = arithmetic_questions(3, seed=3)
     q_tokens = words(qs[0].text)
     est = cost_predict.predict("reconcile", sizes, n, rounds, q_tokens, REPLY)

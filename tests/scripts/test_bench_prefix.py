@@ -61,11 +61,10 @@ def test_relative_error_is_unknown_without_both_figures():
 def test_predicted_prompt_tokens_match_a_simulated_debate(protocol, layout):
     """On the simulated backend the closed form is exact for MAD and GroupDebate in both layouts:
     the prediction the script makes equals the prompt tokens of the same debate run in-process."""
-    import dataclasses
 
     base = bench.base_config(_args())
-    cfg = dataclasses.replace(base, protocol=protocol, agents=4, prompt_layout=layout).validate()
-    questions = arithmetic_questions(2, seed=cfg.seed)
+    cfg = base.replace(protocol=protocol, agents=4, prompt_layout=layout).validate()
+    questions = arithmetic_questions(2, seed=cfg.experiment.seed)
     out = run_local(cfg, questions, SimulatedBackend())
     calls = [r for _, log in out for r in log.records]
     sent = sum(r.prompt_tokens for r in calls)

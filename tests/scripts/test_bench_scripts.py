@@ -38,7 +38,7 @@ def _sim_cfg(**kw) -> RunConfig:
         protocol="mad", agents=3, rounds=2, limit=2, backend="simulated", temperature=0.0, max_tokens=64, progress=False
     )
     base.update(kw)
-    return RunConfig(**base)
+    return RunConfig.flat(**base)
 
 
 class _Capture:
@@ -161,7 +161,7 @@ def test_per_turn_overhead_formula():
 
 
 def test_backend_compute_counts_every_turn():
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         protocol="sparse", topology="ring", agents=5, rounds=2, limit=3, backend="simulated", progress=False
     )
     qs = arithmetic_questions(3, seed=0)

@@ -33,10 +33,10 @@ def _title(p: psutil.Process) -> str:
 def main(wait_s: float) -> dict:
     import ray
 
-    cfg = RunConfig(backend="vllm", progress=False, max_restarts=0)  # no restart loading meanwhile
+    cfg = RunConfig.flat(backend="vllm", progress=False, max_restarts=0)  # no restart loading meanwhile
     try:
         with DebateRunner() as runner:
-            (info,) = runner.replicas_for(cfg, [cfg.model]).infos
+            (info,) = runner.replicas_for(cfg, [cfg.sampling.model]).infos
             replica = psutil.Process(info["pid"])
             engine_procs = [p for p in replica.children(recursive=True) if _title(p).startswith("VLLM::")]
             titles = {p.pid: _title(p).split()[0] for p in engine_procs}

@@ -115,7 +115,7 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, questions=N
     from engine.results import ParquetSink
     from engine.tasks import arithmetic_questions
 
-    cfg = RunConfig(backend="simulated", **options)
+    cfg = RunConfig.flat(backend="simulated", **options)
     backend = backend or SimulatedBackend(reply_tokens=12, accuracy=accuracy, follow=0.3)
     questions = questions or arithmetic_questions(n_questions, seed=3)
     rows = run_local(cfg, questions, backend, similarity)
@@ -133,7 +133,7 @@ def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, questions=N
     sink.write_run(
         {
             "run_id": cfg.run_id(),
-            "protocol": cfg.protocol,
+            "protocol": cfg.experiment.protocol,
             "config": cfg.to_json(),
             "status": "finished",
             "n_questions": len(questions),
