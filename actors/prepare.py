@@ -17,6 +17,7 @@ from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import check_text, load_questions
 from engine.footprint import check_in_flight
 from engine.inputs import check_out_dir
+from engine.metrics import check_ray_metrics
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
 from engine.tasks import DatasetError, Question
@@ -76,12 +77,14 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     """Check every input of a run before any actor starts; return its questions and prompts.
 
     ``questions``: already loaded (else from ``--dataset``). Raises a one-line error naming the
-    flag for a bad configuration, data set, text that cannot be written as UTF-8, a run too large
-    for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
+    flag for a bad configuration, a metric registered in this process only
+    (:func:`engine.metrics.check_ray_metrics`), data set, text that cannot be written as UTF-8, a
+    run too large for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
     embedding model, or an ``--out`` that is a file or cannot be written in (checked last, as it
     creates the folder; without ``--out``, :data:`RUNS_DIR`).
     """
     cfg.validate()
+    check_ray_metrics()  # a metric registered here only would be missing from the coordinator's rows
     if questions is None:
         questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
     else:
