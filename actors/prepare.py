@@ -20,6 +20,7 @@ from engine.inputs import check_out_dir
 from engine.metrics import check_ray_metrics
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
+from engine.results.sinks import sink_class
 from engine.tasks import DatasetError, Question
 
 log = logging.getLogger(__name__)
@@ -78,13 +79,14 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
 
     ``questions``: already loaded (else from ``--dataset``). Raises a one-line error naming the
     flag for a bad configuration, a metric registered in this process only
-    (:func:`engine.metrics.check_ray_metrics`), data set, text that cannot be written as UTF-8, a
+    (:func:`engine.metrics.check_ray_metrics`), an unknown ``--sink``, data set, text that cannot be written as UTF-8, a
     run too large for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
     embedding model, or an ``--out`` that is a file or cannot be written in (checked last, as it
     creates the folder; without ``--out``, :data:`RUNS_DIR`).
     """
     cfg.validate()
     check_ray_metrics()  # a metric registered here only would be missing from the coordinator's rows
+    sink_class(cfg.sink)  # --sink names a registered sink (one line naming the known ones)
     if questions is None:
         questions = load_questions(cfg.dataset, cfg.task, cfg.limit, cfg.seed, offset=cfg.offset)
     else:

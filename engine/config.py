@@ -560,6 +560,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "lists a call's); off leaves both empty (default on)",
         group="output",
     ),
+    # a name engine.results.sinks registers; checked by actors/prepare.py (the registry is open)
+    _opt(
+        "sink",
+        str,
+        "parquet",
+        "where the writer stores the rows: a results sink registered by name (engine/results/sinks.py); "
+        "parquet (default) is the one resume, debate report and show read",
+        group="output",
+    ),
     # simulated backend only (labelled "simulated" in every output row)
     Option(
         "sim_accuracy",
