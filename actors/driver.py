@@ -726,16 +726,16 @@ class DebateRunner:
             log.info("run %s: its row still says running (readers show it %s): %s", live.run_id, status, why)
 
     def _writer_for(self, cfg: RunConfig, out: Path):
-        """The writer actor, pointed at ``out`` (started again if the last one died)."""
+        """The writer actor, pointed at ``out`` and handed ``--sink`` (started again if the last one died)."""
         import ray
 
-        from actors.writer_actor import WriterActor
+        from actors.writer_actor import WriterActor, shipped_sink
 
         if self._writer is None or not _alive(self._writer, method="where"):
             # on the driver's node, where --out is, unless the user says --out is shared storage
             pin = {} if cfg.output.out_shared else {"scheduling_strategy": driver_node_strategy()}
             self._writer = actor_class(WriterActor).options(**pin).remote()
-        ray.get(self._writer.open.remote(str(out)))
+        ray.get(self._writer.open.remote(str(out), shipped_sink(cfg.output.sink)))
         return self._writer
 
     def _setup_run(

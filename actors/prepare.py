@@ -16,9 +16,11 @@ from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import check_text, experiment_questions
 from engine.footprint import check_in_flight
 from engine.inputs import check_out_dir
+from engine.metrics import check_ray_metrics
 from engine.prompts import PromptSet
 from engine.protocols import validate_protocol
 from engine.protocols.shared import EMBEDDING_MODEL
+from engine.results.sinks import sink_class
 from engine.tasks import DatasetError, Question
 
 log = logging.getLogger(__name__)
@@ -76,12 +78,15 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     """Check every input of a run before any actor starts; return its questions and prompts.
 
     ``questions``: already loaded (else from ``--dataset``). Raises a one-line error naming the
-    flag for a bad configuration, data set, text that cannot be written as UTF-8, a run too large
-    for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
+    flag for a bad configuration, a metric registered in this process only
+    (:func:`engine.metrics.check_ray_metrics`), an unknown ``--sink``, data set, text that cannot be written as UTF-8, a
+    run too large for this machine's memory (:mod:`engine.footprint`), protocol setting, model, endpoint,
     embedding model, or an ``--out`` that is a file or cannot be written in (checked last, as it
     creates the folder; without ``--out``, :data:`RUNS_DIR`).
     """
     cfg.validate()
+    check_ray_metrics()  # a metric registered here only would be missing from the coordinator's rows
+    sink_class(cfg.output.sink)  # --sink names a registered sink (one line naming the known ones)
     if questions is None:
         questions = experiment_questions(cfg.experiment)
     else:

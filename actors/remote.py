@@ -17,6 +17,7 @@ imports it before Ray is needed).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -56,6 +57,18 @@ def actor_class(cls: object) -> ActorFactory:
     if not isinstance(cls, ActorClass):
         raise TypeError(f"{cls!r} is not a Ray actor class (decorate it with @actor(...))")
     return cls
+
+
+def by_value(obj: object) -> None:
+    """Have Ray pickle the module that defines ``obj`` (a class, a function) by value, so an actor
+    in another process or on another node gets it without importing that module (a plug-in
+    registered in the driver, a test module). Nothing for a module not loaded, or ``__main__``
+    (pickled by value anyway)."""
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    if module is not None and module.__name__ != "__main__":
+        from ray import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
 
 
 def probe_all(refs: list, timeout: float = 60.0) -> list[Any]:

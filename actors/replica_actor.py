@@ -23,7 +23,6 @@ import asyncio
 import itertools
 import logging
 import os
-import sys
 import time
 from typing import Any, NoReturn, Protocol
 
@@ -31,7 +30,7 @@ import ray
 
 from actors.batching import serve_stream
 from actors.cluster import gpu_start_lock, here
-from actors.remote import actor
+from actors.remote import actor, by_value
 from backends.base import Backend
 from backends.registry import BackendSpec, backend_spec
 from engine.records import BackendDead, GenRequest, GenResult
@@ -70,11 +69,7 @@ def shipped_backend(spec: BackendSpec) -> str | BackendSpec:
     replicas in other processes and on other nodes without being installed or registered there."""
     if spec.builtin:
         return spec.name
-    module = sys.modules.get(getattr(spec.factory, "__module__", ""))
-    if module is not None and module.__name__ != "__main__":  # __main__ is pickled by value anyway
-        from ray import cloudpickle
-
-        cloudpickle.register_pickle_by_value(module)
+    by_value(spec.factory)
     return spec
 
 

@@ -1,44 +1,77 @@
-"""The writer actor: the only process that writes the run's Parquet files.
+"""The writer actor: the only process that writes the run's result files.
 
-It wraps :class:`engine.results.ParquetSink`; rows arrive as soon as the coordinator has them and
-are flushed in small atomically renamed part files (every ``flush_rows`` rows or
-``flush_seconds``), so a long run's results are on disk while it runs.
+It is handed its sink (:mod:`engine.results.sinks`): the name of a registered one (``--sink``,
+default ``parquet``: :class:`engine.results.ParquetSink`) or a :class:`~engine.results.sinks.Sink`
+class (:func:`shipped_sink`), and makes one for each run directory it is pointed at
+(:meth:`WriterActor.open`). Rows arrive as soon as the coordinator has them and the sink stores
+them in small batches (every ``flush_rows`` rows or ``flush_seconds``; Parquet: atomically
+renamed part files), so a long run's results are on disk while it runs.
 
 Failures. Rows arrive without the sender blocking, but every call is acknowledged: the
 coordinator awaits each write's result and calls :meth:`tick` every second, so it learns within
 about a second that the writer died or failed. A failure is kept: a row that does not fit its
 schema (:class:`engine.results.SchemaError`, a bug) or a file that cannot be written
-(:class:`engine.results.WriteFailed`: a full disk, a folder gone read-only; one line naming the
-file) makes every later call raise it at once, so nothing is retried against a full disk and
-the run stops with that line. What was written before stays whole and resumable.
+(:class:`engine.results.WriteFailed`, which every sink raises: a full disk, a folder gone
+read-only; one line naming the file) makes every later call raise it at once, so nothing is
+retried against a full disk and the run stops with that line. What was written before stays
+whole and resumable.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors.remote import actor
-from engine.results import ParquetSink
+from actors.remote import actor, by_value
+from engine.results.sinks import Sink, sink_class
+
+# What names a writer's sink: a registered sink's name, or the Sink class itself (shipped_sink).
+SinkKind = str | type[Sink]
+
+
+def shipped_sink(name: str) -> SinkKind:
+    """What the driver hands the writer for ``--sink name``: a sink of the engine's own by name
+    (every node imports :mod:`engine.results`), any other registered sink as its class, its module
+    pickled by value (:func:`actors.remote.by_value`), so a sink registered in the driver (a
+    plug-in, a test) reaches the writer in another process without being registered there.
+    Raises :class:`engine.results.UnknownSink` for a name not registered."""
+    cls = sink_class(name)
+    if cls.__module__.split(".")[0] == "engine":
+        return name
+    by_value(cls)
+    return cls
 
 
 @actor(num_cpus=0)
 class WriterActor:
-    """Kept by the engine across runs; :meth:`open` points it at the next run's directory."""
+    """Kept by the engine across runs; :meth:`open` points it at the next run's directory.
 
-    def __init__(self, out_dir: str | None = None, flush_rows: int = 256, flush_seconds: float = 2.0):
+    ``sink``: the name of a registered sink or a Sink class (:data:`SinkKind`); each
+    :meth:`open` makes a new one for its directory."""
+
+    def __init__(
+        self, out_dir: str | None = None, flush_rows: int = 256, flush_seconds: float = 2.0, sink: SinkKind = "parquet"
+    ):
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self.failure: Exception | None = None
-        self.sink = ParquetSink(out_dir, flush_rows=flush_rows, flush_seconds=flush_seconds) if out_dir else None
+        self.kind = sink
+        self.sink = self._new_sink(out_dir) if out_dir else None
 
-    def open(self, out_dir: str) -> str:
-        """Finish the current directory's parts and write the next ones to ``out_dir``."""
+    def _new_sink(self, out_dir: str) -> Sink:
+        """A sink of this writer's kind writing to ``out_dir``."""
+        cls = self.kind if isinstance(self.kind, type) else sink_class(self.kind)
+        return cls(out_dir, flush_rows=self.flush_rows, flush_seconds=self.flush_seconds)
+
+    def open(self, out_dir: str, sink: SinkKind | None = None) -> str:
+        """Finish the current directory's rows and write the next ones to ``out_dir``, through
+        ``sink`` from now on (None: the sink this writer has)."""
         if self.sink is not None and self.failure is None:
             self._guarded(self.sink.flush)
         self.failure = None
-        self.sink = ParquetSink(out_dir, flush_rows=self.flush_rows, flush_seconds=self.flush_seconds)
+        self.kind = sink if sink is not None else self.kind
+        self.sink = self._new_sink(out_dir)
         return out_dir
 
-    def _check(self) -> ParquetSink:
+    def _check(self) -> Sink:
         """The sink to write to; raises the kept failure, or a ``RuntimeError`` before :meth:`open`."""
         if self.failure is not None:
             raise self.failure

@@ -45,7 +45,7 @@ from engine.config import (
     new_names,
     option_readers,
 )
-from engine.metrics import CACHED_SHARE, CACHED_SHARE_LABEL, METRICS, format_aggregate, format_share
+from engine.metrics import CACHED_SHARE, CACHED_SHARE_LABEL, format_aggregate, format_share, metrics
 from engine.options import GROUPS, Option
 from engine.protocols import SPECS
 from engine.safe_text import inert, print_error
@@ -178,7 +178,7 @@ def protocols_command() -> int:
 
 def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
     """The printed run summary: the run's setup, accuracy, every metric aggregate that declares
-    a label (:data:`engine.metrics.METRICS`, in their order), the share of prompt tokens the
+    a label (:func:`engine.metrics.metrics`, in their order), the share of prompt tokens the
     prefix cache served (``n/a`` when no call reports it), then time and throughput, and the
     served replicas it used (:func:`served_rows`)."""
     s = result.summary
@@ -194,7 +194,7 @@ def summary_rows(result, cfg: RunConfig) -> list[tuple[str, str]]:
         ("tie break", cfg.experiment.tie_break),
         ("questions", str(s["n_questions"])),
         ("accuracy", f"{s['accuracy']:.3f}"),
-        *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in METRICS if m.label),
+        *((m.label, format_aggregate(m, s.get(m.summary, 0))) for m in metrics() if m.label),
         (CACHED_SHARE_LABEL, format_share(s.get(CACHED_SHARE.key))),
         ("errored questions", str(s.get("n_errored_questions", 0))),
         ("wall time (s)", f"{result.wall_s:.1f}"),

@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import RunConfig, stored_config, unhashed_options
 from engine.formatting import fmt_num
-from engine.metrics import METRICS, cached_share, format_share
+from engine.metrics import cached_share, format_share, metrics
 from engine.protocols import SPECS
 from engine.results import ResultsError, complete_calls, find_run_dirs, read_table
 from engine.safe_text import inert
@@ -93,17 +93,13 @@ _CALL_COLUMNS = (
     "completion_tokens",
     "cached_prompt_tokens",
 )
-_QUESTION_COLUMNS = (
-    "run_id",
-    "question_id",
-    "attempt",
-    "protocol",
-    "n_agents",
-    "rounds_run",
-    *(m.name for m in METRICS if m.report),  # engine/metrics.py
-    "backend",
-    "simulated",
-)
+
+
+def _question_columns() -> tuple[str, ...]:
+    """The questions columns the report reads: the metrics that say so (engine/metrics.py,
+    registered ones included) between the question's keys and its labels."""
+    reported = (m.name for m in metrics() if m.report)
+    return ("run_id", "question_id", "attempt", "protocol", "n_agents", "rounds_run", *reported, "backend", "simulated")
 
 
 # Bad input to ``debate report`` (missing directory, no results); the message names the path.
@@ -205,7 +201,7 @@ def load_runs(path: str | Path, skip_bad_parts: bool = False, notes: list[str] |
     out: list[RunData] = []
     for d in run_dirs:
         runs = {r["run_id"]: r for r in _read(d, "runs", None, skip_bad_parts, notes).to_pylist()}
-        qtab = _read(d, "questions", _QUESTION_COLUMNS, skip_bad_parts, notes)
+        qtab = _read(d, "questions", _question_columns(), skip_bad_parts, notes)
         ctab = complete_calls(_read(d, "calls", _CALL_COLUMNS, skip_bad_parts, notes), qtab)
         totals = _call_totals(ctab)
         by_run: dict[str, list[dict[str, Any]]] = {}
@@ -390,7 +386,7 @@ def with_metric_columns(row: dict[str, Any], run: dict[str, Any]) -> dict[str, A
     n = run["n_questions"]
     pending = [
         (m.column.name, m.column.after, math.nan if m.agg == "mean" and not n else run[m.summary])
-        for m in METRICS
+        for m in metrics()
         if m.column is not None and m.summary is not None
     ]
     items = list(row.items())

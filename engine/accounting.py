@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from engine.metrics import CACHED_SHARE, METRICS, cached_share
+from engine.metrics import CACHED_SHARE, cached_share, metrics
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ def per_round_mean(rows: list[dict[str, Any]], key: str) -> list[float]:
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The engine's one run summary, from question rows: the printed table, the runs row (and so
     the sweep status) and the report all take their totals from here. Each metric with a summary
-    key is aggregated as it declares (:data:`engine.metrics.METRICS`), a count's ``rate`` (the
+    key is aggregated as it declares (:func:`engine.metrics.metrics`), a count's ``rate`` (the
     share ``accuracy``, which counts unparseable finals and errored questions as wrong) after
     them. A question counts as errored when it has ``errored`` or (older rows) ``n_errors``. A
     column missing from older rows counts 0, except in a ``known_sum`` (cached prompt tokens),
@@ -81,7 +81,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     rows = list(rows)
     n = len(rows)
     out: dict[str, Any] = {"n_questions": n}
-    for m in METRICS:
+    for m in metrics():
         key = m.summary
         if key is None:  # not aggregated (a Metric has summary and agg both or neither)
             continue
@@ -96,7 +96,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         elif m.agg == "known_sum":
             known = [r[m.name] for r in rows if r.get(m.name) is not None]
             out[key] = sum(known) if known else None
-    for m in METRICS:
+    for m in metrics():
         if m.rate is not None and m.summary is not None:  # after every aggregate, as always listed
             out[m.rate] = out[m.summary] / n if n else 0.0
     out["n_errored_questions"] = sum(bool(r.get("errored") or r.get("n_errors")) for r in rows)

@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from engine.results import READ_ERRORS, STREAMED, _atomic_write, unreadable_parts
+from engine.results import READ_ERRORS, STREAMED, unreadable_parts
+from engine.results.parquet import _atomic_write
 
 log = logging.getLogger(__name__)
 

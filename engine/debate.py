@@ -32,10 +32,9 @@ from typing import Any
 
 from engine.extract import answers_equal, majority_vote, tied_answers
 from engine.kinds import check_kind
-from engine.metrics import metric_columns
+from engine.metrics import QuestionFacts, metric_values
 from engine.protocols import get_protocol, protocol_spec
 from engine.protocols.base import (
-    SUMMARIZER,
     AgentCall,
     Call,
     Context,
@@ -202,46 +201,24 @@ class DebateLog:
         wrong: its vote came from an incomplete debate, which is not the protocol's result. Its
         calls, including the error rows, are all kept.
 
-        ``n_invalid`` counts agent turns without a readable answer; summary calls and side calls
-        (reviews, scores: they state no answer of the agent) never count. ``n_calls`` and the
-        tokens count every call; ``cached_prompt_tokens`` and ``computed_prompt_tokens`` only the
-        calls that report a cached count (null when none does: the backend cannot say).
-
-        The metric columns are exactly those :data:`engine.metrics.METRICS` declares (checked by
-        :func:`engine.metrics.metric_columns`): a new metric is declared there and computed here.
+        Every metric column (:func:`engine.metrics.metrics`: the built-in ones, then those
+        registered) is made by its metric's own ``compute`` from the question's
+        :class:`engine.metrics.QuestionFacts` (:func:`engine.metrics.metric_values`, which fails on
+        a metric declared but not produced): a new metric is declared and computed there.
         """
-        q, recs = self.question, self.records
-        known = [(r.prompt_tokens, r.cached_prompt_tokens) for r in recs if r.cached_prompt_tokens is not None]
-        errored = any(r.error is not None for r in recs) or "error" in (outcome.info or {})
-        # one value per metric declared in engine/metrics.py: metric_columns fails on one missing or extra
-        metrics = metric_columns(
-            {
-                "stopped_early": outcome.stopped_early,
-                **graded_columns(
-                    outcome.answers_by_round,
-                    outcome.final_answer,
-                    q.gold,
-                    q.task,
-                    tie_key,
-                    errored,
-                    outcome.votes_by_round,
-                    outcome.tie,
-                ),
-                "errored": errored,
-                "n_calls": len(recs),
-                "n_summary_calls": sum(r.agent_id == SUMMARIZER for r in recs),
-                "n_skipped": outcome.skipped_turns,
-                "n_invalid": sum(
-                    r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side for r in recs
-                ),
-                "n_errors": sum(r.error is not None for r in recs),
-                "prompt_tokens": sum(r.prompt_tokens for r in recs),
-                "completion_tokens": sum(r.completion_tokens for r in recs),
-                # over the calls whose backend reported a cached count; null when none did
-                "cached_prompt_tokens": sum(c for _, c in known) if known else None,
-                "computed_prompt_tokens": sum(p - c for p, c in known) if known else None,
-            }
+        q = self.question
+        errored = any(r.error is not None for r in self.records) or "error" in (outcome.info or {})
+        grades = graded_columns(
+            outcome.answers_by_round,
+            outcome.final_answer,
+            q.gold,
+            q.task,
+            tie_key,
+            errored,
+            outcome.votes_by_round,
+            outcome.tie,
         )
+        metrics = metric_values(QuestionFacts(q, outcome, self.records, grades, errored, n_agents, self))
         return {
             "question_id": q.qid,
             "task": q.task,

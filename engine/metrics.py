@@ -1,26 +1,42 @@
-"""The per-question metrics, each declared once (:class:`Metric`, :data:`METRICS`).
+"""The per-question metrics, each declared and computed in one place (:class:`Metric`, :data:`METRICS`).
 
-A metric is a column of the ``questions`` table that a question's debate produces
-(:meth:`engine.debate.DebateLog.question_row`, :func:`engine.debate.graded_columns`). Its
-declaration says its Arrow type (:data:`engine.results.QUESTIONS_SCHEMA` takes the column from
-here), how the run summary aggregates it (:func:`engine.accounting.summarize`), which of those
+A metric is a column of the ``questions`` table that a question's debate produces. Its
+declaration says its Arrow type (:func:`engine.results.questions_schema` takes the column from
+here), how it is computed (``compute``: a function of the question's :class:`QuestionFacts`,
+which :meth:`engine.debate.DebateLog.question_row` calls for every metric, :func:`metric_values`),
+how the run summary aggregates it (:func:`engine.accounting.summarize`), which of those
 aggregates the runs table stores (:data:`RUNS_COLUMNS`, :data:`engine.results.RUNS_SCHEMA`),
 whether ``debate rescore`` recomputes it from the stored replies (:mod:`app.rescore`), whether
 ``debate report`` reads it (:mod:`app.report`) and which column of the report's summary
-table shows its aggregate. This module imports only pyarrow, so the results, accounting, rescore
-and report modules can all use it.
+table shows its aggregate.
 
-Adding a metric: declare it here, and compute its value where a question row is made
-(:meth:`engine.debate.DebateLog.question_row`; :func:`metric_columns` fails on a metric declared
-but not produced, or produced but not declared).
+Adding a metric: a built-in one is one more :class:`Metric` in :data:`METRICS`, its ``compute``
+beside it; a metric of one's own (a plug-in, a test) is one :class:`Metric` given to
+:func:`register_metric` (undone by :func:`unregister_metric`), which puts its column after the
+built-in ones (:func:`metrics`: every metric, in column order). :func:`metric_columns` fails on a
+metric declared but not produced, or produced but not declared. A metric registered in this
+process is computed where this process makes question rows (:func:`actors.local_run.run_local`);
+a Ray run makes them in its coordinator actor, so ``debate run`` refuses one
+(:func:`check_ray_metrics`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+from engine.errors import UserError
+from engine.protocols.base import SUMMARIZER
+
+if TYPE_CHECKING:
+    from engine.debate import DebateLog
+    from engine.protocols.base import Outcome
+    from engine.records import CallRecord
+    from engine.tasks import Question
 
 AGGREGATES = ("sum", "count", "mean", "by_round", "known_sum")
 
@@ -54,6 +70,33 @@ class ReportColumn:
 
 
 @dataclass(frozen=True)
+class QuestionFacts:
+    """What a metric's ``compute`` reads: one question's finished debate, as
+    :meth:`engine.debate.DebateLog.question_row` has it.
+
+    question: the question (:class:`engine.tasks.Question`).
+    outcome:  what the protocol returned (:class:`engine.protocols.base.Outcome`: final answer,
+              answers and votes by round, ``stopped_early``, skipped turns, ``info``).
+    records:  every call's :class:`engine.records.CallRecord` in the order it finished, error
+              rows, summary and side calls included.
+    grades:   the question's graded columns (:func:`engine.debate.graded_columns`, the one
+              grading ``debate rescore`` shares: ``final_answer``, ``correct``, ``consensus``, ...).
+    errored:  a call failed after the engine's retries, or the debate could not go on.
+    n_agents: the agents that debated it.
+    log:      the :class:`engine.debate.DebateLog` itself, for what only the debate loop keeps
+              (each agent's transcript, the information edges it read, the latest answers).
+    """
+
+    question: Question
+    outcome: Outcome
+    records: list[CallRecord]
+    grades: dict[str, Any]
+    errored: bool
+    n_agents: int
+    log: DebateLog
+
+
+@dataclass(frozen=True)
 class Metric:
     """One question-level metric.
 
@@ -73,6 +116,8 @@ class Metric:
     runs:    the aggregate the runs table stores as a column (:class:`RunsColumn`), or None.
     column:  the report's summary-table column showing its aggregate (:class:`ReportColumn`), or
              None (the report computes its own, or shows none).
+    compute: the question's value from its :class:`QuestionFacts` (None: the metric is declared
+             but not produced, which :func:`metric_values` reports).
     """
 
     name: str
@@ -86,6 +131,7 @@ class Metric:
     rate: str | None = None
     runs: RunsColumn | None = None
     column: ReportColumn | None = None
+    compute: Callable[[QuestionFacts], Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.summary is None) != (self.agg is None):
@@ -107,6 +153,39 @@ class Metric:
         return self.name, self.type
 
 
+def _grade(name: str) -> Callable[[QuestionFacts], Any]:
+    """A metric's value from the question's grading (:attr:`QuestionFacts.grades`): the graded
+    columns are made together, by the one function ``debate rescore`` grades with too."""
+
+    def compute(facts: QuestionFacts) -> Any:
+        return facts.grades[name]
+
+    return compute
+
+
+def _n_invalid(facts: QuestionFacts) -> int:
+    """Agent turns without a readable answer: summary calls and side calls (reviews, scores: they
+    state no answer of the agent) never count, nor error rows."""
+    return sum(r.answer is None and r.error is None and r.agent_id != SUMMARIZER and not r.side for r in facts.records)
+
+
+def _cached_calls(facts: QuestionFacts) -> list[tuple[int, int]]:
+    """(prompt tokens, cached prompt tokens) of each call whose backend reported a cached count."""
+    return [(r.prompt_tokens, r.cached_prompt_tokens) for r in facts.records if r.cached_prompt_tokens is not None]
+
+
+def _cached_prompt_tokens(facts: QuestionFacts) -> int | None:
+    """Cached prompt tokens over the calls that report them; None when none does (unknown is never 0)."""
+    known = _cached_calls(facts)
+    return sum(c for _, c in known) if known else None
+
+
+def _computed_prompt_tokens(facts: QuestionFacts) -> int | None:
+    """Prompt tokens computed (not taken from the cache) over the same calls; None when none reports."""
+    known = _cached_calls(facts)
+    return sum(p - c for p, c in known) if known else None
+
+
 # In questions-table column order.
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -119,9 +198,15 @@ METRICS: tuple[Metric, ...] = (
         label="effective rounds (mean)",
         runs=RunsColumn("effective_rounds", pa.float64(), 4),
         column=ReportColumn("effective_rounds", after="errored_questions"),
+        compute=_grade("effective_rounds"),
     ),
-    Metric("stopped_early", pa.bool_(), "the protocol ended the question before its last round"),
-    Metric("final_answer", pa.string(), "the final vote", graded=True, report=False),
+    Metric(
+        "stopped_early",
+        pa.bool_(),
+        "the protocol ended the question before its last round",
+        compute=lambda f: f.outcome.stopped_early,
+    ),
+    Metric("final_answer", pa.string(), "the final vote", graded=True, report=False, compute=_grade("final_answer")),
     Metric(
         "correct",
         pa.bool_(),
@@ -131,6 +216,7 @@ METRICS: tuple[Metric, ...] = (
         graded=True,
         rate="accuracy",  # unparseable finals and errored questions count as wrong
         runs=RunsColumn("accuracy", pa.float64(), 0),
+        compute=_grade("correct"),
     ),
     Metric(
         "answer_by_round",
@@ -138,6 +224,7 @@ METRICS: tuple[Metric, ...] = (
         "the vote after each round (the last: final_answer)",
         graded=True,
         report=False,
+        compute=_grade("answer_by_round"),
     ),
     Metric(
         "correct_by_round",
@@ -148,6 +235,7 @@ METRICS: tuple[Metric, ...] = (
         graded=True,
         label="accuracy by round",
         runs=RunsColumn("accuracy_by_round", pa.list_(pa.float64()), 6),  # stopped questions carry
+        compute=_grade("correct_by_round"),
     ),
     Metric(
         "tie",
@@ -158,9 +246,15 @@ METRICS: tuple[Metric, ...] = (
         graded=True,
         label="tied votes (broken by --tie-break)",
         column=ReportColumn("ties", after="accuracy_by_round_n"),
+        compute=_grade("tie"),
     ),
     # n_errored_questions also counts rows of older runs that have n_errors but no errored column
-    Metric("errored", pa.bool_(), "a call failed after the engine's retries: counted wrong, see engine/debate.py"),
+    Metric(
+        "errored",
+        pa.bool_(),
+        "a call failed after the engine's retries: counted wrong, see engine/debate.py",
+        compute=lambda f: f.errored,
+    ),
     Metric(
         "n_calls",
         pa.int32(),
@@ -169,9 +263,16 @@ METRICS: tuple[Metric, ...] = (
         agg="sum",
         label="calls",
         runs=RunsColumn("n_calls", pa.int64(), 3),
+        compute=lambda f: len(f.records),
     ),
     Metric(
-        "n_summary_calls", pa.int32(), "summariser calls", summary="n_summary_calls", agg="sum", label="summary calls"
+        "n_summary_calls",
+        pa.int32(),
+        "summariser calls",
+        summary="n_summary_calls",
+        agg="sum",
+        label="summary calls",
+        compute=lambda f: sum(r.agent_id == SUMMARIZER for r in f.records),
     ),
     Metric(
         "n_skipped",
@@ -181,6 +282,7 @@ METRICS: tuple[Metric, ...] = (
         agg="sum",
         label="skipped turns",
         column=ReportColumn("skipped_turns", after="summary_calls"),
+        compute=lambda f: f.outcome.skipped_turns,
     ),
     Metric(
         "n_invalid",
@@ -191,6 +293,7 @@ METRICS: tuple[Metric, ...] = (
         graded=True,
         report=False,
         label="invalid answers",
+        compute=_n_invalid,
     ),
     Metric(
         "n_errors",
@@ -200,6 +303,7 @@ METRICS: tuple[Metric, ...] = (
         agg="sum",
         label="error calls",
         column=ReportColumn("error_calls", after="skipped_turns"),
+        compute=lambda f: sum(r.error is not None for r in f.records),
     ),
     Metric(
         "prompt_tokens",
@@ -209,6 +313,7 @@ METRICS: tuple[Metric, ...] = (
         agg="sum",
         label="prompt tokens",
         runs=RunsColumn("prompt_tokens", pa.int64(), 1),
+        compute=lambda f: sum(r.prompt_tokens for r in f.records),
     ),
     Metric(
         "completion_tokens",
@@ -218,6 +323,7 @@ METRICS: tuple[Metric, ...] = (
         agg="sum",
         label="completion tokens",
         runs=RunsColumn("completion_tokens", pa.int64(), 2),
+        compute=lambda f: sum(r.completion_tokens for r in f.records),
     ),
     Metric(
         "consensus",
@@ -228,6 +334,7 @@ METRICS: tuple[Metric, ...] = (
         graded=True,
         label="consensus by round",
         runs=RunsColumn("consensus_by_round", pa.list_(pa.float64()), 5),
+        compute=_grade("consensus"),
     ),
     Metric(
         "cached_prompt_tokens",
@@ -238,6 +345,7 @@ METRICS: tuple[Metric, ...] = (
         agg="known_sum",
         label="cached prompt tokens",
         runs=RunsColumn("cached_prompt_tokens", pa.int64(), 7),
+        compute=_cached_prompt_tokens,
     ),
     Metric(
         "computed_prompt_tokens",
@@ -248,6 +356,7 @@ METRICS: tuple[Metric, ...] = (
         agg="known_sum",
         label="computed prompt tokens",
         runs=RunsColumn("computed_prompt_tokens", pa.int64(), 8),
+        compute=_computed_prompt_tokens,
     ),
 )
 METRIC = {m.name: m for m in METRICS}  # name -> its Metric
@@ -269,10 +378,73 @@ if [c.order for c in RUNS_COLUMNS] != list(range(len(RUNS_COLUMNS))):
     raise TypeError(f"RunsColumn orders must be 0, 1, ... once each: {[c.order for c in RUNS_COLUMNS]}")
 
 
-def metric_columns(values: dict[str, Any], names: tuple[str, ...] = tuple(METRIC)) -> dict[str, Any]:
-    """``values``, checked to be exactly the metrics ``names`` (default: every declared metric; a
-    question row's metric columns). Raises ValueError naming a metric declared but not produced,
-    or a value produced that no metric declares: a bug, found by the tests."""
+# Metrics of one's own, after the built-in ones (register_metric), by name in registration order.
+_REGISTERED: dict[str, Metric] = {}
+
+
+def metrics() -> tuple[Metric, ...]:
+    """Every metric, in questions-table column order: the built-in ones (:data:`METRICS`), then
+    those registered (:func:`register_metric`)."""
+    return (*METRICS, *_REGISTERED.values())
+
+
+def _summary_keys() -> set[str]:
+    """The run summary keys taken (:func:`engine.accounting.summarize`): every metric's summary
+    and rate, and the summary's own."""
+    taken = {"n_questions", "n_errored_questions", CACHED_SHARE.key}
+    return taken | {k for m in metrics() for k in (m.summary, m.rate) if k is not None}
+
+
+def register_metric(metric: Metric) -> Metric:
+    """Add a metric of one's own: its column follows the built-in ones in the questions table
+    (:func:`engine.results.questions_schema`), ``compute`` gives every question's value
+    (:meth:`engine.debate.DebateLog.question_row`) and the run summary aggregates it as it
+    declares (its ``label`` shows it in ``debate run``'s summary). Raises ValueError for a name
+    or summary key taken, a metric without ``compute``, and what only a built-in metric may
+    declare: ``graded`` (``debate rescore`` recomputes the built-in ones) and ``runs`` (the runs
+    table's columns are those run directories already hold). :func:`unregister_metric` undoes it."""
+    if metric.name in {m.name for m in metrics()}:
+        raise ValueError(f"metric {metric.name!r} is already declared")
+    if metric.compute is None:
+        raise ValueError(f"metric {metric.name!r}: give compute, the function that makes its value")
+    if metric.graded or metric.runs is not None:
+        raise ValueError(f"metric {metric.name!r}: graded and runs are for the built-in metrics (engine/metrics.py)")
+    taken = {metric.summary, metric.rate} & _summary_keys()
+    if taken:
+        raise ValueError(f"metric {metric.name!r}: run summary key {sorted(map(str, taken))[0]!r} is taken")
+    _REGISTERED[metric.name] = metric
+    return metric
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric :func:`register_metric` added (a built-in one stays)."""
+    _REGISTERED.pop(name, None)
+
+
+def check_ray_metrics() -> None:
+    """Raise :class:`engine.errors.UserError` when a metric is registered in this process: a Ray
+    run makes its question rows in the coordinator actor, another process, which does not have
+    it (:func:`actors.local_run.run_local` makes them here, and computes it)."""
+    if _REGISTERED:
+        raise UserError(
+            f"metric {next(iter(_REGISTERED))!r} is registered in this process only (register_metric) and a Ray "
+            "run makes its question rows in another process: run it with actors.local_run.run_local, or declare "
+            "it in engine/metrics.py"
+        )
+
+
+def metric_values(facts: QuestionFacts) -> dict[str, Any]:
+    """One question's metric columns, each made by its metric's ``compute`` (:func:`metrics`, in
+    column order), checked by :func:`metric_columns` (a metric without ``compute`` is one
+    declared but not produced). An exception in a ``compute`` is a bug: it propagates."""
+    return metric_columns({m.name: m.compute(facts) for m in metrics() if m.compute is not None})
+
+
+def metric_columns(values: dict[str, Any], names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``values``, checked to be exactly the metrics ``names`` (default: every metric,
+    :func:`metrics`; a question row's metric columns). Raises ValueError naming a metric declared
+    but not produced, or a value produced that no metric declares: a bug, found by the tests."""
+    names = tuple(m.name for m in metrics()) if names is None else names
     missing, unknown = set(names) - set(values), set(values) - set(names)
     if missing or unknown:
         raise ValueError(
@@ -327,10 +499,16 @@ __all__ = [
     "RUNS_COLUMNS",
     "Metric",
     "ReportColumn",
+    "QuestionFacts",
     "RunsColumn",
     "cached_share",
+    "check_ray_metrics",
     "format_aggregate",
     "format_share",
     "metric_columns",
+    "metric_values",
+    "metrics",
+    "register_metric",
     "runs_columns",
+    "unregister_metric",
 ]

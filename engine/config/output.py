@@ -31,3 +31,9 @@ class OutputConfig(ConfigPart):
             "calls.prompt lists a call's); off leaves both empty (default on)"
         ),
     )
+    # a name engine.results.sinks registers; checked by actors/prepare.py (the registry is open)
+    sink: str = option(
+        "parquet",
+        "where the writer stores the rows: a results sink registered by name (engine/results/sinks.py); "
+        "parquet (default) is the one resume, debate report and show read",
+    )

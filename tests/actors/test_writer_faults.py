@@ -105,7 +105,7 @@ class _FullAfter(WriterActor.__ray_actor_class__):  # type: ignore[name-defined,
         super().__init__()
         self.parts = parts
 
-    def open(self, out_dir: str) -> str:
+    def open(self, out_dir: str, sink=None) -> str:
         import pyarrow.parquet as pq
 
         real, left = pq.write_table, [self.parts]
@@ -117,7 +117,7 @@ class _FullAfter(WriterActor.__ray_actor_class__):  # type: ignore[name-defined,
             return real(table, where, **kw)
 
         pq.write_table = write_table  # this actor's own process
-        return super().open(out_dir)
+        return super().open(out_dir, sink)
 
 
 def full_disk_writer(parts: int):

@@ -167,7 +167,7 @@ def _raising(monkeypatch, exc: BaseException) -> None:
     def load_questions(*args, **kwargs):
         raise exc
 
-    monkeypatch.setattr(actors.prepare, "load_questions", load_questions)
+    monkeypatch.setattr(actors.prepare, "experiment_questions", load_questions)
     monkeypatch.setattr(actors.driver, "init_ray", lambda *a, **k: None)
 
 
@@ -202,7 +202,7 @@ def test_a_bug_exits_1_with_its_traceback(tmp_path):
     script = (
         "import sys, actors.driver as d, actors.prepare as p\n"
         "def boom(*a, **k):\n    raise ValueError('boom')\n"
-        "p.load_questions = boom\n"
+        "p.experiment_questions = boom\n"
         "d.init_ray = lambda *a, **k: None\n"
         "from app.cli import main\n"
         f"sys.exit(main(['run', '--no-progress', '--backend', 'simulated', '--out', {str(tmp_path / 'o')!r}]))\n"

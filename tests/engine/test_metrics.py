@@ -59,6 +59,47 @@ PINNED_RUNS_SCHEMA = pa.schema(
 )
 
 
+# The questions table as run directories already hold it (as PINNED_RUNS_SCHEMA above): its
+# metric columns come from engine/metrics.py, the rest from engine/results; neither may move one.
+PINNED_QUESTIONS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("question_id", pa.string()),
+        ("protocol", pa.string()),
+        ("task", pa.string()),
+        ("question", pa.string()),
+        ("image", pa.string()),
+        ("n_agents", pa.int32()),
+        ("rounds_run", pa.int32()),
+        ("gold", pa.string()),
+        ("effective_rounds", pa.int32()),
+        ("stopped_early", pa.bool_()),
+        ("final_answer", pa.string()),
+        ("correct", pa.bool_()),
+        ("answer_by_round", pa.list_(pa.string())),
+        ("correct_by_round", pa.list_(pa.bool_())),
+        ("tie", pa.bool_()),
+        ("errored", pa.bool_()),
+        ("n_calls", pa.int32()),
+        ("n_summary_calls", pa.int32()),
+        ("n_skipped", pa.int32()),
+        ("n_invalid", pa.int32()),
+        ("n_errors", pa.int32()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("consensus", pa.list_(pa.float64())),
+        ("cached_prompt_tokens", pa.int64()),
+        ("computed_prompt_tokens", pa.int64()),
+        ("protocol_info", pa.string()),
+        ("wall_s", pa.float64()),
+        ("backend", pa.string()),
+        ("simulated", pa.bool_()),
+        ("attempt", pa.string()),
+        ("graded", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+
 def test_every_metric_is_a_questions_column_of_its_type():
     for m in METRICS:
         assert QUESTIONS_SCHEMA.field(m.name).type == m.type
@@ -105,6 +146,11 @@ def test_the_runs_schema_derived_from_the_metrics_is_the_pinned_one():
     assert RUNS_SCHEMA.serialize().to_pybytes() == PINNED_RUNS_SCHEMA.serialize().to_pybytes()
     stored = [(c.key, c.type) for c in RUNS_COLUMNS]
     assert stored == [(f.name, f.type) for f in PINNED_RUNS_SCHEMA][12:22]
+
+
+def test_the_questions_schema_derived_from_the_metrics_is_the_pinned_one():
+    assert QUESTIONS_SCHEMA.serialize().to_pybytes() == PINNED_QUESTIONS_SCHEMA.serialize().to_pybytes()
+    assert [m.field for m in METRICS] == [(f.name, f.type) for f in PINNED_QUESTIONS_SCHEMA][9:27]
 
 
 def test_the_runs_row_takes_every_stored_aggregate_from_the_summary():

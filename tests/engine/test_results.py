@@ -86,7 +86,7 @@ def test_a_write_that_fails_midway_leaves_no_part_and_readers_see_nothing_new(tm
 
 
 def test_a_write_whose_fsync_fails_is_never_renamed_into_place(tmp_path, monkeypatch):
-    import engine.results as results
+    import engine.results.parquet as results
 
     sink = ParquetSink(tmp_path, flush_rows=100, flush_seconds=3600)
 

@@ -104,39 +104,17 @@ def full(agents, rounds, prompt, completion):
 
 def simulated_run(out, n_questions=3, accuracy=0.5, similarity=None, questions=None, backend=None, **options):
     """A run folder made in-process on the simulated model (``actors.local_run.run_local``, no
-    Ray): its questions, calls and graphs written through the sink as a run writes them, and its
-    runs row. ``options`` are RunConfig fields (protocol, agents, rounds, ...); ``similarity``
-    (texts -> matrix) for the protocols that ask for one; ``questions`` (default: ``n_questions``
-    arithmetic ones) and ``backend`` (default: a SimulatedBackend) to debate other text. Returns
-    the config."""
+    Ray): its questions, calls, graphs and prompts written through the run's sink as a run writes
+    them, and its runs row. ``options`` are RunConfig fields (protocol, agents, rounds, ...);
+    ``similarity`` (texts -> matrix) for the protocols that ask for one; ``questions`` (default:
+    ``n_questions`` arithmetic ones) and ``backend`` (default: a SimulatedBackend) to debate other
+    text. Returns the config."""
     from actors.local_run import run_local
     from backends.simulated_backend import SimulatedBackend
     from engine.config import RunConfig
-    from engine.results import ParquetSink
     from engine.tasks import arithmetic_questions
 
     cfg = RunConfig.flat(backend="simulated", **options)
     backend = backend or SimulatedBackend(reply_tokens=12, accuracy=accuracy, follow=0.3)
-    questions = questions or arithmetic_questions(n_questions, seed=3)
-    rows = run_local(cfg, questions, backend, similarity)
-    sink = ParquetSink(out)
-    for row, log in rows:
-        labels = {"run_id": row["run_id"], "backend": "simulated", "simulated": True, "attempt": row["attempt"]}
-        sink.write("questions", [{**row, "wall_s": 0.0}])
-        sink.write("calls", [{**rec.to_row(), **labels} for rec in log.records])
-        sink.write("graphs", [{**g, **labels} for g in log.graph_rows()])
-        sink.write(
-            "prompts",
-            [{"message": k, "role": role, "content": text, **labels} for k, (role, text) in log.messages.items()],
-        )
-    sink.flush()
-    sink.write_run(
-        {
-            "run_id": cfg.run_id(),
-            "protocol": cfg.experiment.protocol,
-            "config": cfg.to_json(),
-            "status": "finished",
-            "n_questions": len(questions),
-        }
-    )
+    run_local(cfg, questions or arithmetic_questions(n_questions, seed=3), backend, similarity, out=out)
     return cfg
