@@ -47,7 +47,7 @@ def test_the_driver_ships_a_sink_of_its_own_by_name_and_any_other_as_its_class(j
 def test_a_ray_run_writes_through_a_sink_registered_in_the_driver_only(ray_local, tmp_path, jsonl):
     from actors.driver import run
 
-    cfg = RunConfig(
+    cfg = RunConfig.flat(
         backend="simulated", protocol="mad", agents=2, rounds=2, limit=3, progress=False, out=str(tmp_path), sink=jsonl
     )
     result = run(cfg)
