@@ -30,6 +30,8 @@ from typing import Any
 import ray
 
 from actors.batching import MicroBatcher, serve_stream
+from actors.cache_actor import first_round_key
+from actors.cluster import here
 from actors.remote import actor
 from engine.config import AgentSpec
 from engine.debate import call_seed, question_key
@@ -227,8 +229,6 @@ class AgentGroupActor:
 
     def where(self) -> dict[str, Any]:
         """Node id, node IP, pid and hosted agent ids of this actor (the run's placement record)."""
-        from actors.cluster import here
-
         return {**here(), "pid": os.getpid(), "agents": sorted(self.cores)}
 
     async def _open_replica_stream(
@@ -282,8 +282,6 @@ class AgentGroupActor:
         and ``reused=True``, its ``cached_prompt_tokens`` null (no request was made, so no prefix
         cache served it; the original's count says how that run's cache stood); on a miss this
         agent generates and publishes the reply."""
-        from actors.cache_actor import first_round_key
-
         ckey = first_round_key(req, core.spec.model, setup.cache_namespace)
         res = await setup.cache.acquire.remote(ckey)
         if res is not None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -83,6 +84,7 @@ def local_ray_on_loopback(address: str | None, temp_dir: str | None = None):
     would join: its session in ``temp_dir``) changes nothing. Other nodes cannot join such a Ray:
     ``ray start --head`` starts one that they can (docs/troubleshooting.md).
     """
+    # function-level: importing ray._private here keeps it off start-up
     from ray._private import ray_constants, services
 
     joined = address
@@ -92,6 +94,7 @@ def local_ray_on_loopback(address: str | None, temp_dir: str | None = None):
         yield
         return
     if joined is not None:
+        # function-level: importing ray._private.authentication.authentication_token_setup here keeps it off start-up
         from ray._private.authentication.authentication_token_setup import (
             maybe_enable_token_auth_if_token_available,
         )
@@ -162,6 +165,7 @@ def wants_gpu(cfg, cluster_gpus: float | None = None) -> bool:
 
 def cluster_gpus() -> float:
     """GPUs the running Ray cluster has right now (0 without Ray)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     return float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
@@ -219,19 +223,21 @@ def has_autoscaler() -> bool:
     cluster started with ``--autoscaling-config``): autoscaler v2 says so in the GCS; v1's monitor
     reports its node types, which without an autoscaling config are only the anonymous
     ``node_<id>`` of each node already up (a local instance, hand-started nodes)."""
-    import json
 
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     if not ray.is_initialized():
         return False
     try:
+        # function-level: importing ray.autoscaler.v2.utils here keeps it off start-up
         from ray.autoscaler.v2.utils import is_autoscaler_v2
 
         if is_autoscaler_v2(fetch_from_server=True):
             return True
     except Exception:  # noqa: BLE001 - an older or unusual cluster: fall through to v1's report
         log.debug("autoscaler v2 check failed", exc_info=True)
+    # function-level: importing ray.experimental.internal_kv here keeps it off start-up
     from ray.experimental.internal_kv import _internal_kv_get
 
     try:
@@ -265,6 +271,7 @@ def reserve_all(
     One deadline for all: after ``timeout_s`` without a node for each, every group made here is
     removed and :class:`PlacementTimeout` names the ones still waiting, what they ask for and the
     nodes up now. Progress is logged every ``report_every_s``. Returns ``key: group``."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     keep = detached or {}
@@ -323,7 +330,10 @@ def reserve_all(
 def free_gpu_share(share: float) -> bool:
     """Whether some node that is up has at least ``share`` of a GPU free right now (per node: a
     share cannot span nodes)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
+
+    # function-level: importing ray._private.state here keeps it off start-up
     from ray._private.state import available_resources_per_node
 
     if not ray.is_initialized():
@@ -336,8 +346,10 @@ def gpu_start_lock(timeout_s: float = 3600.0):
     """Held while the calling actor loads its model on the GPUs Ray gave it, so that replicas
     sharing a GPU load one after another (a file lock per node and GPU id, in the node's temp
     folder); nothing is locked for an actor that holds no GPU."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
+    # function-level: importing numpy here keeps it off start-up
     from backends.model_store import file_lock
 
     ctx = ray.get_runtime_context()
@@ -362,7 +374,10 @@ def gpu_start_lock(timeout_s: float = 3600.0):
 
 def driver_node_strategy():
     """Hard node affinity to the node this driver runs on."""
+    # function-level: importing ray here keeps it off start-up
     import ray
+
+    # function-level: importing ray.util.scheduling_strategies here keeps it off start-up
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
@@ -370,6 +385,7 @@ def driver_node_strategy():
 
 def here() -> dict[str, Any]:
     """Where the calling actor runs: node id, node IP and the GPU ids Ray gave it."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     ctx = ray.get_runtime_context()
@@ -379,6 +395,7 @@ def here() -> dict[str, Any]:
 
 def group_nodes(pg) -> list[str]:
     """The node id of each bundle of a placement group (where a tensor-parallel replica's ranks run)."""
+    # function-level: importing ray.util.placement_group here keeps it off start-up
     from ray.util.placement_group import placement_group_table
 
     table = placement_group_table(pg)

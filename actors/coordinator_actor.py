@@ -61,8 +61,9 @@ from typing import Any
 
 import ray
 
-from actors.agent_actor import AgentSetup
+from actors.agent_actor import AgentNotConfigured, AgentSetup
 from actors.batching import MicroBatcher
+from actors.cluster import here
 from actors.remote import actor
 from actors.scheduling import RoundRouter, routes_rounds
 from engine.config import RunConfig
@@ -106,6 +107,7 @@ def _error_record(turn: Turn, exc: BaseException) -> CallRecord:
 def writer_failure(exc: BaseException) -> str | None:
     """The one-line reason when ``exc`` (from a call to the writer) says the writer died or cannot
     write; None for anything else (a bug, e.g. a row that does not fit its schema)."""
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from engine.results import WriteFailed
 
     if isinstance(exc, ray.exceptions.RayActorError):
@@ -118,8 +120,6 @@ def writer_failure(exc: BaseException) -> str | None:
 
 def _agent_lost(exc: BaseException) -> bool:
     """The agent group's process is gone, or was restarted and has no configuration (see AgentGroupActor)."""
-    from actors.agent_actor import AgentNotConfigured
-
     return isinstance(exc, (ray.exceptions.RayActorError, AgentNotConfigured))
 
 
@@ -209,8 +209,6 @@ class CoordinatorActor:
 
     def where(self) -> dict[str, Any]:
         """Node id, node IP and GPU ids of this actor (the run's placement record)."""
-        from actors.cluster import here
-
         return here()
 
     def progress(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import socket
 import sys
 import time
 import uuid
@@ -24,20 +25,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.cluster import driver_node_strategy
+from actors.cluster import (
+    RAY_WORKER_CLEANUP,
+    PlacementTimeout,
+    cluster_gpus,
+    default_placement_timeout,
+    driver_node_strategy,
+    group_nodes,
+    local_ray_on_loopback,
+    reserve_all,
+    wants_gpu,
+)
 from actors.interrupts import exit_code, reinstall, stop_signals
 from actors.layout import ReplicaSet, ReplicaSpec, agents_per_actor, embedding_placement, pack_agents, replica_layout
 from actors.prepare import RUNS_DIR, check_loaded_images, needs_embeddings, prepare
 from actors.reaper import watch as watch_ray_processes
 from actors.remote import actor_class, probe_all
+from actors.served import (
+    NAMESPACE,
+    ServeError,
+    check_room,
+    choose,
+    served_group,
+    served_name,
+    served_replicas,
+    served_setup,
+)
 from backends.registry import check_device
 from engine.accounting import summarize
+from engine.bad_parts import set_aside
 from engine.config import RunConfig
 from engine.errors import UserError
 from engine.kv_budget import plan_in_flight
 from engine.metrics import runs_columns
 from engine.prompts import PromptSet
 from engine.protocols.shared import EMBEDDING_MODEL
+from engine.results import read_table
 from engine.run_lock import RunLock
 from engine.tasks import Question
 
@@ -105,9 +128,8 @@ def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
     for, the Ray that ``ray start`` (or ``debate serve``) started on this machine; with none,
     and no other local Ray that Ray's ``auto`` would join, one line too. ``local`` and None are
     Ray's to resolve and are not checked."""
-    import socket
-
     if address == "auto" and not os.environ.get("RAY_ADDRESS"):
+        # function-level: importing ray._private here keeps it off start-up
         from ray._private import services
 
         found = services.find_bootstrap_address(None)
@@ -145,9 +167,8 @@ def init_ray(address: str | None = None, reap: bool = True, **options: Any) -> N
     (:mod:`actors.reaper`) ends the Ray processes below this one when it ends (``debate serve``,
     whose Ray outlives it).
     """
+    # function-level: importing ray here keeps it off start-up
     import ray
-
-    from actors.cluster import RAY_WORKER_CLEANUP, local_ray_on_loopback
 
     if ray.is_initialized():
         return
@@ -223,6 +244,7 @@ def _error_rate_exceeded(cfg: RunConfig, run_id: str, out: Path, progress: dict[
 
 def _probe(actor, method: str = "info", timeout: float = 60.0) -> Any:
     """The result of a no-argument method, or None if the actor is dead (or does not answer)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     try:
@@ -237,6 +259,7 @@ def _alive(actor, method: str = "info", timeout: float = 60.0) -> bool:
 
 def _stats(replica) -> dict[str, Any]:
     """A replica's counters, or a note that it is gone (restarts used up during the run)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     try:
@@ -255,9 +278,6 @@ def _resume_state(
     ``NAME.parquet.unreadable``, a warning naming both names): the questions a bad questions
     part held, and those finished by the attempt that wrote a bad calls, graphs or prompts part,
     count as not done and are debated again. Another run's bad parts are read around."""
-    from engine.bad_parts import set_aside
-    from engine.results import read_table
-
     set_aside(out, run_id)
     previous = [r for r in read_table(out, "questions", skip_bad_parts=True).to_pylist() if r["run_id"] == run_id]
     done = {r["question_id"] for r in previous}
@@ -290,8 +310,6 @@ class _Live:
 
 def saved_questions(out: Path, run_id: str, questions: list[Question]) -> int:
     """How many of ``questions`` have a question row of ``run_id`` in ``out`` (0 where it cannot be read)."""
-    from engine.results import read_table
-
     try:
         table = read_table(out, "questions", ["run_id", "question_id"], skip_bad_parts=True)
     except (OSError, ValueError) as exc:
@@ -335,6 +353,7 @@ class DebateRunner:
         self.shutdown()
 
     def shutdown(self) -> None:
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         singles = [x for x in (self._cache, self._writer, self._coordinator) if x is not None]
@@ -354,6 +373,7 @@ class DebateRunner:
 
     def _stop_replica(self, key: tuple) -> None:
         """Stop a replica this runner started; a served one is only let go (it keeps running)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         if self.served.pop(key, None) is not None:
@@ -368,6 +388,7 @@ class DebateRunner:
     def _loaded(self, key: tuple, model: str, info_ref) -> dict[str, Any]:
         """A new replica's info once its model is loaded; if it could not load, stop it and raise
         a one-line :class:`ReplicaStartError` naming the model."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         try:
@@ -388,8 +409,6 @@ class DebateRunner:
         replica: reused (info), or why a served one of that model is not (warning). ``serve``:
         for ``debate serve``, which starts another one beside a served one that differs. The
         replicas still to start must fit beside the served ones (:func:`actors.served.check_room`)."""
-        from actors.served import ServeError, check_room, choose, served_name, served_replicas, served_setup
-
         missing = {key: spec for key, spec in wanted.items() if key not in self._replicas}
         served = served_replicas() if missing else []
         infos: dict[tuple, Any] = {}
@@ -410,11 +429,11 @@ class DebateRunner:
         """Each model's replicas (started, kept from an earlier run with the same setup, or served
         by ``debate serve``), once every model is loaded. ``serve``: the replicas it starts are
         served ones (named, detached: :mod:`actors.served`) and outlive this runner."""
+        # function-level: importing ray.util.scheduling_strategies here keeps it off start-up
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from actors.cluster import cluster_gpus, default_placement_timeout, reserve_all, wants_gpu
+        # function-level: importing ray here keeps it off start-up
         from actors.replica_actor import ReplicaActor, shipped_backend
-        from actors.served import NAMESPACE, served_name, served_setup
 
         gpu = wants_gpu(cfg, cluster_gpus())
         check_device(cfg, gpu)
@@ -487,8 +506,10 @@ class DebateRunner:
     def embedder_for(self, name: str, cfg: RunConfig | None = None):
         """The engine's embedding actor for ``name``, on the device the driver chose
         (:func:`embedding_placement`), started once and kept."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
+        # function-level: importing ray here keeps it off start-up
         from actors.embedding_actor import EmbeddingActor
 
         if name not in self._embedders:
@@ -500,12 +521,10 @@ class DebateRunner:
                 .options(max_restarts=restarts, max_task_retries=retries, **opts)
                 .remote(name, threads=1, device=device)
             )
-            from actors.cluster import default_placement_timeout
 
             ready, _ = ray.wait([actor.info.remote()], timeout=default_placement_timeout(cfg))
             if not ready:
                 ray.kill(actor)
-                from actors.cluster import PlacementTimeout
 
                 raise PlacementTimeout(
                     f"--embedding-device {device}: no node offers {opts} for the embedding actor "
@@ -521,6 +540,7 @@ class DebateRunner:
         runs share a first-round reply only when the same replica setup would have produced it."""
         if not cfg.tuning.reuse_first_round:
             return None, {}
+        # function-level: importing ray here keeps it off start-up
         from actors.cache_actor import CacheActor
 
         if self._cache is None:
@@ -536,9 +556,13 @@ class DebateRunner:
         None: anywhere, Ray's choice), from the engine's pool of that node: started only where the
         pool is too small, all at once, on that node where it has room (soft affinity); one whose
         restarts are used up is replaced. Returns once every one answers."""
+        # function-level: importing ray here keeps it off start-up
         import ray
+
+        # function-level: importing ray.util.scheduling_strategies here keeps it off start-up
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        # function-level: importing ray here keeps it off start-up
         from actors.agent_actor import AgentGroupActor
 
         def new(node: str | None):
@@ -668,6 +692,7 @@ class DebateRunner:
     def _interrupted(self, live: _Live) -> RunInterrupted:
         """End a run that a signal reached: its debates stopped, the writer flushed, the run marked
         ``interrupted``; the one-line error to raise (its ``exit_code``: 130 or 143)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         log.info("run %s: interrupted: stopping the debates and saving what is done", live.run_id)
@@ -694,8 +719,10 @@ class DebateRunner:
     def _writer_get(self, live: _Live, refs) -> Any:
         """``ray.get(refs)`` of calls to the writer; a writer that died or cannot write ends the run
         (:meth:`_writer_failed`)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
+        # function-level: importing ray here keeps it off start-up
         from actors.coordinator_actor import writer_failure
 
         try:
@@ -710,6 +737,7 @@ class DebateRunner:
         """Rewrite the run's row with ``status``, if it was written (best effort: a writer that died
         is started again; a disk that is still full leaves the row ``running``, which readers show
         as interrupted once the run's lock is gone)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         if live.run_row is None:
@@ -720,6 +748,7 @@ class DebateRunner:
                 live.writer = self._writer_for(live.cfg, live.out)
             ray.get(live.writer.write_run.remote(live.run_row, after_failure), timeout=30)
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError, RunInterrupted) as exc:
+            # function-level: importing ray here keeps it off start-up
             from actors.coordinator_actor import writer_failure
 
             why = writer_failure(exc) or type(exc).__name__
@@ -727,8 +756,10 @@ class DebateRunner:
 
     def _writer_for(self, cfg: RunConfig, out: Path):
         """The writer actor, pointed at ``out`` and handed ``--sink`` (started again if the last one died)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
+        # function-level: importing ray here keeps it off start-up
         from actors.writer_actor import WriterActor, shipped_sink
 
         if self._writer is None or not _alive(self._writer, method="where"):
@@ -752,9 +783,13 @@ class DebateRunner:
         to the replica they call (each also told its model's other replicas, for calls routed per
         question's round), the embedder if the protocol needs one, and the coordinator, configured
         for this run with at most ``max_questions`` in flight (None: ``--max-concurrent-questions``)."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
+        # function-level: importing ray here keeps it off start-up
         from actors.agent_actor import AgentSetup
+
+        # function-level: importing ray here keeps it off start-up
         from actors.coordinator_actor import CoordinatorActor
 
         specs = cfg.agent_specs()
@@ -810,6 +845,7 @@ class DebateRunner:
         A dead coordinator (or writer, where the coordinator died with it) stops the run
         (RunInterrupted), an exception raised inside a live actor is a bug (EngineError); either
         way what was written stays and resumes."""
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         assert live.actors is not None
@@ -852,9 +888,8 @@ class DebateRunner:
         node, GPU ids, the Ray resources it holds and, with a placement group, its bundles and
         their nodes), each agent-group actor (the agents it hosts, the replica they call, node,
         pid), the embedder, writer and coordinator."""
+        # function-level: importing ray here keeps it off start-up
         import ray
-
-        from actors.cluster import group_nodes
 
         out: list[dict[str, Any]] = []
         where = ("node_id", "node_ip", "gpu_ids")
@@ -873,8 +908,6 @@ class DebateRunner:
             pg = self._groups.get(spec.key(cfg))
             served = self.served.get(spec.key(cfg))
             if served is not None:
-                from actors.served import served_group
-
                 entry["served"] = served[0]
                 pg = pg or (served_group(served[0]) if spec.bundles else None)
             if pg is not None:
@@ -912,10 +945,12 @@ class DebateRunner:
 
     @staticmethod
     def _wait(cfg, coordinator, ref, total: int, already: int, simulated: bool, progress_cb) -> list[dict[str, Any]]:
+        # function-level: importing ray here keeps it off start-up
         import ray
 
         bar = None
         if cfg.output.progress:
+            # function-level: importing tqdm here keeps it off start-up
             from tqdm import tqdm
 
             bar = tqdm(

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from actors.cluster import here
 from actors.remote import actor
 from backends.embedding import DEFAULT_CACHE_SIZE, DEFAULT_EMBEDDING_MODEL, EmbeddingBackend, cosine_matrix
 
@@ -143,8 +144,6 @@ class EmbeddingActor:
         return await self.core.encode(texts)
 
     async def info(self) -> dict[str, Any]:
-        from actors.cluster import here
-
         return {**self.backend.info(), "pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), **here()}
 
     async def get_stats(self) -> dict[str, Any]:

@@ -15,8 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from backends.registry import engine_settings
+from actors.cluster import cluster_gpus, free_gpu_share, gpu_hints, needs_group, replica_bundles, wants_gpu
+from backends.registry import ReplicaPlacement, engine_settings, node_cpus
 from engine.config import ConfigError, RunConfig
+from engine.options import ENGINE_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +34,8 @@ def replica_options(
     CPUs are split evenly between the run's ``n_replicas`` replicas (all models), so several
     models fit on one machine instead of waiting for CPUs.
     """
-    from actors.cluster import gpu_hints
-    from backends.registry import ReplicaPlacement, node_cpus
-
     spec = cfg.backend_spec
     if gpu is None and spec.loads_model:  # a local model uses the cluster's GPUs when it has some
-        from actors.cluster import cluster_gpus, wants_gpu
-
         gpu = wants_gpu(cfg, cluster_gpus())
     where = ReplicaPlacement(max(1, n_replicas), bool(gpu), bool(gpu_hints(cfg)), node_cpus())
     ask = spec.resources(cfg, where)
@@ -50,8 +47,6 @@ GPU_MEMORY_SHARE = 0.9  # vLLM's default gpu_memory_utilization for a whole GPU,
 
 
 def _placement_keys() -> tuple[str, ...]:
-    from engine.options import ENGINE_KEYS
-
     return (*PLACEMENT_KEYS, *ENGINE_KEYS)
 
 
@@ -116,8 +111,6 @@ def replica_layout(cfg: RunConfig, models: list[str], gpu: bool) -> dict[str, li
     ``placement_group_capture_child_tasks``). The simulated backend takes the same settings, so a
     cluster layout can be tested on CPUs that declare GPUs. Each replica is told its device.
     """
-    from actors.cluster import needs_group, replica_bundles
-
     spec = cfg.backend_spec
     per_model = {}
     for m in models:
@@ -282,8 +275,6 @@ def embedding_placement(cfg: RunConfig | None, free_gpu: bool | None = None) -> 
     to generating them, and on a CPU machine the replicas hold the cores). Never a GPU share that
     would wait for one: with the replicas holding every GPU it would wait out the placement timeout,
     and on an autoscaling cluster launch a GPU node for a small embedding model."""
-    from actors.cluster import cluster_gpus, free_gpu_share, wants_gpu
-
     device = cfg.cluster.embedding_device if cfg else "auto"
     if device == "auto":
         on_gpus = cfg is not None and cfg.backend_spec.loads_model and wants_gpu(cfg, cluster_gpus())

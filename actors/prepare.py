@@ -12,13 +12,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from backends.base import ImagesNotSupported
+from backends.embedding import resolve_embedding_model
 from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import check_text, experiment_questions
 from engine.footprint import check_in_flight
 from engine.inputs import check_out_dir
 from engine.metrics import check_ray_metrics
 from engine.prompts import PromptSet
-from engine.protocols import validate_protocol
+from engine.protocols import protocol_spec, validate_protocol
 from engine.protocols.shared import EMBEDDING_MODEL
 from engine.results.sinks import sink_class
 from engine.tasks import DatasetError, Question
@@ -30,8 +32,6 @@ RUNS_DIR = Path("runs")  # where a run without --out writes (RUNS_DIR/<timestamp
 
 def needs_embeddings(cfg: RunConfig) -> bool:
     """Protocols that ask for a similarity matrix (S2-MAD's embedding check, CortexDebate's intimacy)."""
-    from engine.protocols import protocol_spec
-
     return protocol_spec(cfg.experiment.protocol).needs_embeddings(cfg)
 
 
@@ -39,8 +39,6 @@ def check_images(cfg: RunConfig, questions: list[Question]) -> None:
     """Before any actor starts: a data set whose questions carry images needs a backend that can
     send them (:attr:`backends.base.Backend.accepts_images`); else one line naming the data set,
     the backend and what to use instead."""
-    from backends.base import ImagesNotSupported
-
     n = sum(q.image is not None for q in questions)
     if not n:
         return
@@ -61,8 +59,6 @@ def check_images(cfg: RunConfig, questions: list[Question]) -> None:
 def check_loaded_images(cfg: RunConfig, questions: list[Question], infos: list[dict[str, Any]]) -> None:
     """After the replicas loaded, before the first call: every model that will see a question with an
     image must take images (vLLM: a multimodal model; the replica's ``info()`` says)."""
-    from backends.base import ImagesNotSupported
-
     if not any(q.image is not None for q in questions):
         return
     for info in infos:
@@ -106,8 +102,6 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     if preflight is not None:
         preflight(cfg)
     if needs_embeddings(cfg):
-        from backends.embedding import resolve_embedding_model
-
         resolve_embedding_model(cfg.option(EMBEDDING_MODEL))  # names --embedding-model if it cannot load
     check_out_dir(cfg.output.out or RUNS_DIR, "--out", ConfigError)
     return questions, prompts

@@ -26,6 +26,8 @@ import sys
 import time
 from typing import Any
 
+import psutil
+
 SNAPSHOT_S = 1.0  # how often the reaper notes the driver's Ray processes
 GRACE_S = 3.0  # SIGTERM to SIGKILL
 
@@ -55,8 +57,6 @@ def is_ray_process(cmdline: list[str]) -> bool:
 
 def ray_below(driver: int) -> dict[int, float]:
     """The Ray processes below ``driver``: pid -> start time."""
-    import psutil
-
     try:
         children = psutil.Process(driver).children(recursive=True)
     except psutil.Error:
@@ -73,8 +73,6 @@ def ray_below(driver: int) -> dict[int, float]:
 
 def alive(known: dict[int, float]) -> dict[int, float]:
     """The processes of ``known`` that still run (same pid, same start time, not a zombie)."""
-    import psutil
-
     out = {}
     for pid, started in known.items():
         try:
@@ -89,8 +87,6 @@ def alive(known: dict[int, float]) -> dict[int, float]:
 def stop_all(known: dict[int, float], grace_s: float = GRACE_S) -> list[int]:
     """SIGTERM every process of ``known`` still alive (same pid, same start time), SIGKILL those
     left after ``grace_s``; returns the pids it signalled."""
-    import psutil
-
     procs: list[Any] = []
     for pid in alive(known):
         try:

@@ -43,6 +43,7 @@ class ActorFactory(ActorStarter, Protocol):
 def actor(**options: Any) -> Callable[[type[T]], ActorClass[T]]:
     """``ray.remote(**options)`` as a class decorator, typed for actor options (``max_concurrency``
     and the rest) that Ray's overloads leave out."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     decorate: Callable[[type[T]], ActorClass[T]] = ray.remote(**options)
@@ -52,6 +53,7 @@ def actor(**options: Any) -> Callable[[type[T]], ActorClass[T]]:
 def actor_class(cls: object) -> ActorFactory:
     """The Ray actor class that ``@actor(...)`` made of ``cls`` (mypy still sees the plain class
     under its name). Raises ``TypeError`` for a class that is not a Ray actor."""
+    # function-level: importing ray.actor here keeps it off start-up
     from ray.actor import ActorClass
 
     if not isinstance(cls, ActorClass):
@@ -66,6 +68,7 @@ def by_value(obj: object) -> None:
     (pickled by value anyway)."""
     module = sys.modules.get(getattr(obj, "__module__", "") or "")
     if module is not None and module.__name__ != "__main__":
+        # function-level: importing ray here keeps it off start-up
         from ray import cloudpickle
 
         cloudpickle.register_pickle_by_value(module)
@@ -74,6 +77,7 @@ def by_value(obj: object) -> None:
 def probe_all(refs: list, timeout: float = 60.0) -> list[Any]:
     """The results of ``refs`` (calls of actors' no-argument methods, waited on together), None
     for an actor that is dead or does not answer within ``timeout`` seconds."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)

@@ -284,6 +284,7 @@ class ReplicaActor:
 
 def _torch_threads() -> int | None:
     try:
+        # function-level: importing torch here keeps it off start-up
         import torch
 
         return torch.get_num_threads()

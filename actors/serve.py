@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from actors.cluster import RAY_WORKER_CLEANUP
 from actors.served import ServeError, served_replicas, served_setup, settings_text, stop_served
 from engine.config import RunConfig
 
@@ -54,6 +57,7 @@ def free_port() -> int:
 def running_local_ray() -> str | None:
     """The address of the Ray that ``ray start`` (or ``debate serve``) started on this machine, as
     ``ray.init()`` would join it (None: none)."""
+    # function-level: importing ray._private here keeps it off start-up
     from ray._private import services
 
     address = services.find_bootstrap_address(None)
@@ -67,9 +71,8 @@ def start_head(timeout_s: float = HEAD_START_S) -> tuple[str, subprocess.Popen]:
     in a session of its own so that neither Ctrl-C nor the end of this command reaches it. Its
     output goes to a log file in the temp folder. Returns (address, process) once Ray is up;
     :class:`ServeError` (one line, the log's last line) if it exits or does not come up."""
+    # function-level: importing ray._private here keeps it off start-up
     from ray._private import ray_constants
-
-    from actors.cluster import RAY_WORKER_CLEANUP
 
     port = free_port()
     logs = Path(tempfile.gettempdir()) / "debate-serve"
@@ -104,8 +107,6 @@ def start_head(timeout_s: float = HEAD_START_S) -> tuple[str, subprocess.Popen]:
 def head_record(address: str, proc: subprocess.Popen) -> dict[str, Any]:
     """What ``debate serve --stop`` needs to end a Ray head started here: its address, the pid
     and start time of its ``ray start`` process, and this host."""
-    import psutil
-
     try:
         started = psutil.Process(proc.pid).create_time()
     except psutil.NoSuchProcess:
@@ -115,6 +116,7 @@ def head_record(address: str, proc: subprocess.Popen) -> dict[str, Any]:
 
 def record_head(record: dict[str, Any]) -> None:
     """Note in the cluster that its Ray head is debate serve's (:func:`head_record`)."""
+    # function-level: importing ray.experimental.internal_kv here keeps it off start-up
     from ray.experimental.internal_kv import _internal_kv_put
 
     _internal_kv_put(HEAD_KEY, json.dumps(record), overwrite=True)
@@ -123,6 +125,7 @@ def record_head(record: dict[str, Any]) -> None:
 def recorded_head() -> dict[str, Any] | None:
     """The record :func:`record_head` wrote in the cluster this process is connected to (None:
     its Ray was not started by debate serve)."""
+    # function-level: importing ray.experimental.internal_kv here keeps it off start-up
     from ray.experimental.internal_kv import _internal_kv_get
 
     raw = _internal_kv_get(HEAD_KEY)
@@ -131,7 +134,10 @@ def recorded_head() -> dict[str, Any] | None:
 
 def other_drivers() -> int:
     """Drivers connected to the cluster now, this one left out (a run using served replicas)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
+
+    # function-level: importing ray._private.state here keeps it off start-up
     from ray._private.state import jobs
 
     own = ray.get_runtime_context().get_job_id()
@@ -142,8 +148,10 @@ def stop_head(record: dict[str, Any], timeout_s: float = HEAD_STOP_S) -> str:
     """End the Ray head of ``record`` (SIGTERM to its ``ray start --block`` process, which stops
     every process of that Ray) if it runs on this host, and forget it as the Ray ``ray.init()``
     joins; call after disconnecting. Returns the line to print."""
-    import psutil
+    # function-level: importing ray._common.utils here keeps it off start-up
     from ray._common.utils import reset_ray_address
+
+    # function-level: importing ray._private.utils here keeps it off start-up
     from ray._private.utils import read_ray_address
 
     address = record["address"]
@@ -182,8 +190,10 @@ def serve(cfg: RunConfig, echo=print) -> int:
     line per replica and the address to pass. Returns 0. All or nothing: when a replica cannot
     load (:class:`actors.driver.ReplicaStartError`) or Ctrl-C stops the command, the replicas it
     started are stopped, and a head it started ends with them."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
+    # function-level: importing pyarrow, pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from actors.driver import DebateRunner, init_ray
 
     check_serve_inputs(cfg)
@@ -225,8 +235,10 @@ def join_existing(address: str | None, echo=print) -> bool:
     """Connect to the Ray holding served replicas (``address``, else ``RAY_ADDRESS``, else the one
     ``ray start`` started on this machine) without starting one; False (a line said so) when there
     is none. An address given that nothing answers is :class:`actors.driver.RayAddressError`."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
+    # function-level: importing pyarrow, pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from actors.driver import RayAddressError, init_ray
 
     if ray.is_initialized():
@@ -270,6 +282,7 @@ def stop_command(address: str | None, models: list[str] | None, echo=print) -> i
     """``debate serve --stop``: end the served replicas (of ``models`` only, when given), one line
     each; with none left, end the Ray head that debate serve started unless another driver uses it.
     Nothing served: one line, 0."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     if not join_existing(address, echo):

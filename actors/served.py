@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from actors.cluster import has_autoscaler
+from actors.remote import probe_all
 from engine.config import RunConfig
 from engine.errors import UserError
 
@@ -121,9 +123,8 @@ def choose(
 def served_replicas(timeout_s: float = INFO_TIMEOUT_S) -> list[Served]:
     """Every served replica on the cluster this process is connected to, with its ``info()``
     (asked of all at once)."""
+    # function-level: importing ray here keeps it off start-up
     import ray
-
-    from actors.remote import probe_all
 
     found = []
     for entry in ray.util.list_named_actors(all_namespaces=True):
@@ -142,9 +143,8 @@ def check_room(specs: list, served: list[Served]) -> None:
     autoscaler): a :class:`ServeError` naming the served replicas when the CPUs that a replica
     placed without a placement group asks for are not free on any node (Ray would wait for them
     forever: a served replica holds them until it is stopped)."""
+    # function-level: importing ray._private.state here keeps it off start-up
     from ray._private.state import available_resources_per_node
-
-    from actors.cluster import has_autoscaler
 
     asks = [float(s.actor_options.get("num_cpus") or 0) for s in specs if not s.bundles]
     if not served or not any(asks) or has_autoscaler():
@@ -162,10 +162,12 @@ def check_room(specs: list, served: list[Served]) -> None:
 
 def served_group(name: str) -> Any:
     """The detached placement group of served replica ``name`` (None: it has none)."""
+    # function-level: importing ray.util.placement_group here keeps it off start-up
     from ray.util.placement_group import PlacementGroup, placement_group_table
 
     for pg_id, entry in placement_group_table().items():
         if entry.get("name") == name and entry.get("state") != "REMOVED":
+            # function-level: importing ray._raylet here keeps it off start-up
             from ray._raylet import PlacementGroupID
 
             return PlacementGroup(PlacementGroupID(bytes.fromhex(pg_id)))
@@ -174,6 +176,7 @@ def served_group(name: str) -> Any:
 
 def stop_served(served: list[Served]) -> None:
     """Kill these served replicas and remove their placement groups."""
+    # function-level: importing ray here keeps it off start-up
     import ray
 
     for s in served:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.cluster import here
 from actors.remote import actor, by_value
 from engine.results.sinks import Sink, sink_class
 
@@ -113,8 +114,6 @@ class WriterActor:
 
     def where(self) -> dict[str, Any]:
         """Node id, node IP and GPU ids of this actor (the run's placement record)."""
-        from actors.cluster import here
-
         return here()
 
     def flush(self) -> dict[str, int]:

@@ -33,8 +33,16 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from actors import serve
+from app.page import write_page
+from backends.registry import backend_choices, backend_help
 from engine.config import (
     OLD_NAMES,
     PROTOCOL_OPTIONS,
@@ -45,6 +53,7 @@ from engine.config import (
     new_names,
     option_readers,
 )
+from engine.errors import UserError
 from engine.metrics import CACHED_SHARE, CACHED_SHARE_LABEL, format_aggregate, format_share, metrics
 from engine.options import GROUPS, Option
 from engine.protocols import SPECS
@@ -56,8 +65,6 @@ CONFIG_HELP = "YAML file with the same keys as the flags"
 def _registry_flags() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """The help and choices of the flags read from registries when the parser is built (so a
     backend registered after import is offered too): ``--backend``, and ``--protocol``'s choices."""
-    from backends.registry import backend_choices, backend_help
-
     return {"backend": backend_help()}, {"backend": backend_choices(), "protocol": tuple(SPECS)}
 
 
@@ -126,6 +133,7 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig of ``debate run``: the ``--config`` file, then the flags given over it,
     checked. Logged as warnings, one line each: an option given by its old name (``--placement``,
     :func:`engine.config.new_names`), and options given that the run does not read."""
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from app.sweep import unread_given
 
     log = logging.getLogger("app.cli")
@@ -149,8 +157,6 @@ def parse_run_config(args: argparse.Namespace) -> RunConfig:
 
 def serve_command(args: argparse.Namespace) -> int:
     """``debate serve`` (start and keep replicas), ``--list`` and ``--stop`` (:mod:`actors.serve`)."""
-    from actors import serve
-
     cfg = parse_run_config(args)
     if args.list:
         return serve.list_command(cfg.cluster.ray_address)
@@ -162,9 +168,6 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def protocols_command() -> int:
     """``debate protocols``: each protocol's name, paper (its spec's help) and options with defaults."""
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title="protocols (debate run --protocol NAME; options: debate run --help)")
     table.add_column("name", style="bold")
     table.add_column("what / paper")
@@ -211,10 +214,6 @@ def served_rows(result) -> list[tuple[str, str]]:
 
 
 def print_summary(result, cfg: RunConfig) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     title = Text(inert(f"run {result.run_id}", lines=False))
     if result.simulated:
         title.append(" SIMULATED model", style="bold red")
@@ -228,8 +227,8 @@ def print_summary(result, cfg: RunConfig) -> None:
 
 def report_command(args: argparse.Namespace) -> int:
     """``debate report``: print the summary table, write CSV/JSON/PNGs (see :mod:`app.report`)."""
-    from rich.console import Console
 
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from app.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
@@ -257,6 +256,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """``debate export``: one table of :func:`engine.results.load` to a Parquet or CSV file."""
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from engine.results import ResultsError, export
 
     try:
@@ -271,7 +271,10 @@ def export_command(args: argparse.Namespace) -> int:
 
 def show_command(args: argparse.Namespace) -> int:
     """``debate show``: stored debates in the terminal (:mod:`app.show`)."""
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from app.show import show
+
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from engine.results import ResultsError
 
     try:
@@ -288,8 +291,10 @@ def show_command(args: argparse.Namespace) -> int:
 
 def html_command(args: argparse.Namespace) -> int:
     """``debate show OUT --html FILE``: the selected debates as one HTML page (:mod:`app.page`)."""
-    from app.page import write_page
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from app.transcript import debate_views
+
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from engine.results import load
 
     results = load(args.dir, skip_bad_parts=args.skip_bad_parts)
@@ -395,8 +400,6 @@ def _add_skip_bad_parts(p: argparse.ArgumentParser, what: str = "read the rest")
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return f"debate {version('debate-engine')}"
     except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
@@ -565,22 +568,25 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export":
         return export_command(args)
     if args.command == "rescore":
+        # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
         from app.rescore import rescore_command
 
         return rescore_command(args.dir, args.dry_run, args.skip_bad_parts)
 
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from actors.driver import EngineError, RunInterrupted
-    from engine.errors import UserError
 
     try:
         if args.command == "run":
             cfg = parse_run_config(args)
+            # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
             from actors.driver import run
 
             result = run(cfg)  # checks every input before Ray starts
             print_summary(result, cfg)
             return 0
         if args.command == "sweep":
+            # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
             from app.sweep import sweep_command
 
             return sweep_command(args.config, args.out, args.list, args.ray_address)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.markup import escape
+from rich.table import Table
 
 from engine.plan import MARKS, CellPlan, Planner, weakest
 from engine.safe_text import inert
@@ -56,9 +58,6 @@ def plan_table(cells: list[Cell], plans: dict[int, CellPlan]) -> Any:
     and Q / C, and its result or note; calls and tokens per question and in all), then the
     totals of the cells with a prediction and of those still to run. The numbers are never cut:
     in a narrow terminal the cell column wraps."""
-    from rich import box
-    from rich.table import Table
-
     table = Table(title="sweep plan", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)

@@ -56,6 +56,7 @@ savings, dynamics, cache), as rich tables, Markdown or CSV (:func:`render_tables
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -65,6 +66,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from rich.table import Table
+from rich.text import Text
 
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import RunConfig, stored_config, unhashed_options
@@ -619,9 +622,6 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
     is ever wrapped: every column but the configuration has a fixed width that holds its widest
     cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
     console is narrow. Cells are text, never markup (a label quotes run options)."""
-    from rich.table import Table
-    from rich.text import Text
-
     tables = []
     for section in SECTIONS:
         header, body = section_cells(rows, section, baseline)
@@ -663,8 +663,6 @@ def markdown_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> str:
 def csv_table(rows: list[dict[str, Any]], baseline: str = "mad") -> str:
     """Every display column (:data:`COLUMNS`, the cells the tables show) as one CSV, a header
     line and a line per configuration. (``summary.csv`` holds the raw numbers.)"""
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([c.format(baseline=baseline) for c in COLUMNS])
@@ -718,6 +716,7 @@ FORMATS = (".png", ".pdf", ".svg")  # every figure is written in each
 def _figure(width: float = 8.0, height: float = 5.0, panels: int = 1):
     """A figure with ``panels`` side-by-side axes on matplotlib's Agg canvas (never pyplot).
     Returns (figure, first axes) for one panel, (figure, list of axes) for more."""
+    # function-level: importing matplotlib.backends.backend_agg here keeps it off start-up
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # rendered with the Agg canvas; pyplot is never imported
 
@@ -737,6 +736,7 @@ def _save(fig, png: Path) -> list[Path]:
     (``bbox_inches="tight"``: a legend outside the axes and long labels are kept whole). PDF
     fonts are embedded as TrueType (type 42, as journals ask) and no creation date is written,
     so a report of the same data writes the same PDF/SVG bytes."""
+    # function-level: importing matplotlib here keeps it off start-up
     from matplotlib import rc_context
 
     paths = figure_paths(png)

@@ -70,6 +70,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from actors.driver import DebateRunner, ErrorRateExceeded, RunInterrupted
+from actors.interrupts import exit_code, stop_signals
+from app.plan_table import header, plan_cells, plan_table
+from backends.registry import backend_specs
 from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import (
     OLD_NAMES,
@@ -88,6 +94,7 @@ from engine.inputs import check_out_dir, load_yaml
 from engine.protocols import SPECS, validate_protocol
 from engine.protocols.layout import PROMPT_LAYOUT, unread_note
 from engine.results import footer_problems, read_table
+from engine.run_lock import RunLocked
 from engine.safe_text import inert
 
 GRID = "grid"
@@ -119,7 +126,6 @@ def unused_options(cfg: RunConfig) -> set[str]:
     spec = SPECS.get(cfg.experiment.protocol)
     if spec is not None:  # an unknown protocol is reported by validate(), not normalised
         unused |= set(PROTOCOL_OPTIONS) - cfg.options_read()
-    from backends.registry import backend_specs
 
     for other in backend_specs():  # options read only by one backend, by name prefix (its registry entry)
         prefix = other.option_prefix
@@ -133,8 +139,6 @@ def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
     does not read (:func:`unused_options`; ``--agents``/``--rounds`` beyond what the protocol
     uses, e.g. CoT's one agent), saying who reads it; ``debate run`` logs them as warnings. An
     option in ``given`` by its old name (``placement``) counts as its name now."""
-    from backends.registry import backend_specs
-
     unused = unused_options(cfg)
     prefixes = {b.option_prefix: b.name for b in backend_specs() if b.option_prefix}
     shape = (
@@ -543,10 +547,8 @@ def run_sweep(
     progress bar (callers that print their own). ``ray_address``: the Ray to join (``debate sweep
     --ray-address``; default the cells' ``ray_address``). ``out_dir`` must be a folder that can be
     written in (a SweepError naming it otherwise). Returns the cells."""
+    # function-level: importing tqdm here keeps it off start-up
     from tqdm import tqdm
-
-    from actors.driver import DebateRunner, RunInterrupted
-    from actors.interrupts import exit_code, stop_signals
 
     out_dir = Path(out_dir)
     cells = expand(spec, out_dir)
@@ -608,9 +610,6 @@ def _run_cell(runner, c: Cell, save: Callable[[], None], say: Callable[[str], No
     """Run cell ``c`` on ``runner``; True when it finished. A cell that failed on its input, was
     stopped by ``--max-error-rate`` or is run by another process gets its status and error (said
     and saved); a run that was interrupted leaves the cell ``partial`` and raises."""
-    from actors.driver import ErrorRateExceeded, RunInterrupted
-    from engine.run_lock import RunLocked
-
     was, c.status = c.status, "running"
     save()
     try:
@@ -666,9 +665,6 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
     """``debate sweep --list``: every cell with its status and predicted calls, tokens, prompt
     tokens and computed prefill (:mod:`engine.plan`), the totals, and the mean ± sd over seeds of
     finished cells. Runs nothing, writes nothing."""
-    from rich.console import Console
-
-    from app.plan_table import header, plan_cells, plan_table
 
     cells = expand(spec, out_dir)
     refresh(cells)

@@ -61,6 +61,7 @@ def _value(x: Any) -> Any:
     if isinstance(x, float) and math.isnan(x):
         return None
     try:
+        # function-level: importing pandas here keeps it off start-up
         import pandas as pd
 
         if x is pd.NA or x is pd.NaT:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from backends.model_store import resolve_model
 from engine.errors import UserError
 from engine.records import GenRequest, GenResult
 
@@ -72,8 +73,6 @@ class Backend(ABC):
         """Fetch what loading ``model`` needs (a hub download, a GGUF conversion) before the replica
         waits its turn on a GPU it shares; the engine's own load then finds it in the cache."""
         if cls.loads_model_files:
-            from backends.model_store import resolve_model
-
             resolve_model(model)
 
     # health

@@ -98,6 +98,7 @@ def load_sentence_transformer(name: str, device: str):
     target, local = resolve_embedding_model(name)
     if not local:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # function-level: importing sentence_transformers here keeps it off start-up
     from sentence_transformers import SentenceTransformer
 
     try:
@@ -115,6 +116,7 @@ def load_sentence_transformer(name: str, device: str):
 
 
 def default_device() -> str:
+    # function-level: importing torch here keeps it off start-up
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -145,6 +147,7 @@ class EmbeddingBackend:
         batch_size: int = 64,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ):
+        # function-level: importing torch here keeps it off start-up
         import torch
 
         if threads:
@@ -231,6 +234,7 @@ class EmbeddingBackend:
         return len(self._cache)
 
     def info(self) -> dict[str, Any]:
+        # function-level: importing torch here keeps it off start-up
         import torch
 
         return {

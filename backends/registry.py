@@ -19,6 +19,7 @@ import os
 from typing import TYPE_CHECKING
 
 from backends import installed as _installed
+from backends import preflight
 from backends.openai_backend import OpenAISettings
 from backends.simulated_backend import SimulatedSettings
 from engine.backend_registry import (  # noqa: F401 (the registry's names, as this module had them)
@@ -74,21 +75,15 @@ def _openai_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
 
 
 def _check_models(cfg: RunConfig) -> None:
-    from backends import preflight
-
     for model in dict.fromkeys(spec.model for spec in cfg.agent_specs()):
         preflight.check_model(model)
 
 
 def _check_endpoint(cfg: RunConfig) -> None:
-    from backends import preflight
-
     preflight.check_endpoint(cfg.settings(OpenAISettings).api_base or "")
 
 
 def _check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
-    from backends import preflight
-
     preflight.check_vllm_device(cfg, gpu)
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import Backend
+from backends.model_store import chat_token_ids, fit_prompt, model_revision, pick_dtype, resolve_model
 from engine.records import GenRequest, GenResult
 
 
@@ -60,10 +61,11 @@ class TransformersBackend(Backend):
         dtype: str | None = "auto",
         max_model_len: int | None = None,
     ):
+        # function-level: importing torch here keeps it off start-up
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from backends.model_store import model_revision, pick_dtype, resolve_model
+        # function-level: importing transformers here keeps it off start-up
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if threads:
             torch.set_num_threads(int(threads))
@@ -108,8 +110,6 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ tokens
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        from backends.model_store import chat_token_ids
-
         return chat_token_ids(self.tokenizer, messages)
 
     def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
@@ -118,8 +118,6 @@ class TransformersBackend(Backend):
     # ------------------------------------------------------------------ queue
     def add(self, rid: Any, req: GenRequest) -> None:
         """Queue a request; it joins the running batch at the next step."""
-        from backends.model_store import fit_prompt
-
         now = time.perf_counter()
         ids, dropped, error = fit_prompt(self.encode, req, self.max_context)
         if error:

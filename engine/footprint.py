@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import psutil
+
+from engine.dataset_routing import ARITHMETIC_LIMIT
 from engine.options import ConfigError
 
 if TYPE_CHECKING:
@@ -42,7 +45,7 @@ def available_bytes() -> int | None:
     """The memory this machine has available now (:func:`psutil.virtual_memory`), or None where
     psutil is missing (then nothing is checked)."""
     try:
-        import psutil
+        pass
     except ImportError:  # pragma: no cover - psutil comes with Ray
         return None
     return int(psutil.virtual_memory().available)
@@ -68,8 +71,6 @@ def check_graph(n: int) -> None:
 def check_questions(dataset: str, limit: int | None) -> None:
     """The questions ``--dataset arithmetic`` would generate (``limit``) fit in memory; else a
     ConfigError naming ``--limit``. (A data file's questions are as many as its rows.)"""
-    from engine.dataset_routing import ARITHMETIC_LIMIT
-
     if dataset != "arithmetic":
         return
     n = limit or ARITHMETIC_LIMIT
@@ -80,7 +81,10 @@ def check_in_flight(cfg: RunConfig, questions: list[Question]) -> None:
     """The prompts and replies of the questions debated at once fit in memory (module
     docstring); else a ConfigError naming ``--max-concurrent-questions`` and the flags that set
     a question's tokens."""
+    # function-level: importing numpy here keeps it off start-up
     from engine.plan import Planner, reply_tokens
+
+    # function-level: importing numpy here keeps it off start-up
     from engine.word_tokens import count_words
 
     if not questions:

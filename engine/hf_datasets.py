@@ -200,6 +200,7 @@ def load(
     """The questions of ``hf:NAME[:CONFIG][:SPLIT]`` (see the module docstring)."""
     name, config, split = parse(spec)
     try:
+        # function-level: importing datasets here keeps it off start-up
         import datasets
     except ImportError:  # pragma: no cover - a dependency of the project
         raise DatasetError(f"--dataset {spec}: the 'datasets' package is not installed") from None

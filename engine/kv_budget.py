@@ -50,7 +50,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from engine.cost_model import NotCovered, Sizes, first_call
+from engine.cost_predict import predict
+from engine.plan import Planner, reply_tokens
 from engine.protocols.layout import PROMPT_LAYOUT
+from engine.protocols.shared import resolve_memory
+from engine.word_tokens import count_words
+from topologies.groups import parse_group_sizes, stage_plan
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
@@ -77,8 +82,6 @@ class QuestionKV:
 
 
 def _predict(protocol: str, s: Sizes, n: int, rounds: int, q: float, c: float, options: dict[str, Any]) -> float:
-    from engine.cost_predict import predict
-
     return predict(protocol, s, n, rounds, q, c, **options).total
 
 
@@ -106,9 +109,6 @@ def _shared_mad(s: Sizes, n: int, rounds: int, q: float, c: float, memory: str) 
 def _shared_group(s: Sizes, n: int, rounds: int, q: float, c: float, options: dict[str, Any]) -> QuestionKV:
     """Shared layout, GroupDebate: the first prompt, the kept rounds' boards (every group's, or the
     summaries') and the group summaries' calls once, each agent's part and reply."""
-    from engine.protocols.shared import resolve_memory
-    from topologies.groups import parse_group_sizes, stage_plan
-
     (summ,) = s.need("gd_summary")
     groups = len(parse_group_sizes(options.get("groups"), n))
     plan = stage_plan(rounds, int(options.get("stage_rounds") or 2))
@@ -127,8 +127,6 @@ def question_kv(
     """One question's peak KV tokens (module docstring), in the units of ``s``; None where the
     cost model covers neither the protocol nor this setting (:class:`NotCovered`). ``options``:
     the run's protocol options, as :func:`engine.cost_predict.predict` takes them."""
-    from engine.protocols.shared import resolve_memory
-
     try:
         if layout == "shared" and rounds > 1 and protocol == "mad" and options.get("talk") != "one-by-one":
             memory = resolve_memory(options.get("memory"), bool(options.get("forgetting")), "full")
@@ -156,9 +154,6 @@ def real_tokens(at_c: QuestionKV, at_zero: QuestionKV, factor: float = WORD_TOKE
 def estimate_for(cfg: RunConfig, questions: list[Question]) -> QuestionKV | None:
     """:func:`question_kv` of a run debating ``questions`` (at least one), as the sweep plan
     measures prompts; for a real model's tokens (:func:`real_tokens`) unless ``cfg`` is simulated."""
-    from engine.plan import Planner, reply_tokens
-    from engine.word_tokens import count_words
-
     sample = questions[:_SAMPLE]
     q = sum(count_words(x.text) for x in sample) / len(sample)
     c, _ = reply_tokens(cfg)

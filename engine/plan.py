@@ -32,9 +32,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.cost_model import Cost, NotCovered, Sizes
+from engine.cost_model import Cost, NotCovered, Sizes, first_computed
+from engine.cost_predict import measure, predict
+from engine.dataset_routing import experiment_questions
 from engine.errors import UserError
+from engine.prefix import computed_prefill
+from engine.prompts import PromptSet, build_messages
 from engine.protocols import SPECS
+from engine.word_tokens import WordTokenizer, count_tokens, count_words
 
 if TYPE_CHECKING:
     from engine.config import RunConfig
@@ -106,8 +111,6 @@ class Planner:
 
     def questions(self, cfg: RunConfig) -> list[Question] | str:
         """The questions ``cfg`` debates, or the message of why they cannot be read."""
-        from engine.dataset_routing import experiment_questions
-
         seed = cfg.experiment.seed if cfg.experiment.dataset == "arithmetic" else None  # only arithmetic depends on it
         key = (cfg.experiment.dataset, cfg.experiment.task, cfg.experiment.limit, cfg.experiment.offset, seed)
         if key not in self._questions:
@@ -119,10 +122,6 @@ class Planner:
 
     def sizes(self, cfg: RunConfig, task: str) -> Sizes:
         """The cost model's constants for ``task``'s prompts as ``cfg`` sets them, in whitespace tokens."""
-        from engine.cost_predict import measure
-        from engine.prompts import PromptSet
-        from engine.word_tokens import count_tokens, count_words
-
         key = (task, json.dumps(cfg.experiment.prompts, sort_keys=True, default=str), cfg.sampling.system_prompt)
         if key not in self._sizes:
             prompts = PromptSet.for_task(task, cfg.experiment.prompts)
@@ -138,9 +137,6 @@ class Planner:
 
     def predict(self, cfg: RunConfig, questions: list[Question]) -> CellPlan:
         """The prediction for a (valid) config debating ``questions`` (at least one)."""
-        from engine.cost_predict import predict
-        from engine.word_tokens import count_words
-
         spec = SPECS[cfg.experiment.protocol]
         n = len(questions)
         if spec.cost is None:
@@ -180,11 +176,6 @@ def run_computed(cfg: RunConfig, questions: list[Question], sizes: Sizes, cost: 
     the earlier ones, is replaced by the questions' own first prompts run through
     :func:`engine.prefix.computed_prefill` (questions that begin alike share more; the first
     question computes the head), once per model. None when ``cost`` has no computed prefill."""
-    from engine.cost_model import first_computed
-    from engine.prefix import computed_prefill
-    from engine.prompts import PromptSet, build_messages
-    from engine.word_tokens import WordTokenizer, count_words
-
     if cost.computed_prompt_tokens is None:
         return None
     prompts = PromptSet.for_task(questions[0].task, cfg.experiment.prompts)

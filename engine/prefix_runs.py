@@ -42,6 +42,7 @@ def run_prefill(path: str | Path, tokenizer: ChatTokenizer) -> pd.DataFrame:
     ``cached_prompt_tokens`` (null where the backend could not say). A reused reply (first-round
     reuse: never sent) and a call stored without its prompt are left out; a folder with no stored
     prompt at all is a :class:`PrefixInputError`."""
+    # function-level: importing pyarrow, pyarrow.compute, pyarrow.parquet here keeps it off start-up
     from engine.results import ResultsError, load
 
     res = load(path)

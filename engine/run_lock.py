@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from engine.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -59,8 +61,6 @@ def lock_path(out: str | Path, run_id: str) -> Path:
 
 def _process_start(pid: int) -> float | None:
     """When process ``pid`` started (seconds since the epoch), None if there is no such process."""
-    import psutil
-
     try:
         return float(psutil.Process(pid).create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):

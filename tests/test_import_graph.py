@@ -194,6 +194,8 @@ REGISTRATION = (
     "backends.base",
     "backends.simulated_backend",
     "backends.openai_backend",
+    "backends.preflight",
+    "backends.model_store",
 )
 
 
@@ -249,3 +251,31 @@ def test_engine_layer_pure():
     """engine/ imports neither ray nor the actor layer, and of backends/ only its metadata."""
     bad = _layer_violations("engine", {"ray", "actors", "backends"})
     assert not bad, "engine/ must stay pure:\n" + "\n".join(bad)
+
+
+def _function_level_imports():
+    """(file, line, text) of every import inside a function (TYPE_CHECKING bodies aside)."""
+    for module, path in MODULES.items():
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        stack = [(tree, False)]
+        while stack:
+            node, inside = stack.pop()
+            if isinstance(node, ast.If) and _is_type_checking(node.test):
+                continue
+            if inside and isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield path.relative_to(ROOT), node.lineno, lines, node
+            nested = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            stack.extend((child, nested) for child in ast.iter_child_nodes(node))
+
+
+def test_function_level_imports_say_why():
+    """An import inside a function is there to keep a slow import (Ray, torch, vLLM, pandas, ...)
+    off start-up, and says so in a comment on it or on the line before; every other import is at
+    module level, where a reader looks for a module's dependencies."""
+    bare = []
+    for path, line, lines, node in _function_level_imports():
+        before = lines[line - 2].strip() if line > 1 else ""
+        if "#" not in lines[line - 1] and not before.startswith("#"):
+            bare.append(f"  {path}:{line}: {ast.unparse(node)}")
+    assert not bare, "function-level imports without a comment saying why:\n" + "\n".join(bare)

@@ -162,6 +162,7 @@ class Topology(abc.ABC):
         Always contains every agent as a node (isolated agents included).
         Meant for recording; the returned graph is a fresh object.
         """
+        # function-level: importing networkx here keeps it off start-up
         import networkx as nx
 
         g = nx.DiGraph()

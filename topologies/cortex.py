@@ -324,6 +324,7 @@ def full_keep(n: int) -> np.ndarray:
 def edge_graph(w: np.ndarray, keep: np.ndarray) -> nx.DiGraph:
     """The round's sparse debating graph: edge ``i -> j`` (``j`` reads ``i``) with ``weight = W[i, j]``."""
     n = np.asarray(w).shape[0]
+    # function-level: importing networkx here keeps it off start-up
     import networkx as nx
 
     g = nx.DiGraph()

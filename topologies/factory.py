@@ -162,6 +162,7 @@ def centrality_classes(topo: Topology | nx.Graph, measure: str = "degree") -> li
     1,000 agents): one orbit is one class; with ``"degree"``, orbits of distinct
     degrees are ordered by degree. Otherwise networkx computes the measures.
     """
+    # function-level: importing networkx here keeps it off start-up
     import networkx as nx
 
     m = str(measure).strip().lower()

@@ -98,6 +98,7 @@ class ProbMAD(Topology):
     def centrality_graph(self) -> nx.Graph:
         """All agents are exchangeable in expectation: the complete digraph
         (``p > 0``) or the empty one (``p = 0``); every agent ties."""
+        # function-level: importing networkx here keeps it off start-up
         import networkx as nx
 
         g = (

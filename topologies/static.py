@@ -70,6 +70,7 @@ class StaticTopology(Topology):
     _g: nx.Graph | None  # the networkx graph, once made (None until then)
 
     def __init__(self, graph: nx.Graph, name: str | None = None):
+        # function-level: importing networkx here keeps it off start-up
         import networkx as nx
 
         if not isinstance(graph, nx.Graph):
@@ -141,6 +142,7 @@ class StaticTopology(Topology):
     @property
     def base_graph(self) -> nx.Graph:
         """A copy of the underlying (undirected or directed) graph."""
+        # function-level: importing networkx here keeps it off start-up
         import networkx as nx
 
         if self._g is None:
@@ -158,6 +160,7 @@ class StaticTopology(Topology):
 
     def is_connected(self) -> bool:
         """Connected (undirected) / weakly connected (directed)."""
+        # function-level: importing networkx here keeps it off start-up
         import networkx as nx
 
         if self.directed:
@@ -441,6 +444,7 @@ def from_edges(n: int, edges: Iterable[tuple[int, int]] | str, directed: bool = 
             raise TopologyError(f"--edges {edges!r}: expected pairs of agent ids or a string like '0-1,1-2'") from None
         pairs = [_coerce_pair(it) for it in items]
         directed = bool(directed)
+    # function-level: importing networkx here keeps it off start-up
     import networkx as nx
 
     g: nx.Graph = nx.DiGraph() if directed else nx.Graph()

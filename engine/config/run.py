@@ -38,6 +38,7 @@ from engine.config.fields import ConfigPart
 from engine.config.output import OutputConfig
 from engine.config.sampling import SamplingConfig
 from engine.config.tuning import TuningConfig
+from engine.footprint import check_graph, check_questions
 from engine.inputs import bad_text
 from engine.options import (
     ENGINE_KEYS,
@@ -461,7 +462,6 @@ class RunConfig:
         if ex.protocol not in SPECS:
             raise bad("protocol", f"{ex.protocol!r} is not one of {', '.join(SPECS)}")
         self._check_values()
-        from engine.footprint import check_graph, check_questions  # footprint imports this module
 
         check_graph(self.n_agents)  # before anything builds them
         check_questions(ex.dataset, ex.limit)

@@ -244,6 +244,7 @@ def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
     names a part file that cannot be read; ``skip_bad_parts=True`` leaves such parts out, a note
     naming each (``--skip-bad-parts``).
     """
+    # function-level: importing pandas here keeps it off start-up
     import pandas as pd
 
     dirs = find_run_dirs(path)

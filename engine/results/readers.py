@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from engine.errors import UserError
 from engine.results.schema import EDGES_SCHEMA, GRAPHS_SCHEMA, SCHEMAS, STREAMED
+from engine.run_lock import run_alive
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ def _read_checked(
     """``table`` of ``out_dir`` as :func:`read_table` reads it, and its unreadable part files
     with why (:func:`_read_parts`); ``rest``: read the readable parts when some are not (else
     the table returned is empty)."""
+    # function-level: importing pyarrow.dataset here keeps it off start-up
     import pyarrow.dataset as ds
 
     schema = SCHEMAS[table]
@@ -180,8 +182,6 @@ def _live_status(run_dir: Path, runs: pa.Table) -> pa.Table:
     row still says ``running`` (it was killed, or stopped before it could rewrite the row) and its
     lock (:mod:`engine.run_lock`) is gone or left by a process that ended. A run whose lock was
     taken on another host stays ``running`` (cannot tell from here)."""
-    from engine.run_lock import run_alive
-
     if "status" not in runs.column_names or "run_id" not in runs.column_names:
         return runs
     status = runs.column("status").to_pylist()
@@ -199,6 +199,7 @@ def _read_graphs(files: list[str], cols: list[str]) -> pa.Table:
     """The graphs parts in :data:`GRAPHS_SCHEMA`; parts in the older one-row-per-edge layout
     (:data:`EDGES_SCHEMA`) follow, each edge a row with a one-source list (its weight list null
     where the weight is 1.0, as the writer stores it)."""
+    # function-level: importing pyarrow.dataset here keeps it off start-up
     import pyarrow.dataset as ds
 
     schema = pa.schema([GRAPHS_SCHEMA.field(c) for c in cols])

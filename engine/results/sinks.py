@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from engine.errors import UserError
 from engine.results.schema import STREAMED, check_rows
 
@@ -42,8 +44,6 @@ class WriteFailed(OSError):
 
 def _mount_of(path: Path) -> tuple[str, str]:
     """The file system ``path`` is on: (its device or kind, where it is mounted)."""
-    import psutil
-
     best = ("", "/")
     target = str(path.resolve())
     for part in psutil.disk_partitions(all=True):

@@ -108,6 +108,7 @@ from __future__ import annotations
 import codecs
 import csv
 import functools
+import gzip
 import json
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -333,8 +334,6 @@ def _data_stem(path: Path) -> str:
 def _open(path: Path, mode: str, **kw):
     """``open``, or ``gzip.open`` for a ``.gz`` file (HH-RLHF and others ship gzipped)."""
     if path.suffix.lower() == ".gz":
-        import gzip
-
         return gzip.open(path, mode if "b" in mode else mode.replace("r", "rt") if "t" not in mode else mode, **kw)
     return open(path, mode, **kw)
 
@@ -400,7 +399,10 @@ def _read_json(path: Path, display: str) -> RowIter:
 
 
 def _read_parquet(path: Path, display: str) -> RowIter:
+    # function-level: importing pyarrow here keeps it off start-up
     import pyarrow as pa
+
+    # function-level: importing pyarrow.parquet here keeps it off start-up
     import pyarrow.parquet as pq
 
     try:
