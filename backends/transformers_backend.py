@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backends import model_store
 from backends.base import Backend
-from backends.model_store import chat_token_ids, fit_prompt, model_revision, pick_dtype, resolve_model
 from engine.records import GenRequest, GenResult
 
 
@@ -71,9 +71,9 @@ class TransformersBackend(Backend):
             torch.set_num_threads(int(threads))
         self.torch = torch
         self.model_name = model
-        self.path: Path = resolve_model(model)  # a hub id: downloaded first, see model_store.hub_snapshot
+        self.path: Path = model_store.resolve_model(model)  # a hub id: downloaded first, see model_store.hub_snapshot
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = pick_dtype(dtype, self.device)
+        self.dtype = model_store.pick_dtype(dtype, self.device)
         if self.dtype == "bfloat16" and self.device.startswith("cuda") and not torch.cuda.is_bf16_supported():
             self.dtype = "float16"  # GPUs before Ampere
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
@@ -95,7 +95,7 @@ class TransformersBackend(Backend):
             "max_model_len": self.max_context,
             "max_num_seqs": self.max_batch,
             "threads": torch.get_num_threads(),
-            "revision": model_revision(model, self.path),
+            "revision": model_store.model_revision(model, self.path),
         }
         # running batch state
         self._waiting: list[_Row] = []
@@ -110,7 +110,7 @@ class TransformersBackend(Backend):
 
     # ------------------------------------------------------------------ tokens
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        return chat_token_ids(self.tokenizer, messages)
+        return model_store.chat_token_ids(self.tokenizer, messages)
 
     def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         return len(self.encode(messages))
@@ -119,7 +119,7 @@ class TransformersBackend(Backend):
     def add(self, rid: Any, req: GenRequest) -> None:
         """Queue a request; it joins the running batch at the next step."""
         now = time.perf_counter()
-        ids, dropped, error = fit_prompt(self.encode, req, self.max_context)
+        ids, dropped, error = model_store.fit_prompt(self.encode, req, self.max_context)
         if error:
             self._done.append((rid, GenResult("", len(ids), 0, 0.0, "error", error)))
             return

@@ -77,9 +77,8 @@ from typing import Any, TypeVar
 
 import psutil
 
-from backends import installed
+from backends import installed, model_store
 from backends.base import Backend, VLLMBuildError
-from backends.model_store import chat_token_ids, fit_messages, fit_prompt, model_revision, pick_dtype, resolve_model
 from engine.messages import has_images
 from engine.records import BackendDead, GenRequest, GenResult
 
@@ -166,7 +165,7 @@ def engine_args(
     it is per GPU and vLLM then ignores ``gpu_memory_utilization``."""
     args: dict[str, Any] = dict(
         model=str(path),
-        dtype=(dtype or "auto") if gpu else pick_dtype(dtype, "cpu"),
+        dtype=(dtype or "auto") if gpu else model_store.pick_dtype(dtype, "cpu"),
         enforce_eager=(not gpu) if enforce_eager is None else enforce_eager,
         max_model_len=max_model_len,
         max_num_seqs=max_batch,
@@ -288,7 +287,7 @@ class VLLMBackend(Backend):
         self.model_name = model
         # a local folder: a hub id (at its @revision) is downloaded here first, under a lock per
         # node, so vLLM's ready timeout (VLLM_ENGINE_READY_TIMEOUT_S) never includes a download
-        self.path = resolve_model(model)
+        self.path = model_store.resolve_model(model)
         args = engine_args(
             self.path,
             gpu,
@@ -344,7 +343,7 @@ class VLLMBackend(Backend):
             "gpu_memory_utilization": cfg.cache_config.gpu_memory_utilization if gpu else None,
             "tensor_parallel_size": tensor_parallel_size,
             "vllm": _vllm_version(),
-            "revision": model_revision(model, self.path),  # a hub id's commit, else None
+            "revision": model_store.model_revision(model, self.path),  # a hub id's commit, else None
         }
 
         # the engine core and its workers, recorded now: a worker of a killed engine core is no
@@ -385,7 +384,7 @@ class VLLMBackend(Backend):
         return killed
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        return chat_token_ids(self.tokenizer, messages)
+        return model_store.chat_token_ids(self.tokenizer, messages)
 
     def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
         """Text tokens of the prompt (an image's tokens are counted by vLLM when it renders the request)."""
@@ -433,7 +432,7 @@ class VLLMBackend(Backend):
         thread): text tokens counted by :meth:`encode`, the image's tokens (vLLM's rendered count
         minus the text's) a fixed part of every candidate prompt."""
         image_tokens = rendered_tokens - len(self.encode(req.messages))
-        return fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
+        return model_store.fit_messages(lambda m: len(self.encode(m)) + image_tokens, req, limit)
 
     async def _prompt(self, req: GenRequest) -> EnginePrompt:
         """A request's engine input under its context-overflow policy: token ids for a text request
@@ -442,7 +441,7 @@ class VLLMBackend(Backend):
         own tokenisation runs in the tokenizer thread (:meth:`_off_loop`), never on the loop."""
         limit = self.max_model_len
         if not has_images(req.messages):
-            ids, dropped, error = await self._off_loop(fit_prompt, self.encode, req, limit)
+            ids, dropped, error = await self._off_loop(model_store.fit_prompt, self.encode, req, limit)
             return EnginePrompt({"prompt_token_ids": ids}, len(ids), dropped, error)  # a vllm.inputs.TokensPrompt
         rendered = await self._render_or_error(req.messages)
         if isinstance(rendered, EnginePrompt):
