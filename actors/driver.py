@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors import cluster
 from actors.cluster import (
     RAY_WORKER_CLEANUP,
     PlacementTimeout,
@@ -33,7 +34,6 @@ from actors.cluster import (
     driver_node_strategy,
     group_nodes,
     local_ray_on_loopback,
-    reserve_all,
     wants_gpu,
 )
 from actors.interrupts import exit_code, reinstall, stop_signals
@@ -460,7 +460,7 @@ class DebateRunner:
         }
         if asks:
             names = {key: served_name(setup) for key, setup in setups.items()}
-            self._groups.update(reserve_all(asks, default_placement_timeout(cfg), detached=names))
+            self._groups.update(cluster.reserve_all(asks, default_placement_timeout(cfg), detached=names))
         for key, spec in new.items():
             opts = dict(spec.actor_options)
             if serve:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from actors.cluster import has_autoscaler
+from actors import cluster
 from actors.remote import probe_all
 from engine.config import RunConfig
 from engine.errors import UserError
@@ -147,7 +147,7 @@ def check_room(specs: list, served: list[Served]) -> None:
     from ray._private.state import available_resources_per_node
 
     asks = [float(s.actor_options.get("num_cpus") or 0) for s in specs if not s.bundles]
-    if not served or not any(asks) or has_autoscaler():
+    if not served or not any(asks) or cluster.has_autoscaler():
         return
     free = sorted((float(r.get("CPU", 0.0)) for r in available_resources_per_node().values()), reverse=True)
     if max(asks) <= (free[0] if free else 0.0) + 1e-9 and sum(asks) <= sum(free) + 1e-9:
