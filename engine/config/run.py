@@ -242,10 +242,9 @@ class RunConfig:
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RunConfig:
         """A config from ``options``: option name (underscored) -> value."""
-        cfg = cls.__new__(cls)
-        cfg.experiment, cfg.sampling, cfg.output = ExperimentConfig(), SamplingConfig(), OutputConfig()
-        cfg.tuning, cfg.cluster = TuningConfig(), ClusterConfig()
-        cfg.protocol_options, cfg.backends, cfg.resolved = ProtocolOptions(), _backend_settings(), None
+        cfg = cls.__new__(cls)  # each field at its default, __post_init__ once the options are set
+        for f in dataclasses.fields(cls):
+            setattr(cfg, f.name, f.default if f.default_factory is dataclasses.MISSING else f.default_factory())
         for name, value in options.items():
             cfg.set_value(name, value)
         cfg.__post_init__()
@@ -490,7 +489,7 @@ class RunConfig:
             if why is not None:
                 raise ConfigError(f"{opt.flag} holds text that cannot be written as UTF-8: {why}")
 
-    def _check_backend(self, spec: Any) -> None:
+    def _check_backend(self, spec: BackendSpec) -> None:
         backend = self.sampling.backend
         if spec.needs_endpoint and not self.value("api_base"):
             raise ConfigError(f"--api-base is required with --backend {backend} (e.g. http://127.0.0.1:8000/v1)")
