@@ -16,9 +16,9 @@ from backends.base import ImagesNotSupported
 from backends.embedding import resolve_embedding_model
 from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import check_text, experiment_questions
-from engine.footprint import check_in_flight
 from engine.inputs import check_out_dir
 from engine.metrics import check_ray_metrics
+from engine.plan import check_in_flight
 from engine.prompts import PromptSet
 from engine.protocols import protocol_spec, validate_protocol
 from engine.protocols.shared import EMBEDDING_MODEL

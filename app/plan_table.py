@@ -7,17 +7,15 @@ are and how they are marked); this module lays them out, with the cells' status 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from app.cells import Cell
 from engine.plan import MARKS, CellPlan, Planner, weakest
 from engine.safe_text import inert
-
-if TYPE_CHECKING:
-    from app.sweep import Cell
 
 
 def plan_cells(cells: list[Cell]) -> dict[int, CellPlan]:

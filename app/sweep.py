@@ -66,7 +66,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ from rich.console import Console
 
 from actors.driver import DebateRunner, ErrorRateExceeded, RunInterrupted
 from actors.interrupts import exit_code, stop_signals
+from app.cells import Cell, short_value
 from app.plan_table import header, plan_cells, plan_table
 from backends.registry import backend_specs
 from engine.accounting import mean_sd, seed_groups, seed_key
@@ -283,36 +284,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 # ---------------------------------------------------------------------------------- cells
-@dataclass
-class Cell:
-    index: int  # position among the sweep's unique cells, in grid order
-    params: dict[str, Any]  # the grid values this cell reads (after normalisation)
-    config: RunConfig  # normalised, ``out`` set to ``out`` below
-    run_id: str
-    out: Path  # DIR/<cell_dir_name> (DIR/<run_id> in a sweep started before folder names)
-    error: str | None = None  # why the cell is invalid (or why its run failed)
-    n_points: int = 1  # grid points that normalised to this cell
-    status: str = "pending"
-    result: dict[str, Any] = field(default_factory=dict)  # accuracy, tokens, ... once finished
-
-    @property
-    def valid(self) -> bool:
-        return self.status != "invalid"
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{k}={_short(v)}" for k, v in self.params.items()) or self.run_id
-
-
-def _short(v: Any) -> str:
-    """A grid value for a label: text as is, a float to 4 significant digits (2/3 -> 0.6667), the
-    rest as JSON; cut at 40 characters."""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    s = v if isinstance(v, str) else json.dumps(v, default=str)
-    return s if len(s) <= 40 else s[:37] + "..."
-
-
 def _resolved(cfg: RunConfig) -> RunConfig:
     """``cfg`` with ``--backend auto`` resolved as the run will resolve it (:meth:`RunConfig.validate`),
     so the cell's run id and directory name are the id its run stores. Unresolvable: left as is
@@ -491,7 +462,7 @@ def format_seeds(groups: list[dict[str, Any]]) -> list[str]:
     """One line per seed group (:func:`across_seeds`)."""
     lines = []
     for g in groups:
-        label = " ".join(f"{k}={_short(v)}" for k, v in g["params"].items()) or "(all cells)"
+        label = " ".join(f"{k}={short_value(v)}" for k, v in g["params"].items()) or "(all cells)"
         lines.append(
             f"  {label}  over {len(g['seeds'])} seeds: accuracy {g['accuracy_mean']:.3f} ± "
             f"{g['accuracy_sd']:.3f}, tokens/question {g['tokens_per_q_mean']:,.0f} ± {g['tokens_per_q_sd']:,.0f}"

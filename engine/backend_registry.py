@@ -27,14 +27,16 @@ import importlib
 import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.config.fields import ConfigPart
 from engine.options import ConfigError
 
-if TYPE_CHECKING:
-    from backends.base import Backend  # noqa: F401 (a string annotation only)
-    from engine.config import RunConfig
+# What the callbacks of an entry are handed: the run's engine.config.RunConfig, which is built from
+# this registry (so it is typed in each backend's own module, not here).
+Run = Any
+# What an entry's factory makes: a backends.base.Backend (the floor above; typed there).
+Backend = Any
 
 ENTRY_POINTS = "debate_engine.backends"  # the entry point group of modules that register backends
 BUILTIN = "backends.registry"  # the module registering the engine's own backends
@@ -61,7 +63,7 @@ class ReplicaAsk:
     backend_options: dict[str, Any]
 
 
-def no_resources(cfg: RunConfig, where: ReplicaPlacement) -> ReplicaAsk:
+def no_resources(cfg: Run, where: ReplicaPlacement) -> ReplicaAsk:
     """A replica that computes nothing itself (a remote server, a toy model): no CPU reserved."""
     return ReplicaAsk({"num_cpus": 0}, {})
 
@@ -85,9 +87,9 @@ class BackendSpec:
     simulated: bool = False  # a fake model: takes every GPU layout setting to test one, uses none
     engine_keys: tuple[str, ...] = ()  # engine settings (engine.config.ENGINE_KEYS) it takes
     option_prefix: str | None = None  # RunConfig options only it reads (sweeps reset them for others)
-    resources: Callable[[RunConfig, ReplicaPlacement], ReplicaAsk] = no_resources
-    preflight: Callable[[RunConfig], None] | None = None  # before Ray starts
-    device_check: Callable[[RunConfig, bool], None] | None = None  # once GPU use is known, before replicas
+    resources: Callable[[Run, ReplicaPlacement], ReplicaAsk] = no_resources
+    preflight: Callable[[Run], None] | None = None  # before Ray starts
+    device_check: Callable[[Run, bool], None] | None = None  # once GPU use is known, before replicas
     auto_rank: int | None = None  # --backend auto tries these, lowest first
     available: Callable[[str], bool] = field(default=lambda device: True)  # for auto, given --device
     settings: type[ConfigPart] | None = None  # its own options (declared in its module), a part of every config
@@ -192,14 +194,14 @@ def resolve_auto(device: str = "auto") -> str:
     raise ConfigError("--backend auto: no registered backend is available here")
 
 
-def engine_settings(cfg: RunConfig | dict[str, Any], spec: BackendSpec) -> dict[str, Any]:
+def engine_settings(cfg: Run | dict[str, Any], spec: BackendSpec) -> dict[str, Any]:
     """The engine settings backend ``spec`` takes, from the run's flags or a model's
     ``placement_resources`` entry; unset (None) ones are left to the backend's defaults."""
     get = cfg.get if isinstance(cfg, dict) else cfg.value
     return {k: get(k) for k in spec.engine_keys if get(k) is not None}
 
 
-def check_device(cfg: RunConfig, gpu: bool) -> None:
+def check_device(cfg: Run, gpu: bool) -> None:
     """The backend's own check once the run knows whether its replicas use GPUs (if it has one)."""
     check = cfg.backend_spec.device_check
     if check is not None:

@@ -47,7 +47,7 @@ from engine.protocols.base import (
     summary_node,
     tie_key,
 )
-from engine.records import CallRecord, Message, ServiceLost, Turn, TurnResult
+from engine.records import CallRecord, Message, Reads, ServiceLost, Turn, TurnResult
 from engine.tasks import Question
 
 
@@ -61,23 +61,6 @@ def call_seed(agent_seed: int, key: int, round_: int, salt: str = "") -> int:
     """Per-call sampling seed: reproducible, distinct per agent, question, round (and salt)."""
     h = hashlib.sha1(f"{agent_seed}:{key}:{round_}:{salt}".encode()).digest()
     return int.from_bytes(h[:4], "big")
-
-
-@dataclass(frozen=True)
-class Reads:
-    """What one call read: the information edges ``src -> dst`` for every ``src`` in ``srcs``,
-    in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0.
-    Nodes are agents (0, 1, ...) and summaries (:func:`~engine.protocols.base.summary_node`:
-    -1 - the summary's group). ``group``: for a summary, the group it summarises; for an agent,
-    its group (:attr:`AgentCall.group`); None otherwise. ``pruned``: parallel to ``srcs``, True
-    for an edge the protocol pruned (:attr:`AgentCall.pruned`: not read); None when none was."""
-
-    round: int
-    dst: int
-    srcs: list[int]
-    weights: list[float] | None = None
-    group: int | None = None
-    pruned: list[bool] | None = None
 
 
 def call_reads(round_: int, call: Call) -> Reads | None:
@@ -218,7 +201,9 @@ class DebateLog:
             outcome.votes_by_round,
             outcome.tie,
         )
-        metrics = metric_values(QuestionFacts(q, outcome, self.records, grades, errored, n_agents, self))
+        metrics = metric_values(
+            QuestionFacts(q, outcome, self.records, grades, errored, n_agents, self.reads, self.histories, self.answers)
+        )
         return {
             "question_id": q.qid,
             "task": q.task,

@@ -10,7 +10,7 @@ that would not fit fails with one line naming the flag, the estimate and what is
 * the generated arithmetic questions (:func:`check_questions`, before they are generated):
   :data:`QUESTION_BYTES` each (a data file's questions are as many as its rows, whatever
   ``--limit`` says);
-* the text of the questions in flight (:func:`check_in_flight`, once the questions are loaded):
+* the text of the questions in flight (:func:`engine.plan.check_in_flight`, once the questions are loaded):
   the prompt and completion tokens the cost model predicts for one question (:mod:`engine.plan`:
   replies of ``--sim-reply-tokens`` on the simulated backend, else of ``--max-tokens``, an upper
   bound), times ``--max-concurrent-questions``, at :data:`TEXT_BYTES_PER_TOKEN`. Where the cost
@@ -22,32 +22,20 @@ that cannot fit (gigabytes past what the machine has), not to tune ones that can
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import psutil
 
 from engine.dataset_routing import ARITHMETIC_LIMIT
 from engine.options import ConfigError
 
-if TYPE_CHECKING:
-    from engine.config import RunConfig
-    from engine.tasks import Question
-
 GRAPH_BYTES_PER_PAIR = 4 * 8  # about four N x N arrays of 8-byte numbers alive at once
 QUESTION_BYTES = 1024  # one generated arithmetic question (about 700 bytes measured) and its list entry
 TEXT_BYTES_PER_TOKEN = 16  # about 5 characters a token, held about 3 times (debate log, writer, Ray copy)
-_SAMPLE = 1000  # questions whose mean length stands for all
 
-__all__ = ["available_bytes", "check_graph", "check_in_flight", "check_questions"]
+__all__ = ["available_bytes", "check_fits", "check_graph", "check_questions"]
 
 
-def available_bytes() -> int | None:
-    """The memory this machine has available now (:func:`psutil.virtual_memory`), or None where
-    psutil is missing (then nothing is checked)."""
-    try:
-        pass
-    except ImportError:  # pragma: no cover - psutil comes with Ray
-        return None
+def available_bytes() -> int:
+    """The memory this machine has available now (:func:`psutil.virtual_memory`)."""
     return int(psutil.virtual_memory().available)
 
 
@@ -55,9 +43,11 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _check(need: float, what: str, fix: str) -> None:
+def check_fits(need: float, what: str, fix: str) -> None:
+    """A ConfigError saying ``what`` needs ``need`` bytes, more than this machine has available, and
+    ``fix``; nothing when it fits."""
     have = available_bytes()
-    if have is not None and need > have:
+    if need > have:
         raise ConfigError(
             f"{what} need about {_gib(need)} of memory and this machine has {_gib(have)} available; {fix}"
         )
@@ -65,7 +55,7 @@ def _check(need: float, what: str, fix: str) -> None:
 
 def check_graph(n: int) -> None:
     """The N x N graphs of ``n`` agents fit in memory; else a ConfigError naming ``--agents``."""
-    _check(n * n * GRAPH_BYTES_PER_PAIR, f"--agents {n}: the agent graphs ({n} x {n})", "use fewer agents")
+    check_fits(n * n * GRAPH_BYTES_PER_PAIR, f"--agents {n}: the agent graphs ({n} x {n})", "use fewer agents")
 
 
 def check_questions(dataset: str, limit: int | None) -> None:
@@ -74,34 +64,4 @@ def check_questions(dataset: str, limit: int | None) -> None:
     if dataset != "arithmetic":
         return
     n = limit or ARITHMETIC_LIMIT
-    _check(n * QUESTION_BYTES, f"--limit {n}: {n:,} generated questions", "lower --limit")
-
-
-def check_in_flight(cfg: RunConfig, questions: list[Question]) -> None:
-    """The prompts and replies of the questions debated at once fit in memory (module
-    docstring); else a ConfigError naming ``--max-concurrent-questions`` and the flags that set
-    a question's tokens."""
-    # function-level: importing numpy here keeps it off start-up
-    from engine.plan import Planner, reply_tokens
-
-    # function-level: importing numpy here keeps it off start-up
-    from engine.word_tokens import count_words
-
-    if not questions:
-        return
-    sample = questions[:_SAMPLE]
-    c, source = reply_tokens(cfg)
-    per_question = Planner().predict(cfg, sample).per_question
-    if per_question is not None:
-        tokens = per_question.total
-    else:
-        q = sum(count_words(x.text) for x in sample) / len(sample)
-        tokens = cfg.n_agents * cfg.n_rounds * (q + c)
-    k = min(cfg.tuning.max_concurrent_questions, len(questions))
-    reply_flag = "--" + source.replace("_", "-")
-    _check(
-        k * tokens * TEXT_BYTES_PER_TOKEN,
-        f"{k} questions in flight (--max-concurrent-questions) of about {tokens:,.0f} tokens of prompts and "
-        f"replies each (--agents {cfg.n_agents}, --rounds {cfg.n_rounds}, {reply_flag} {c})",
-        f"lower --max-concurrent-questions (results stay the same), --agents, --rounds or {reply_flag}",
-    )
+    check_fits(n * QUESTION_BYTES, f"--limit {n}: {n:,} generated questions", "lower --limit")

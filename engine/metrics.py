@@ -33,9 +33,8 @@ from engine.errors import UserError
 from engine.protocols.base import SUMMARIZER
 
 if TYPE_CHECKING:
-    from engine.debate import DebateLog
     from engine.protocols.base import Outcome
-    from engine.records import CallRecord
+    from engine.records import CallRecord, Message, Reads
     from engine.tasks import Question
 
 AGGREGATES = ("sum", "count", "mean", "by_round", "known_sum")
@@ -83,8 +82,9 @@ class QuestionFacts:
               grading ``debate rescore`` shares: ``final_answer``, ``correct``, ``consensus``, ...).
     errored:  a call failed after the engine's retries, or the debate could not go on.
     n_agents: the agents that debated it.
-    log:      the :class:`engine.debate.DebateLog` itself, for what only the debate loop keeps
-              (each agent's transcript, the information edges it read, the latest answers).
+    reads:    who read whom: one :class:`engine.records.Reads` per call that read anybody.
+    histories: each agent's transcript (alternating user/assistant messages), by agent.
+    answers:  each agent's latest answer, by agent.
     """
 
     question: Question
@@ -93,7 +93,9 @@ class QuestionFacts:
     grades: dict[str, Any]
     errored: bool
     n_agents: int
-    log: DebateLog
+    reads: list[Reads]
+    histories: dict[int, list[Message]]
+    answers: dict[int, str | None]
 
 
 @dataclass(frozen=True)

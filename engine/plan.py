@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import cost_predict
+from engine import cost_predict, footprint
 from engine.cost_model import Cost, NotCovered, Sizes, first_computed
 from engine.dataset_routing import experiment_questions
 from engine.errors import UserError
@@ -187,3 +187,31 @@ def run_computed(cfg: RunConfig, questions: list[Question], sizes: Sizes, cost: 
     q = sum(count_words(x.text) for x in questions) / n
     per_question = cost.computed_prompt_tokens - m * first_computed(sizes, q)
     return n * per_question + m * (sum(computed_prefill(firsts)) + cost.computed_per_run)
+
+
+IN_FLIGHT_SAMPLE = 1000  # questions whose mean length stands for all (check_in_flight)
+
+
+def check_in_flight(cfg: RunConfig, questions: list[Question]) -> None:
+    """The prompts and replies of the questions debated at once fit in memory
+    (:mod:`engine.footprint`; the cost model's prediction for the first :data:`IN_FLIGHT_SAMPLE`
+    questions); else a ConfigError naming ``--max-concurrent-questions`` and the flags that set a
+    question's tokens."""
+    if not questions:
+        return
+    sample = questions[:IN_FLIGHT_SAMPLE]
+    c, source = reply_tokens(cfg)
+    per_question = Planner().predict(cfg, sample).per_question
+    if per_question is not None:
+        tokens = per_question.total
+    else:
+        q = sum(count_words(x.text) for x in sample) / len(sample)
+        tokens = cfg.n_agents * cfg.n_rounds * (q + c)
+    k = min(cfg.tuning.max_concurrent_questions, len(questions))
+    reply_flag = "--" + source.replace("_", "-")
+    footprint.check_fits(
+        k * tokens * footprint.TEXT_BYTES_PER_TOKEN,
+        f"{k} questions in flight (--max-concurrent-questions) of about {tokens:,.0f} tokens of prompts and "
+        f"replies each (--agents {cfg.n_agents}, --rounds {cfg.n_rounds}, {reply_flag} {c})",
+        f"lower --max-concurrent-questions (results stay the same), --agents, --rounds or {reply_flag}",
+    )

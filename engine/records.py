@@ -155,3 +155,20 @@ class ServiceLost(RuntimeError):
     or a run without one): the question ends as an *errored* row. A lost agent is not this: its
     turns become error records (data). Any other exception inside a debate is a bug and stops
     the run."""
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What one call read: the information edges ``src -> dst`` for every ``src`` in ``srcs``,
+    in round ``round``. ``weights``: one per source (CortexDebate), or None when all are 1.0.
+    Nodes are agents (0, 1, ...) and summaries (:func:`~engine.protocols.base.summary_node`:
+    -1 - the summary's group). ``group``: for a summary, the group it summarises; for an agent,
+    its group (:attr:`~engine.protocols.base.AgentCall.group`); None otherwise. ``pruned``: parallel to ``srcs``, True
+    for an edge the protocol pruned (:attr:`~engine.protocols.base.AgentCall.pruned`: not read); None when none was."""
+
+    round: int
+    dst: int
+    srcs: list[int]
+    weights: list[float] | None = None
+    group: int | None = None
+    pruned: list[bool] | None = None

@@ -4,9 +4,10 @@ The graph is built by parsing every ``.py`` file of the first-party top-level
 packages (those matched by ``[tool.setuptools.packages.find] include`` in
 pyproject.toml that exist on disk) with :mod:`ast`.  Every ``import`` and
 ``from ... import`` statement counts, wherever it is: at module level, inside
-functions or methods, or inside ``try`` blocks.  The only exclusion is the
-body of ``if TYPE_CHECKING:`` (or ``if typing.TYPE_CHECKING:``), which never
-runs and so cannot form a runtime cycle.
+functions or methods, inside ``try`` blocks, and in ``if TYPE_CHECKING:`` bodies
+too (they never run, but a type named from the floor above is a dependency on
+it all the same: a lower floor types what it is handed with a protocol of its
+own, e.g. :class:`engine.config.view.RunView`).
 
 ``from pkg import name`` is resolved to the submodule ``pkg.name`` when that
 submodule exists, otherwise to ``pkg`` itself.  Importing ``a.b.c`` also
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import tomllib
 from pathlib import Path
 
@@ -69,13 +71,10 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _iter_imports(tree: ast.AST):
-    """Yield every Import/ImportFrom node outside ``if TYPE_CHECKING:`` bodies."""
+    """Yield every Import/ImportFrom node, ``if TYPE_CHECKING:`` bodies included."""
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -100,8 +99,10 @@ def _targets(module: str, path: Path, node: ast.AST) -> list[str]:
     return out
 
 
+@functools.cache
 def _all_imports() -> dict[str, list[tuple[str, int]]]:
-    """Map module -> [(imported dotted name, line)] for every import statement."""
+    """Map module -> [(imported dotted name, line)] for every import statement (parsed once, on
+    first use: not while pytest collects)."""
     out: dict[str, list[tuple[str, int]]] = {}
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -110,9 +111,6 @@ def _all_imports() -> dict[str, list[tuple[str, int]]]:
             for target in _targets(module, path, node):
                 found.append((target, node.lineno))
     return out
-
-
-IMPORTS = _all_imports()
 
 
 def _resolve(name: str) -> str | None:
@@ -130,7 +128,7 @@ def _graph() -> nx.DiGraph:
     """Directed first-party import graph; edges carry the importing lines."""
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
-    for module, found in IMPORTS.items():
+    for module, found in _all_imports().items():
         for name, line in found:
             target = _resolve(name)
             if target is None or target == module:
@@ -148,16 +146,16 @@ def test_packages_discovered():
     assert "engine.config" in MODULES
 
 
-def test_function_level_imports_counted():
-    """Imports inside functions are edges; ``if TYPE_CHECKING:`` ones are not."""
+def test_function_level_and_type_checking_imports_counted():
+    """Imports inside functions are edges, and so are ``if TYPE_CHECKING:`` ones."""
     graph = _graph()
     assert graph.has_edge("app.cli", "actors.driver")  # imported inside main()
-    assert not graph.has_edge("engine.protocols.base", "engine.config")  # TYPE_CHECKING only
+    assert graph.has_edge("engine.protocols.base", "engine.config.view")  # TYPE_CHECKING only
 
 
 def test_exemptions_still_needed():
     """Every layer exemption matches an import that exists (drop stale ones)."""
-    found = {(module, name.split(".")[0]) for module, names in IMPORTS.items() for name, _ in names}
+    found = {(module, name.split(".")[0]) for module, names in _all_imports().items() for name, _ in names}
     stale = sorted(set(LAYER_EXEMPT) - found)
     assert not stale, f"LAYER_EXEMPT entries with no matching import: {stale}"
 
@@ -202,7 +200,7 @@ REGISTRATION = (
 def _layer_violations(package: str, forbidden: set[str]) -> list[str]:
     """Import statements in ``package`` whose top-level name is forbidden."""
     bad = []
-    for module, found in IMPORTS.items():
+    for module, found in _all_imports().items():
         if module != package and not module.startswith(package + "."):
             continue
         for name, line in found:
@@ -239,7 +237,7 @@ def test_nothing_below_imports_the_commands():
     """app/ (the commands) is the top floor: no module of another package imports it."""
     bad = [
         f"  {module}:{line} imports {name}"
-        for module, found in IMPORTS.items()
+        for module, found in _all_imports().items()
         if not module.startswith("app")
         for name, line in found
         if name.split(".")[0] == "app"

@@ -36,7 +36,7 @@ from engine.config.cluster import ClusterConfig
 from engine.config.experiment import ExperimentConfig
 from engine.config.fields import ConfigPart
 from engine.config.output import OutputConfig
-from engine.config.sampling import SamplingConfig
+from engine.config.sampling import AgentSpec, SamplingConfig
 from engine.config.tuning import TuningConfig
 from engine.footprint import check_graph, check_questions
 from engine.inputs import bad_text
@@ -179,23 +179,6 @@ def _backend_settings() -> dict[str, ConfigPart]:
         for spec in backend_specs()
         if spec.settings is not None
     }
-
-
-@dataclass
-class AgentSpec:
-    """Settings of one agent. ``seed`` is the agent's own base seed for sampling; with
-    ``--first-round-seed F`` its round-0 calls are seeded by ``first_seed`` (F's agent seed) and
-    the question's key under F instead (``first_key_seed`` = F), so they do not change with ``--seed``."""
-
-    model: str
-    system_prompt: str | None
-    temperature: float
-    top_p: float
-    max_tokens: int
-    seed: int
-    context_overflow: str = "error"
-    first_seed: int | None = None
-    first_key_seed: int | None = None
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Which models answer and how they sample: backend, model, sampling, per-agent models."""
+"""Which models answer and how they sample: backend, model, sampling, per-agent models, and one
+agent's resolved settings (:class:`AgentSpec`)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,20 @@ class SamplingConfig(ConfigPart):
     max_model_len: int | None = option(
         None, "context length of each model (default: the model's own)", low=1, high=MAX_CONTEXT
     )
+
+
+@dataclass
+class AgentSpec:
+    """Settings of one agent. ``seed`` is the agent's own base seed for sampling; with
+    ``--first-round-seed F`` its round-0 calls are seeded by ``first_seed`` (F's agent seed) and
+    the question's key under F instead (``first_key_seed`` = F), so they do not change with ``--seed``."""
+
+    model: str
+    system_prompt: str | None
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    context_overflow: str = "error"
+    first_seed: int | None = None
+    first_key_seed: int | None = None

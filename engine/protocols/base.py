@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from engine.extract import majority_vote
 from engine.tasks import Question
 
-if TYPE_CHECKING:  # engine.config builds RunConfig from the protocols' specs
-    from engine.config import RunConfig
+if TYPE_CHECKING:  # a RunConfig, as protocols read it (engine.config builds it from their specs)
+    from engine.config.view import RunView
 
 SUMMARIZER = -1  # agent_id recorded for summary calls (they belong to no agent)
 
@@ -254,7 +254,7 @@ class Context:
     """Everything a protocol may read: the question, the run config and a per-question key."""
 
     question: Question
-    cfg: RunConfig
+    cfg: RunView
     key: int
 
     @property

@@ -1,6 +1,6 @@
 """One question per row and task kind: the gold-answer rules of :mod:`engine.tasks.files`.
 
-Each builder takes a row (:class:`engine.tasks.files.Row`: the record, where it came from and
+Each builder takes a row (:class:`engine.tasks.row.Row`: the record, where it came from and
 how to complain about it) and returns its :class:`~engine.tasks.Question` or raises the row's
 :class:`~engine.tasks.DatasetError`. The field names each looks for are here too.
 """
@@ -12,28 +12,19 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.latex import last_boxed
 from engine.tasks import LETTERS, Question, type_name
-
-if TYPE_CHECKING:
-    from engine.tasks.files import Row
-
-# The columns each of our field names is looked for in (the first present one wins).
-ID_KEYS = ("id",)
-QUESTION_KEYS = ("question", "problem", "input", "prompt")
-ANSWER_KEYS = ("answer", "gold", "label", "target")
-LABEL_KEYS = ("answer", "label", "winner", "preference")
-SOLUTION_KEYS = ("solution",)
-CHOICE_KEYS = ("choices", "options")
-PAIR_KEYS = (
-    ("conversation_a", "conversation_b"),
-    ("dialogue_a", "dialogue_b"),
-    ("response_a", "response_b"),
+from engine.tasks.row import (
+    ANSWER_KEYS,
+    CHOICE_KEYS,
+    LABEL_KEYS,
+    PAIR_KEYS,
+    QUESTION_KEYS,
+    SOLUTION_KEYS,
+    Row,
 )
-RANKED_KEYS = ("chosen", "rejected")
-IMAGE_KEYS = ("image", "image_path", "image_url")
 
 PAIR_QUESTION = "Which dialogue is better, A or B?"
 

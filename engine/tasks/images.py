@@ -10,12 +10,18 @@ import mimetypes
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from engine.tasks import DATA_URL_RE, type_name
+from engine.tasks import DATA_URL_RE, DatasetError, type_name
 
-if TYPE_CHECKING:
-    from engine.tasks.files import Row
+
+class Row(Protocol):
+    """What reading an image needs of its row (:class:`engine.tasks.row.Row`): the folder relative
+    paths are read from, and the row's way of naming itself in an error."""
+
+    base: Path | None
+
+    def error(self, msg: str) -> DatasetError: ...
 
 
 _SIGNATURES = (
