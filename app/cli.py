@@ -23,6 +23,9 @@ the run does not read is a warning (:func:`app.sweep.unread_given`). Bad input
 file or row; a run that stops (an actor died,
 ``--max-error-rate`` passed, a bug in the engine) exits with status 1 and one line on how to
 resume; any other exception is a bug and surfaces with its traceback (status 1).
+
+Each subcommand is a :class:`Command` in :data:`COMMANDS` (its flags and the function running it):
+a new one is a module with those two functions and one :func:`register_command`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ import difflib
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
@@ -166,7 +170,7 @@ def serve_command(args: argparse.Namespace) -> int:
     return serve.serve(cfg)
 
 
-def protocols_command() -> int:
+def protocols_command(args: argparse.Namespace | None = None) -> int:
     """``debate protocols``: each protocol's name, paper (its spec's help) and options with defaults."""
     table = Table(title="protocols (debate run --protocol NAME; options: debate run --help)")
     table.add_column("name", style="bold")
@@ -406,21 +410,106 @@ def _version() -> str:
         return "debate (version unknown: not installed)"
 
 
-def _described(sub, name: str, help_text: str, description: str, common) -> argparse.ArgumentParser:
-    """A subcommand whose ``--help`` shows ``description`` as written (its line breaks kept)."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name,
-        help=help_text,
-        description=description,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    _add_run_flags(p)
+
+
+def _report_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
+    p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
+    p.add_argument("--baseline", default="mad", choices=tuple(SPECS), help="protocol that savings compare with")
+    p.add_argument(
+        "--format",
+        default="table",
+        choices=("table", "md", "csv"),
+        help="print the tables as rich tables (default), Markdown or CSV (notes then go to stderr)",
     )
-    return parser
+    _add_skip_bad_parts(p)
+
+
+def _rescore_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")
+    p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    _add_skip_bad_parts(p, "re-grade the other run directories only: nothing is written to a folder with one")
+
+
+def _sweep_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
+    p.add_argument(
+        "--out",
+        help="sweep directory: DIR/sweep.json and one folder per cell, DIR/<protocol>_n<N>_r<T>..._s<seed>-<hash>/",
+    )
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the cells, their status and predicted calls and tokens (per question, per cell, in all); "
+        "run nothing",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="Ray cluster to join, host:port or auto (default: the file's ray_address, else $RAY_ADDRESS, else "
+        "as ray.init() without an address); replicas that 'debate serve' keeps there are reused",
+    )
+
+
+def _serve_flags(p: argparse.ArgumentParser) -> None:
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--list", action="store_true", help="list the served replicas; start nothing")
+    action.add_argument(
+        "--stop",
+        action="store_true",
+        help="end the served replicas (only those of the model(s) given with --model/--models/--config), then "
+        "the Ray that debate serve started once none is left",
+    )
+    _add_run_flags(p)
+
+
+def _export_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
+    p.add_argument("--to", required=True, metavar="FILE", help="FILE.parquet or FILE.csv")
+    p.add_argument(
+        "--table",
+        default="questions",
+        choices=("questions", "runs", "calls", "graphs", "prompts"),
+        help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
+    )
+    _add_skip_bad_parts(p)
+
+
+def _show_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="OUT", help="a run directory, an --out folder or a sweep folder")
+    p.add_argument("--run", metavar="ID", help="only this run (its id or a unique prefix)")
+    pick = p.add_mutually_exclusive_group()
+    pick.add_argument("--question", metavar="ID", help="only this question (its id or a unique prefix)")
+    for name, what in (
+        ("wrong", "questions whose final answer is wrong"),
+        ("right", "questions whose final answer is right"),
+        ("disagree", "questions whose agents' last answers are not all equal"),
+        ("changed", "questions where some agent changed its answer between rounds"),
+    ):
+        pick.add_argument(f"--{name}", dest="only", action="store_const", const=name, help=f"only {what}")
+    p.add_argument("--full", action="store_true", help="whole replies (default: about two lines each)")
+    p.add_argument(
+        "--limit", type=int, default=1, metavar="N", help="debates shown after the list (default 1; 0: list only)"
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the selected debates (all, without --run/--question/...) as one self-contained HTML page "
+        "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
+    )
+    _add_skip_bad_parts(p)
+
+
+def _no_flags(p: argparse.ArgumentParser) -> None:
+    pass
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``debate`` parser with every subcommand and flag; builds it only (runs nothing, imports
-    no Ray). :func:`main` parses with it; the docs site's CLI reference is generated from it."""
+    """The ``debate`` parser with every registered subcommand (:data:`COMMANDS`) and its flags;
+    builds it only (runs nothing, imports no Ray). :func:`main` parses with it; the docs site's CLI
+    reference is generated from it."""
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
     parser.add_argument("--version", action="version", version=_version())
     common = _Parser(add_help=False)  # a parent: only its arguments are copied into the subcommands
@@ -433,104 +522,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     sub = parser.add_subparsers(dest="command", required=True)
-    run_p = sub.add_parser(
-        "run",
-        help="run one debate configuration",
-        description="Run one debate configuration. Options are listed by section, each protocol's own "
-        "options under it; flags override the --config file's keys (the same names).",
-        parents=[common],
-    )
-    _add_run_flags(run_p)
-    report_p = sub.add_parser(
-        "report", help="tables and plots from result directories (one run, many runs or a sweep)", parents=[common]
-    )
-    report_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
-    report_p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
-    report_p.add_argument("--baseline", default="mad", choices=tuple(SPECS), help="protocol that savings compare with")
-    report_p.add_argument(
-        "--format",
-        default="table",
-        choices=("table", "md", "csv"),
-        help="print the tables as rich tables (default), Markdown or CSV (notes then go to stderr)",
-    )
-    _add_skip_bad_parts(report_p)
-    rescore_p = sub.add_parser(
-        "rescore",
-        help="re-grade the stored replies of a run or sweep folder with the current "
-        "grader (new Parquet parts; model outputs untouched)",
-        parents=[common],
-    )
-    rescore_p.add_argument("dir", metavar="OUT", help="a run directory or a folder holding many (a sweep)")
-    rescore_p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
-    _add_skip_bad_parts(rescore_p, "re-grade the other run directories only: nothing is written to a folder with one")
-    sweep_p = sub.add_parser(
-        "sweep", help="run a grid of configurations from a YAML file (resumable)", parents=[common]
-    )
-    sweep_p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
-    sweep_p.add_argument(
-        "--out",
-        help="sweep directory: DIR/sweep.json and one folder per cell, DIR/<protocol>_n<N>_r<T>..._s<seed>-<hash>/",
-    )
-    sweep_p.add_argument(
-        "--list",
-        action="store_true",
-        help="list the cells, their status and predicted calls and tokens (per question, per cell, in all); "
-        "run nothing",
-    )
-    sweep_p.add_argument(
-        "--ray-address",
-        metavar="ADDR",
-        help="Ray cluster to join, host:port or auto (default: the file's ray_address, else $RAY_ADDRESS, else "
-        "as ray.init() without an address); replicas that 'debate serve' keeps there are reused",
-    )
-    serve_p = _described(
-        sub, "serve", "start a model's replicas and keep them for later runs (--list, --stop)", SERVE_HELP, common
-    )
-    action = serve_p.add_mutually_exclusive_group()
-    action.add_argument("--list", action="store_true", help="list the served replicas; start nothing")
-    action.add_argument(
-        "--stop",
-        action="store_true",
-        help="end the served replicas (only those of the model(s) given with --model/--models/--config), then "
-        "the Ray that debate serve started once none is left",
-    )
-    _add_run_flags(serve_p)
-    export_p = sub.add_parser(
-        "export", help="one result table, de-duplicated, run options as columns, to Parquet or CSV", parents=[common]
-    )
-    export_p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
-    export_p.add_argument("--to", required=True, metavar="FILE", help="FILE.parquet or FILE.csv")
-    export_p.add_argument(
-        "--table",
-        default="questions",
-        choices=("questions", "runs", "calls", "graphs", "prompts"),
-        help="questions (default; with the run options joined on), runs, calls, graphs or prompts",
-    )
-    _add_skip_bad_parts(export_p)
-    show_p = _described(sub, "show", "stored debates round by round in the terminal", SHOW_HELP, common)
-    show_p.add_argument("dir", metavar="OUT", help="a run directory, an --out folder or a sweep folder")
-    show_p.add_argument("--run", metavar="ID", help="only this run (its id or a unique prefix)")
-    pick = show_p.add_mutually_exclusive_group()
-    pick.add_argument("--question", metavar="ID", help="only this question (its id or a unique prefix)")
-    for name, what in (
-        ("wrong", "questions whose final answer is wrong"),
-        ("right", "questions whose final answer is right"),
-        ("disagree", "questions whose agents' last answers are not all equal"),
-        ("changed", "questions where some agent changed its answer between rounds"),
-    ):
-        pick.add_argument(f"--{name}", dest="only", action="store_const", const=name, help=f"only {what}")
-    show_p.add_argument("--full", action="store_true", help="whole replies (default: about two lines each)")
-    show_p.add_argument(
-        "--limit", type=int, default=1, metavar="N", help="debates shown after the list (default 1; 0: list only)"
-    )
-    show_p.add_argument(
-        "--html",
-        metavar="FILE",
-        help="write the selected debates (all, without --run/--question/...) as one self-contained HTML page "
-        "(graphs per round, replies, filters; opens offline in any browser) instead of printing them",
-    )
-    _add_skip_bad_parts(show_p)
-    sub.add_parser("protocols", help="list the protocols: name, paper, options and their defaults")
+    for command in COMMANDS.values():
+        kwargs: dict[str, Any] = {"help": command.help, "parents": [common] if command.logs else []}
+        if command.description:
+            kwargs["description"] = command.description
+            if "\n" in command.description:  # written as it should show: line breaks kept
+                kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+        command.flags(sub.add_parser(command.name, **kwargs))
     return parser
 
 
@@ -556,43 +554,22 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
-        command = subcommands(parser).get(getattr(args, "command", None) or "", parser)
-        command.error(_unknown_flags(command, extra))
-    if args.command == "protocols":
-        return protocols_command()
-    setup_logging(args.verbose, args.quiet)
-    if args.command == "show":
-        return show_command(args)
-    if args.command == "report":
-        return report_command(args)
-    if args.command == "export":
-        return export_command(args)
-    if args.command == "rescore":
-        # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
-        from app.rescore import rescore_command
-
-        return rescore_command(args.dir, args.dry_run, args.skip_bad_parts)
-
-    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
+        sub = subcommands(parser).get(getattr(args, "command", None) or "", parser)
+        sub.error(_unknown_flags(sub, extra))
+    command = COMMANDS[args.command]
+    if command.logs:
+        setup_logging(args.verbose, args.quiet)
+    if not command.engine:
+        try:
+            return command.run(args)
+        except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
+            return print_error(exc)
+    # function-level: importing actors.driver (Ray) here keeps it off start-up
     from actors.driver import EngineError, RunInterrupted
 
     try:
-        if args.command == "run":
-            cfg = parse_run_config(args)
-            # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
-            from actors.driver import run
-
-            result = run(cfg)  # checks every input before Ray starts
-            print_summary(result, cfg)
-            return 0
-        if args.command == "sweep":
-            # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
-            from app.sweep import sweep_command
-
-            return sweep_command(args.config, args.out, args.list, args.ray_address)
-        if args.command == "serve":
-            return serve_command(args)
-    except UserError as exc:  # only these: a ValueError from a bug surfaces with its traceback (exit 1)
+        return command.run(args)
+    except UserError as exc:
         return print_error(exc)
     except RunInterrupted as exc:  # not the user's input: one line, how to resume; 130/143 for a signal
         if str(exc).startswith("interrupted"):
@@ -601,7 +578,112 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return print_error(exc, status=exc.exit_code)
     except EngineError as exc:  # a bug: its traceback was logged; exit 1, one line, how to resume
         return print_error(exc, status=1)
-    return 1
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``debate run``: one configuration (:func:`actors.driver.run`), then its summary table."""
+    cfg = parse_run_config(args)
+    # function-level: importing actors.driver (Ray) here keeps it off start-up
+    from actors.driver import run
+
+    result = run(cfg)  # checks every input before Ray starts
+    print_summary(result, cfg)
+    return 0
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """``debate sweep``: a grid of runs (:mod:`app.sweep`)."""
+    # function-level: importing app.sweep (Ray) here keeps it off start-up
+    from app import sweep
+
+    return sweep.sweep_command(args.config, args.out, args.list, args.ray_address)
+
+
+def rescore_command(args: argparse.Namespace) -> int:
+    """``debate rescore``: re-grade stored replies (:mod:`app.rescore`)."""
+    # function-level: importing pyarrow.compute, pyarrow.parquet here keeps it off start-up
+    from app import rescore
+
+    return rescore.rescore_command(args.dir, args.dry_run, args.skip_bad_parts)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``debate`` subcommand: its name and help line, the function adding its flags to its
+    parser and the one running it with the parsed flags (returns the exit status). A command is
+    one module with those two functions plus one :func:`register_command`; a
+    :class:`~engine.errors.UserError` it raises is one line and exit status 2."""
+
+    name: str
+    help: str
+    flags: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None  # its --help text above the flags (line breaks kept when it has some)
+    logs: bool = True  # takes -v/-q and sets up logging before it runs
+    engine: bool = False  # runs the engine: a stopped run is one line on how to resume, its exit status
+
+
+COMMANDS: dict[str, Command] = {}  # by name, in the order --help lists them
+
+
+def register_command(command: Command, replace: bool = False) -> Command:
+    """Add ``command`` to ``debate`` (listed after those registered before it); a ValueError for a
+    name taken, unless ``replace``."""
+    if command.name in COMMANDS and not replace:
+        raise ValueError(f"a command named {command.name!r} is registered already")
+    COMMANDS[command.name] = command
+    return command
+
+
+def unregister_command(name: str) -> None:
+    """Remove the command ``name`` (a test's own, say); nothing when there is none."""
+    COMMANDS.pop(name, None)
+
+
+RUN_DESCRIPTION = (
+    "Run one debate configuration. Options are listed by section, each protocol's own "
+    "options under it; flags override the --config file's keys (the same names)."
+)
+RESCORE_HELP = (
+    "re-grade the stored replies of a run or sweep folder with the current grader (new Parquet parts; model "
+    "outputs untouched)"
+)
+for _command in (
+    Command("run", "run one debate configuration", _run_flags, run_command, RUN_DESCRIPTION, engine=True),
+    Command(
+        "report",
+        "tables and plots from result directories (one run, many runs or a sweep)",
+        _report_flags,
+        report_command,
+    ),
+    Command("rescore", RESCORE_HELP, _rescore_flags, rescore_command),
+    Command(
+        "sweep", "run a grid of configurations from a YAML file (resumable)", _sweep_flags, sweep_command, engine=True
+    ),
+    Command(
+        "serve",
+        "start a model's replicas and keep them for later runs (--list, --stop)",
+        _serve_flags,
+        serve_command,
+        SERVE_HELP,
+        engine=True,
+    ),
+    Command(
+        "export",
+        "one result table, de-duplicated, run options as columns, to Parquet or CSV",
+        _export_flags,
+        export_command,
+    ),
+    Command("show", "stored debates round by round in the terminal", _show_flags, show_command, SHOW_HELP),
+    Command(
+        "protocols",
+        "list the protocols: name, paper, options and their defaults",
+        _no_flags,
+        protocols_command,
+        logs=False,
+    ),
+):
+    register_command(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

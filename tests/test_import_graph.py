@@ -278,3 +278,25 @@ def test_function_level_imports_say_why():
         if "#" not in lines[line - 1] and not before.startswith("#"):
             bare.append(f"  {path}:{line}: {ast.unparse(node)}")
     assert not bare, "function-level imports without a comment saying why:\n" + "\n".join(bare)
+
+
+# The floors, bottom to top: a package imports only packages below it (its own modules aside).
+FLOORS = ("topologies", "engine", "backends", "actors", "app")
+# (importing module, imported module) -> why it may reach a floor above
+FLOOR_EXEMPT = {
+    ("topologies.base", "engine.errors"): "TopologyError is a UserError: one error base under every floor",
+}
+
+
+def test_each_floor_imports_only_the_floors_below():
+    """topologies < engine < backends < actors < app, every import counted (function-level and
+    TYPE_CHECKING ones too); a new package must be placed here."""
+    assert set(FLOORS) == set(PACKAGES), f"place every package on a floor: {sorted(set(PACKAGES) ^ set(FLOORS))}"
+    up = []
+    for module, found in _all_imports().items():
+        here = FLOORS.index(module.split(".")[0])
+        for name, line in found:
+            target = _resolve(name)
+            if target and FLOORS.index(target.split(".")[0]) > here and (module, target) not in FLOOR_EXEMPT:
+                up.append(f"  {module}:{line} imports {target}")
+    assert not up, "imports reaching a floor above:\n" + "\n".join(up)
