@@ -161,8 +161,9 @@ class AgentCore:
         answer = None
         if res.error is None and not turn.is_side:  # a side call (a review, a score) states no answer
             # a reply cut off at the token limit counts only a marked answer, never its last number
+            q = turn.question
             answer = extract_answer(
-                res.text, turn.question.task, len(turn.question.choices) or 4, marked_only=res.finish_reason == "length"
+                res.text, q.task, marked_only=res.finish_reason == "length", choices=q.choices, question=q.text
             )
         call, summary = turn.call, turn.is_summary
         keys, texts = stored_messages(req.messages) if self.store_prompts else (None, {})

@@ -87,8 +87,9 @@ def _revote(config: dict[str, Any]):
     return spec.revote if spec is not None else None
 
 
-def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
-    """Number of choices per question id, from the run's dataset file when it can be read."""
+def _option_texts(config: dict[str, Any], notes: list[str]) -> dict[str, tuple[str, ...]]:
+    """The option texts of each choice question, by question id, from the run's dataset file when
+    it can be read (a reply that answers with an option's text reads as its letter)."""
     dataset = config.get("dataset")
     if dataset is None:  # a config that could not be read ({}): nothing to count the choices from
         notes.append("the run's config names no dataset; choice questions re-read with 4 letters (A-D)")
@@ -104,14 +105,15 @@ def _letter_counts(config: dict[str, Any], notes: list[str]) -> dict[str, int]:
     except (OSError, ValueError) as exc:  # the file moved or no longer reads: 4 letters, said once
         notes.append(f"dataset {dataset!r} cannot be read ({exc}); choice questions re-read with 4 letters (A-D)")
         return {}
-    return {q.qid: len(q.choices) for q in questions if q.choices}
+    return {q.qid: tuple(q.choices) for q in questions if q.choices}
 
 
 def regrade_question(
-    row: dict[str, Any], calls: list[dict[str, Any]], config: dict[str, Any], n_choices: int = 4
+    row: dict[str, Any], calls: list[dict[str, Any]], config: dict[str, Any], choices: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The question row re-graded from its calls, and each agent call's new answer
-    (``{round, agent_id, answer, previous_answer}``). Pure: no files."""
+    (``{round, agent_id, answer, previous_answer}``); ``choices``: a choice question's option
+    texts (none: four letters, A-D). Pure: no files."""
     task, qid = row["task"], row["question_id"]
     n_agents = int(row["n_agents"] or 0)
     rounds = int(row["rounds_run"] or 0)
@@ -131,7 +133,13 @@ def regrade_question(
             answer = (
                 None
                 if c["error"] is not None
-                else extract_answer(c["text"], task, n_choices, marked_only=c["finish_reason"] == "length")
+                else extract_answer(
+                    c["text"],
+                    task,
+                    marked_only=c["finish_reason"] == "length",
+                    choices=choices,
+                    question=row.get("question"),
+                )
             )
             read.append(
                 {"round": c["round"], "agent_id": c["agent_id"], "answer": answer, "previous_answer": c["answer"]}
@@ -186,9 +194,9 @@ def rescore_run(
     except json.JSONDecodeError as exc:
         out.notes.append(f"the runs row's config is not JSON ({exc}): ties re-broken by the first-seen rule")
         config = {}
-    letters: dict[str, int] = {}
+    options: dict[str, tuple[str, ...]] = {}
     if any(q["task"] == "choice" for q in questions):
-        letters = _letter_counts(config, out.notes)
+        options = _option_texts(config, out.notes)
     by_attempt: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for c in calls:
         by_attempt.setdefault((c["question_id"], c["attempt"]), []).append(c)
@@ -197,7 +205,7 @@ def rescore_run(
     answer_rows: list[dict[str, Any]] = []
     for q in questions:
         new, read = regrade_question(
-            q, by_attempt.get((q["question_id"], q["attempt"]), []), config, letters.get(q["question_id"], 4)
+            q, by_attempt.get((q["question_id"], q["attempt"]), []), config, options.get(q["question_id"], ())
         )
         out.replies += len(read)
         out.answers_changed += sum(x["answer"] != x["previous_answer"] for x in read)

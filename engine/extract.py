@@ -72,7 +72,11 @@ parseable answer wins; within a rule the LAST occurrence in the text that
 parses wins):
 
 numeric / math
-    1. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces matched);
+    1. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces matched) that is the writer's
+       own: a box in a clause naming another agent ("Agent 3's \\boxed{11} double-counts") is
+       skipped (see below). For numeric, an arithmetic expression of numbers in it is computed
+       exactly (``\\boxed{12*7}`` is 84; :func:`engine.number_text.arithmetic_value`) and an
+       expression of a variable (``\\boxed{x+1}``) or one too large to compute is no number;
     2. the last ``#### X`` line (for numeric X must start with a number, for
        math it must not start with a word, so markdown headings such as
        ``#### Step 2`` are ignored);
@@ -87,20 +91,32 @@ numeric / math
        contains ``=`` the part after the last ``=`` is used, then the first
        number in it, unless that number is an operand of an expression left
        unevaluated ("the answer is the result of 8+16*15+12"); for a reply cut off
-       at the token limit a statement that runs to the cut is skipped;
+       at the token limit a statement that runs to the cut is skipped; then an answer
+       sentence in German, French, Spanish, Portuguese, Italian or Dutch ("Die Antwort ist
+       3,5": a decimal comma) or in Chinese or Japanese ("答案是 42。", "答えは 18 です。"),
+       its first number;
     4. a line holding only an answer (bold, ``$..$`` allowed; numeric: a number and at
        most two unit words; math: no ``=`` and no word): the reply's last non-empty
        line, else its first ("**18**" followed by the explanation's other numbers);
     5. the last number in the text (math: the last number or ``\\frac``, or a later
        interval ``x \\in (a, b)`` / ``x \\in [a, b) \\cup (c, \\infty)``), skipping
-       a number that is negated ("307, not 308", "rather than 12") or an operand of an
-       unevaluated expression ("26 + 9*15": an echoed question).
+       a number that is negated ("307, not 308", "rather than 12"), an operand of an
+       unevaluated expression ("26 + 9*15": an echoed question) or part of the breakdown in
+       brackets after an amount ("$2,050.75 ($1,900 rent and $150.75 fees)"). Numbers written
+       in words count ("that leaves nineteen marbles") unless they follow a determiner or a
+       preposition ("the two steps", "in two weeks") or an equation's result in the same
+       sentence; a mixed number is one number ("3 3/4 cups" is 15/4). Given the question's text
+       (``question=``), a last sentence that restates the question's numbers after the answer
+       is read at the answer ("So Ann has 23 stamps left from her 4 books of 15." is 23).
     No number anywhere -> ``None``.
 
 choice / pair
     1. the last ``\\boxed{B}`` (also ``\\boxed{(B)}``, ``\\boxed{\\text{B}}``);
     2. the last "answer is B" / "answer: B" / "Answer: (C)" / "correct option
-       is B" / "answer is option B";
+       is B" / "answer is option B" / "Final verdict: (A)" (an explicit final statement
+       outranks the preference clauses before it); given the options (``choices=``), an
+       option's text after an answer phrase is that option ("The answer is A rise in demand"
+       is the letter of the option "A rise in demand", not (A));
     3. pair only: preference phrases ("Response A is better", "A is better",
        "Assistant A's response is better", "Assistant B provides a better response",
        "I prefer B", "better response is A", "[[A]]", "I choose B");
@@ -110,7 +126,9 @@ choice / pair
     5. the last line consisting only of a letter: ``B``, ``B.``, ``B)``, ``(B)``; then the
        first line when it opens with an option (``(D) False, True`` followed by the
        explanation), unless the next line opens with one too (the options listed);
-    6. the last ``(B)``, "option B", "choice B", "Response B" mention;
+    6. the last ``(B)``, "option B", "choice B", "Response B" mention; then, given the options,
+       the option whose text the reply names last ("... so it is the ribosome"), not negated
+       ("not the nucleus") or named as wrong;
     7. weak fallback: the last standalone capital letter in range.  ``A``
        (and ``I``) is skipped here when followed by a word, so the article in
        "A robe takes ..." is never read as an answer.
@@ -132,11 +150,13 @@ answer was 12", "I first got 8", "My first answer was (B)") or the sentence goes
 wrong". The story's own "initially" ("he initially had 5000 dollars") is not a retraction.
 
 Statements reporting someone else's answer never win: an answer phrase, a
-choice mention or (in the fallbacks) a number or letter whose clause names
+box, a choice mention or (in the fallbacks) a number or letter whose clause names
 another agent, solution or group ("Agent 2 said the answer is 15", "The other
-agents chose (D)", "One agent's answer was (C)", "Solution 3 gives 12") is
-skipped unless the writer speaks again after that name ("... but I get 8").
-Pronouns such as "they" are not agents (word problems use them).
+agents chose (D)", "One agent's answer was (C)", "Solution 3 gives 12") or
+addresses a peer's answer ("Your answer was 30", "you said 30") is skipped unless
+the writer speaks again after that name ("... but I get 8") or takes their answer
+as its own ("Agents 2 and 3 are right: it comes to 17", "agreeing with agent 1, ...").
+Pronouns such as "they" and a word problem's "you" ("you pay $20") are not agents.
 
 At most the last 25 ``\\boxed``/``####``/answer-phrase occurrences are tried
 and answer segments are cut at 300 characters, which keeps extraction fast on
@@ -156,10 +176,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from typing import Any
 
 from engine.confidence import confidence_spans
 from engine.equivalence import math_equivalent
-from engine.latex import boxed_contents, brace_map
+from engine.latex import boxed_contents, boxed_spans, brace_map
+from engine.number_text import arithmetic_value, decimal_comma_value, word_numbers
 from engine.tasks import LETTERS, TASKS
 
 __all__ = [
@@ -300,7 +322,22 @@ _LATEX_FRAC = re.compile(
 )
 
 
-def _numbers_in(text: str) -> list[tuple[int, int, Fraction]]:
+# A mixed number: "3 3/4" is 15/4, not 3 and 3/4 (the fraction proper: "2 5/4" is two numbers).
+_MIXED = re.compile(r"(?<![\w.,/^\-])(?P<sign>-[ \t]?)?(?P<w>\d{1,9})[ \t]+(?P<n>\d{1,9})/(?P<d>\d{1,9})(?![\w/.]|,\d)")
+
+
+def _mixed_value(m: re.Match) -> Fraction | None:
+    n, d = int(m.group("n")), int(m.group("d"))
+    if d == 0 or n >= d:
+        return None
+    value = int(m.group("w")) + Fraction(n, d)
+    return -value if m.group("sign") else value
+
+
+def _numbers_in(text: str, words: bool = False) -> list[tuple[int, int, Fraction]]:
+    """``(start, end, value)`` of every number in ``text``: LaTeX fractions of two numbers and
+    mixed numbers as one number each, then plain numbers; with ``words``, numbers written in
+    words too (:func:`engine.number_text.word_numbers`)."""
     out = []
     covered: list[tuple[int, int]] = []
     for m in _LATEX_FRAC.finditer(text):
@@ -309,6 +346,13 @@ def _numbers_in(text: str) -> list[tuple[int, int, Fraction]]:
             continue
         out.append((m.start(), m.end(), -a / b if m.group("sign") else a / b))
         covered.append((m.start(), m.end()))
+    for m in _MIXED.finditer(text):
+        mixed = _mixed_value(m)
+        if mixed is not None and not any(s <= m.start() < e for s, e in covered):
+            out.append((m.start(), m.end(), mixed))
+            covered.append((m.start(), m.end()))
+    if words:
+        out += word_numbers(text)
     for m in _NUM_TOKEN.finditer(text):
         if any(s <= m.start() < e for s, e in covered):
             continue
@@ -329,13 +373,17 @@ def _numeric_from_segment(seg: str) -> str | None:
     f = _parse_number_strict(seg)
     if f is not None:
         return _format_fraction(f)
+    m = _MIXED.match(seg.strip().lstrip("$"))
+    mixed = _mixed_value(m) if m is not None else None
+    if mixed is not None:  # "2 1/2 hours"
+        return _format_fraction(mixed)
     if len(seg) <= 2000:
         val = _math_numeric(_math_normalize(seg))
         if val is not None:
             return val
     if "=" in seg:
         seg = seg.rsplit("=", 1)[1]
-    nums = _numbers_in(seg)
+    nums = _numbers_in(seg) or [x for x in word_numbers(seg) if not seg[: x[0]].strip(" \t*:$")]
     if nums:
         return _format_fraction(nums[0][2])
     return None
@@ -676,7 +724,7 @@ def canonical_answer(raw: str | None, task: str, n_choices: int = 4) -> str | No
 
 _HASH_ANS = re.compile(r"####[ \t]*+([^\n]*)")
 _ANS_PHRASE = re.compile(
-    r"(?i)\banswer\b[ \t*]*+"
+    r"(?i)\banswer\b(?:[ \t]+(?:to|for)[ \t]+(?:the|this)[ \t]+(?:[a-z]+[ \t]+){0,2}?(?:problem|question))?[ \t*]*+"
     r"(?:(?:is|was|would[ \t]+be|will[ \t]+be|should[ \t]+be|must[ \t]+be|has[ \t]+to[ \t]+be|equals)\b[ \t*]*+:?|:|=)"
 )
 _MAX_SEGMENT = 300  # characters of an answer segment that are looked at
@@ -731,10 +779,32 @@ _OTHERS = re.compile(
     r"(?:one|two|three|four|five|six|both|all|most|some|many|several)[ \t]++(?:of[ \t]++the[ \t]++)?"
     r"(?:agents?|solutions?|responses?|peers?)|group[ \t]++(?:[a-z]|\d+)\b|(?:the|a|each|every)[ \t]++summary)\b)"
 )
+# Only agents (a box after "both solutions" may be the equation's): what a box is checked against.
+_AGENTS = re.compile(
+    r"(?i:\b(?:agents?|peers?|debaters?|other[ \t]++(?:agents?|models?|participants?|debaters?|responses?|replies))\b)"
+)
 # Pronouns ("they", "their") and "everyone" are not in the list: in word problems they name the
-# problem's people ("they spent 12 dollars, so the answer is 12").
+# problem's people ("they spent 12 dollars, so the answer is 12"). "You" is a peer only where it
+# reports an answer ("you said 30", "your answer was 30"): a word problem's "you" buys and pays.
+_YOU = re.compile(
+    r"(?i:\byou[ \t]+(?:said|got|gave|answered|computed|calculated|found|claimed|wrote|stated|concluded|"
+    r"arrived[ \t]+at|reached|chose|picked|counted|added|skipped|forgot|missed|reported)\b|"
+    r"\byour[ \t]+(?:(?:final|initial|first|previous|original|own)[ \t]+)?"
+    r"(?:answers?|solutions?|results?|totals?|calculations?|counts?|reasoning|work)[ \t]*+(?:was|were|of|from|\())"
+)
+# "Your answer was 30" is a peer's; "Your answer is 4" is how small models state their own
+_YOUR_BEFORE = re.compile(r"(?i)\byour[ \t]+(?:(?:final|initial|first|previous|original|own)[ \t]+)?$")
+_PAST_ANSWER = re.compile(r"(?i)answers?[ \t]+(?:was|were)\b")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Mm]ine|[Ww]e|[Oo]ur|us)\b")
-_CLAUSE_START = re.compile(r"(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b)", re.I)
+_CLAUSE_START = re.compile(r"(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b|,[ \t]+so\b)", re.I)
+# The writer takes the others' answer as its own: "Agents 2 and 3 are right: 17", "I agree with
+# agent 1", "like agent 2, I get 17", "agent 3's reasoning is correct and the answer is 17".
+_ENDORSED = re.compile(
+    r"(?i)(?<!\bnot[ \t])(?<!n't[ \t])\b(?:(?:is|are|was|were)[ \t]+(?:(?:absolutely|completely|quite|entirely|"
+    r"also)[ \t]+)?(?:right|correct)|got[ \t]+it[ \t]+right|agreeing[ \t]+with|in[ \t]+agreement[ \t]+with|"
+    r"(?:as|just[ \t]+as|like)[ \t]+(?:agents?|the[ \t]+other))\b"
+)
+_NONE_OF = re.compile(r"(?i)\b(?:neither|none|no[ \t]+(?:other[ \t]+)?agents?)\b")
 
 
 def _clause_before(text: str, pos: int) -> str:
@@ -747,17 +817,26 @@ def _clause_before(text: str, pos: int) -> str:
     return clause if cut is None else clause[cut:]
 
 
-def _is_report(text: str, pos: int) -> bool:
-    """Whether the clause that ends at ``pos`` (an answer phrase or mention starting there) is
-    about another agent's answer rather than the writer's own: it names another agent, solution
-    or group ("agent 3", "the other agents", "solution 2", "they") before ``pos``, and the writer
-    ("I", "my", "we") does not speak after that."""
+def _is_report(text: str, pos: int, agents_only: bool = False) -> bool:
+    """Whether the clause that ends at ``pos`` (an answer phrase, box or mention starting there)
+    is about another agent's answer rather than the writer's own: it names another agent,
+    solution or group ("agent 3", "the other agents", "solution 2") or addresses a peer's answer
+    ("you said", "your answer") before ``pos``, the writer ("I", "my", "we") does not speak after
+    that, and it does not take the others' answer as its own ("agents 2 and 3 are right: ...")."""
     clause = _clause_before(text, pos)
-    others = [m.end() for m in _OTHERS.finditer(clause)]
+    if agents_only:  # a box: only agents named ("both solutions" may be the equation's)
+        others = list(_AGENTS.finditer(clause))
+    elif _YOUR_BEFORE.search(clause) and _PAST_ANSWER.match(text, pos):  # "your answer was 30": a peer's
+        return True
+    else:
+        others = [*_OTHERS.finditer(clause), *_YOU.finditer(clause)]
     if not others:
         return False
+    last = max(m.end() for m in others)
     # "after reviewing their solutions, my final answer is": the writer speaks again after them
-    return _FIRST_PERSON.search(clause, others[-1]) is None
+    if _FIRST_PERSON.search(clause, last) is not None:
+        return False
+    return _ENDORSED.search(clause) is None or _NONE_OF.search(clause) is not None
 
 
 # An answer the writer has given up: "Initially I thought the answer was 12", "My first answer
@@ -786,7 +865,7 @@ def _is_retracted(text: str, pos: int, end: int | None = None) -> bool:
 _FINAL_WORD = re.compile(r"(?i)\bfinal\b[^\n.]{0,20}$")
 
 
-def _final_first(matches: list[re.Match], text: str) -> list[re.Match]:
+def _final_first(matches: list[Any], text: str) -> list[Any]:
     """Answer-phrase matches (latest first) with the explicit final statements ("Final answer:",
     "my final answer is") ahead of the rest: an agent's closing statement outranks an "the
     answer is" said on the way (the order of trust of rule 3)."""
@@ -794,17 +873,66 @@ def _final_first(matches: list[re.Match], text: str) -> list[re.Match]:
     return final + [m for m in matches if m not in final]
 
 
-def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str | None:
+def _extract_number_like(text: str, task: str, marked_only: bool = False, question: str | None = None) -> str | None:
+    """Rules 1-5 of the module docstring for ``numeric`` and ``math``, in order."""
     canon = _numeric_from_segment if task == "numeric" else _math_canon
+    for rule in (_boxed_number, _hash_number, _phrase_number, _foreign_number):
+        val = rule(text, task, canon, marked_only, question)
+        if val is not None:
+            return val
+    if marked_only:  # a reply cut off at the token limit: its last number is not an answer
+        return None
+    # 4. a line that is only an answer: the last line, else the first ("18" then the explanation)
+    lone = _lone_answer(text, task)
+    if lone is not None:
+        return lone
+    return _last_number(text, task, question)
 
-    # 1. last \boxed{...} / \fbox{...}
-    for content in boxed_contents(text)[::-1][:_MAX_TRIES]:
-        if content.strip():
-            val = canon(content)
-            if val is not None:
-                return val
 
-    # 2. last "#### X"
+# an expression of a variable ("x + 1", "2n - 3"): no number for a numeric answer
+_ALGEBRA = re.compile(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])[ \t]*[-+*/^]|[-+*/^][ \t]*\d*[A-Za-z](?![A-Za-z])")
+
+
+def _boxed_number(text: str, task: str, canon, marked_only: bool, question: str | None) -> str | None:
+    """1. the last box that is the writer's own (not another agent's quoted after it); for
+    ``numeric``, an arithmetic expression in it is computed (``\\boxed{12*7}`` is 84) unless it is
+    the question's own expression echoed or an answer statement follows it (then that statement
+    is the answer), and one of a variable (``\\boxed{x+1}``) is no number."""
+    for start, content in boxed_spans(text)[::-1][:_MAX_TRIES]:
+        if not content.strip() or _is_report(text, start, agents_only=True) or _is_retracted(text, start):
+            continue
+        if task == "numeric":
+            value = arithmetic_value(content)
+            if value is not None:
+                if _echoes(content, question) or _ANS_PHRASE.search(text, start + len(content)):
+                    continue  # the question copied, or a box worked on before the answer is stated
+                return _format_fraction(value)
+            if "=" not in content and (
+                _ALGEBRA.search(_strip_text_cmds(content)) or _starts_unevaluated(re.sub(r"[{}]", "", content))
+            ):
+                continue  # "x + 1", or an expression past what is computed: no number
+        val = canon(content)
+        if val is not None:
+            return val
+    return None
+
+
+def _arith_key(s: str) -> str:
+    """``s`` as an expression written one way: no spaces, ``*`` and ``/`` for every way of
+    writing them, parentheses for braces."""
+    for pattern, to in ((r"\\times|\\cdot|×|·", "*"), (r"\\div|÷", "/"), (r"[{\[]", "("), (r"[}\]]", ")")):
+        s = re.sub(pattern, to, s)
+    return re.sub(r"\s+|\\left|\\right", "", s)
+
+
+def _echoes(expression: str, question: str | None) -> bool:
+    """Whether ``expression`` is written in the question as it is (an arithmetic question's own
+    expression copied into the answer, not worked out)."""
+    return bool(question) and _arith_key(expression) in _arith_key(question or "")
+
+
+def _hash_number(text: str, task: str, canon, marked_only: bool, question: str | None) -> str | None:
+    """2. the last ``#### X`` line whose X reads as an answer (not a markdown heading)."""
     for m in list(_HASH_ANS.finditer(text))[::-1][:_MAX_TRIES]:
         seg = m.group(1)[:_MAX_SEGMENT].strip()
         if not seg:
@@ -819,10 +947,13 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
         val = canon(seg)
         if val is not None:
             return val
+    return None
 
-    # 3. last "final answer: X" / "my final answer is X", then the last "the answer is X" /
-    # "answer: X", that is the writer's own (a clause reporting another agent's answer is
-    # skipped: see _is_report)
+
+def _phrase_number(text: str, task: str, canon, marked_only: bool, question: str | None) -> str | None:
+    """3. the last "final answer: X" / "my final answer is X", then the last "the answer is X" /
+    "answer: X", that is the writer's own (a clause reporting another agent's answer is skipped:
+    see :func:`_is_report`)."""
     for m in _final_first(list(_ANS_PHRASE.finditer(text))[::-1][:_MAX_TRIES], text):
         if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
             continue
@@ -840,22 +971,120 @@ def _extract_number_like(text: str, task: str, marked_only: bool = False) -> str
                 if val is not None and (short or not _ENGLISH_WORD.search(_ENVIRONMENT.sub("", val))):
                     return val
         else:
-            if "=" not in seg and _starts_unevaluated(seg):
-                continue  # "the answer is the result of 8+16*15+12": the question echoed, no value
+            if _starts_unevaluated(seg.rsplit("=", 1)[-1]):
+                continue  # "the answer is the result of 8+16*15+12" (or "= 8+16*15+12"): no value
             val = _numeric_from_segment(seg)
             if val is not None:
                 return val
+    return None
 
-    if marked_only:  # a reply cut off at the token limit: its last number is not an answer
-        return None
-    # 4. a line that is only an answer: the last line, else the first ("18" then the explanation)
-    lone = _lone_answer(text, task)
-    if lone is not None:
-        return lone
-    # 5. last number in the text (math: last number or \frac, or an interval x \in (a, b)), outside
-    # clauses reporting others or given up, not negated ("307, not 308") and not an operand of an
-    # expression left unevaluated ("26 + 9*15")
-    nums = [x for x in _numbers_in(text) if _counts_as_result(text, x[0], x[1])]
+
+# Answer sentences in other languages: German, French, Spanish, Portuguese, Italian and Dutch
+# (a decimal comma: "3,5"), then Chinese and Japanese ("答案是 42。", "答えは 18 です。").
+_COMMA_LANGUAGE_ANS = re.compile(
+    r"(?i:\b(?:endgültige[ \t]+)?antwort[ \t]*(?:ist|lautet|:)|\bergebnis[ \t]*(?:ist|lautet|:)|"
+    r"\br[ée]ponse[ \t]+(?:finale[ \t]+)?(?:est\b|:)|\brespuesta[ \t]+(?:final[ \t]+)?(?:es\b|:)|"
+    r"\bresposta[ \t]+(?:final[ \t]+)?(?:é|:)|\brisposta[ \t]+(?:finale[ \t]+)?(?:è|:)|"
+    r"\bantwoord[ \t]+is\b)"
+)
+_CJK_ANS = re.compile(r"(?:最终答案|最終的な答え|最終解答|答案|答え|解答|正解|结果)[ \t]*(?:は|是|为|為|：|:)")
+_CJK_END = re.compile(r"[。．，、；！？\n]|です|だ")
+_COMMA_LANGUAGE_END = re.compile(r"[;\n]|[.!?](?=\s|$)|,(?=\s)")
+
+
+def _foreign_number(text: str, task: str, canon, marked_only: bool, question: str | None) -> str | None:
+    """3b. the last answer sentence in another language: its first number, read with a decimal
+    comma where the language writes one ("Die Antwort ist 3,5." is 7/2)."""
+    found = [(m.end(), True) for m in _COMMA_LANGUAGE_ANS.finditer(text)]
+    found += [(m.end(), False) for m in _CJK_ANS.finditer(text)]
+    for end, comma in sorted(found, reverse=True)[:_MAX_TRIES]:
+        seg = text[end : end + _MAX_SEGMENT]
+        cut = (_COMMA_LANGUAGE_END if comma else _CJK_END).search(seg)
+        seg = seg[: cut.start()] if cut else seg
+        if marked_only and cut is None:
+            continue
+        if task == "math" and not comma:
+            val = canon(seg.strip())
+        elif comma:
+            value = decimal_comma_value(seg)
+            val = _format_fraction(value) if value is not None else None
+        else:
+            val = _numeric_from_segment(seg)
+        if val is not None:
+            return val
+    return None
+
+
+# A breakdown after an amount: "$2,050.75 ($1,900 rent and $150.75 fees)", "96 dollars (64 for
+# adults and 32 for kids)": the numbers in the brackets are parts of the one before them.
+_BRACKETS = re.compile(r"[(\[][^()\[\]\n]{1,200}[)\]]")
+_AMOUNT_BEFORE = re.compile(r"\d(?:[ \t]+[A-Za-z]+){0,2}[ \t]*$")
+# a number word that is no quantity of the answer: "the two steps", "two of the agents", "192 cows
+# in eight stalls", "240 pages in two weeks" (after a preposition: when, where, per what)
+_WORD_NOT_A_COUNT = re.compile(
+    r"(?i)\b(?:the|these|those|its|their|his|her|my|our|your|all|both|each|every|first|last|next|other|"
+    r"in|after|for|of|per|over|within|by|during|on|at|from|to|than|into|between|across|before|until|every)[ \t]+$"
+)
+
+
+def _breakdowns(text: str) -> list[tuple[int, int]]:
+    """The spans of brackets right after a number whose contents hold numbers (its breakdown)."""
+    return [
+        m.span()
+        for m in _BRACKETS.finditer(text)
+        if _AMOUNT_BEFORE.search(text, max(0, m.start() - 40), m.start()) and re.search(r"\d", m.group(0))
+    ]
+
+
+def _fallback_numbers(text: str) -> list[tuple[int, int, Fraction]]:
+    """The numbers the last-number rule may read: not in a clause reporting others or given up,
+    not negated, not an operand of an unevaluated expression, not in an amount's breakdown, and a
+    number word only where it counts something ("leaves nineteen", not "the two steps")."""
+    spans = _breakdowns(text)
+    out = []
+    for x in _numbers_in(text, words=True):
+        if any(a <= x[0] < b for a, b in spans) or not _counts_as_result(text, x[0], x[1]):
+            continue
+        if text[x[0]].isalpha() and (
+            _WORD_NOT_A_COUNT.search(text, max(0, x[0] - 12), x[0]) or re.match(r"[ \t]+of\b", text[x[1] :])
+        ):
+            continue
+        out.append(x)
+    return out
+
+
+def _past_the_question(text: str, nums: list, question: str | None) -> list:
+    """``nums`` cut after the last number of the final sentence that is not one of the question's
+    own numbers, when the sentence goes on to restate them ("So Ann has 23 stamps left from her
+    4 books of 15." is 23); as given without a question or such a number."""
+    if not question or not nums:
+        return nums
+    given = {v for _, _, v in _numbers_in(question, words=True)}
+    if nums[-1][2] not in given:
+        return nums
+    start = max((m.end() for m in _SENTENCE_OR_LINE.finditer(text, 0, nums[-1][0])), default=0)
+    own = [i for i, x in enumerate(nums) if x[0] >= start and x[2] not in given]
+    return nums[: own[-1] + 1] if own else nums
+
+
+_SENTENCE_OR_LINE = re.compile(r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bvs)[.!?](?=\s)|\n")
+_RESULT_BEFORE = re.compile(r"=[ \t]*(?:<<[^<>\n]{0,80}>>)?[ \t]*(?:\\?\$)?[ \t]*$")
+
+
+def _result_over_words(text: str, nums: list) -> list:
+    """``nums`` cut after an equation's result when a number word follows it in the same sentence
+    ("160+32 = 192 cows after he adds four": 192); as given otherwise."""
+    if not nums or not text[nums[-1][0]].isalpha():
+        return nums
+    start = max((m.end() for m in _SENTENCE_OR_LINE.finditer(text, 0, nums[-1][0])), default=0)
+    results = [i for i, x in enumerate(nums) if x[0] >= start and _RESULT_BEFORE.search(text, max(0, x[0] - 100), x[0])]
+    return nums[: results[-1] + 1] if results else nums
+
+
+def _last_number(text: str, task: str, question: str | None) -> str | None:
+    """5. the last number in the text (math: the last number or ``\\frac``, or a later interval
+    ``x \\in (a, b)``) of :func:`_fallback_numbers`, past the question's restated numbers."""
+    nums = _past_the_question(text, _result_over_words(text, _fallback_numbers(text)), question)
     best_num = nums[-1] if nums else None
     if task == "math":
         intervals = list(_INTERVAL.finditer(text))
@@ -883,7 +1112,7 @@ def _runs_to_cut(text: str, end: int) -> bool:
 
 
 _NEGATED = re.compile(r"(?i)\b(?:not|n't|rather[ \t]+than|instead[ \t]+of)[ \t]+(?:\\?\$[ \t]*)?$")
-_OPERATOR_BEFORE = re.compile(r"(?:[+*/×^]|(?<=[\w)\s])-)[ \t]*(?:\\?\$)?$")
+_OPERATOR_BEFORE = re.compile(r"(?:[+*/×^]|\^\{|(?<=[\w)\s])-)[ \t]*(?:\\?\$)?$")
 _OPERATOR_AFTER = re.compile(r"(?:[A-Za-z](?![A-Za-z]))?[ \t]*(?:[+*/×^]|-(?=[ \t]*[\d(]))")
 
 
@@ -957,7 +1186,7 @@ _L = r"(?P<body>\(\s*[A-Za-z]\s*\)|\[\s*[A-Za-z]\s*\]|[A-Za-z])"
 
 _CHOICE_ANS = re.compile(
     r"(?i:\banswer\b|\bcorrect\s+(?:option|choice|response|letter)"
-    r"|\bbest\s+(?:option|choice)|\bfinal\s+choice)"
+    r"|\bbest\s+(?:option|choice)|\bfinal\s+choice|\bverdict\b)"
     r"[ \t*]*+"
     r"(?P<sep>(?i:is\b|was\b|would[ \t]+be\b|will[ \t]+be\b|should[ \t]+be\b|must[ \t]+be\b"
     r"|has[ \t]+to[ \t]+be\b)|:|=)?"
@@ -965,7 +1194,10 @@ _CHOICE_ANS = re.compile(
     r"(?:(?i:option|choice|letter|response)[ \t]*+)?" + _L + r"(?![A-Za-z0-9])"
 )
 
-_REFS = r"(?i:response|dialogue|assistant|output|answer|option|model|candidate|summary|completion|choice)"
+_REFS = (
+    r"(?i:response|reply|dialogue|conversation|assistant|output|answer|option|model|candidate|summary|completion|"
+    r"choice|text|version|translation)"
+)
 
 _PAIR_PHRASES = [
     # "Response A is better", "A is clearly better", "(B) is preferred"
@@ -1082,39 +1314,84 @@ def _in_range(letter: str, n: int) -> bool:
     return len(letter) == 1 and letter in LETTERS[:n]
 
 
-def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> str | None:
-    # 1. \boxed{B}
-    for content in boxed_contents(text)[::-1][:_MAX_TRIES]:
-        if len(content) > 40:
+def _extract_letter(text: str, task: str, n: int, marked_only: bool = False, options: Sequence[str] = ()) -> str | None:
+    """Rules 1-7 of the module docstring for ``choice`` and ``pair``, in order."""
+    for rule in (_boxed_letter, _phrase_letter, _preference_letter, _marked_letter):
+        val = rule(text, task, n, marked_only, options)
+        if val is not None:
+            return val
+    if marked_only:  # mentions and stray letters are not markers: skipped for a cut-off reply
+        return None
+    for rule in (_mentioned_letter, _option_text_letter, _standalone_letter):
+        val = rule(text, task, n, marked_only, options)
+        if val is not None:
+            return val
+    return None
+
+
+def _boxed_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """1. the last ``\\boxed{B}`` that is the writer's own."""
+    for start, content in boxed_spans(text)[::-1][:_MAX_TRIES]:
+        if len(content) > 40 or _is_report(text, start, agents_only=True):
             continue
         val = _letter_from_box(content, n)
         if val is not None:
             return val
+    return None
 
-    # 2. "final answer: B", then "answer is B" / "answer: (c)" (not in a clause reporting
-    # another agent's answer)
-    for m in _final_first(list(reversed(list(_CHOICE_ANS.finditer(text)))), text):
+
+def _phrase_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """2. "final answer: B" / "verdict: (A)", then "answer is B" / "answer: (c)", or an option's
+    text after an answer phrase ("the answer is the ribosome"); not in a clause reporting another
+    agent's answer."""
+    found = [(m.start(), m.end(), _phrase_choice(text, m, n, options)) for m in _CHOICE_ANS.finditer(text)]
+    if options:
+        found += [(m.start(), m.end(), _option_at(text, m.end(), options)) for m in _ANS_PHRASE.finditer(text)]
+    by_start = {start: (end, letter) for start, end, letter in sorted(found) if letter is not None}
+    matches = [_Span(start, end) for start, (end, _) in sorted(by_start.items(), reverse=True)]
+    for m in _final_first(matches, text):
         if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
             continue
-        body = m.group("body")
-        sep = m.group("sep")
-        if body.startswith(("(", "[")):
-            letter = body.strip("()[] \t").upper()
-        elif body.isupper():
-            if not sep:
-                # "Answer B" without separator: reject an article "A word"
-                if _FOLLOWED_BY_LOWER_WORD.match(text, m.end()):
-                    continue
-            letter = body
-        else:
-            # lower case only when the letter ends the phrase: "answer: b."
-            if not sep or not _ENDS_PHRASE.match(text, m.end()):
-                continue
-            letter = body.upper()
-        if _in_range(letter, n):
-            return letter
+        return by_start[m.start()][1]
+    return None
 
-    # 3. preference / "B is correct" phrases
+
+class _Span:
+    """A (start, end) that :func:`_final_first` takes as it takes a match."""
+
+    def __init__(self, start: int, end: int):
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+def _phrase_choice(text: str, m: re.Match, n: int, options: Sequence[str]) -> str | None:
+    """The letter an answer phrase of :data:`_CHOICE_ANS` names: an option's text when one starts
+    where its letter does ("the answer is A rise in demand" is that option, not (A))."""
+    body, sep = m.group("body"), m.group("sep")
+    if options:
+        named = _option_at(text, m.start("body"), options)
+        if named is not None:
+            return named
+    if body.startswith(("(", "[")):
+        letter = body.strip("()[] \t").upper()
+    elif body.isupper():
+        if not sep and _FOLLOWED_BY_LOWER_WORD.match(text, m.end()):
+            return None  # "Answer B" without separator: reject an article "A word"
+        letter = body
+    else:
+        if not sep or not _ENDS_PHRASE.match(text, m.end()):
+            return None  # lower case only when the letter ends the phrase: "answer: b."
+        letter = body.upper()
+    return letter if _in_range(letter, n) else None
+
+
+def _preference_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """3. the last preference ("Response A is better") or "B is correct" phrase."""
     best: tuple[int, str] | None = None
     for pat in (_PAIR_PHRASES if task == "pair" else []) + [_IS_CORRECT]:
         for m in pat.finditer(text):
@@ -1123,31 +1400,80 @@ def _extract_letter(text: str, task: str, n: int, marked_only: bool = False) -> 
                 continue
             if _in_range(letter, n) and (best is None or m.start() >= best[0]):
                 best = (m.start(), letter)
-    if best is not None:
-        return best[1]
+    return best[1] if best is not None else None
 
-    # 4. **B**, 5. line that is just "B" / "B." / "(B)", then a first line opening with an option
-    # ("(D) False, True" then the explanation), 6. "(B)" / "option B" (6 and 7 are mentions, not
-    # markers: skipped for a reply cut off at the token limit)
-    patterns: tuple[re.Pattern[str] | None, ...] = (_BOLD, _LINE_ALONE, None) + (() if marked_only else (_MENTION,))
-    for rule in patterns:
-        if rule is None:
-            first = _first_line_option(text, n)
-            if first is not None:
-                return first
-            continue
+
+def _marked_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """4. ``**B**``, 5. a line that is just "B" / "B." / "(B)", then a first line opening with an
+    option ("(D) False, True" then the explanation)."""
+    for rule in (_BOLD, _LINE_ALONE):
         for m in reversed(list(rule.finditer(text))):
             letter = (m.group("P") or m.group("L") or "").upper()
-            if not _in_range(letter, n) or (rule is not _LINE_ALONE and _dismissed(text, m.start(), m.end())):
-                continue
-            if rule is _MENTION and (_is_report(text, m.start()) or _is_retracted(text, m.start())):
-                continue
-            return letter
+            if _in_range(letter, n) and (rule is _LINE_ALONE or not _dismissed(text, m.start(), m.end())):
+                return letter
+    return _first_line_option(text, n)
 
-    # 7. weak fallback: last standalone capital letter; "A"/"I" followed by a
-    # word are the article/pronoun, not an answer.
-    if marked_only:
-        return None
+
+def _mentioned_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """6. the last "(B)" / "option B" mention not named as wrong, reported or given up."""
+    for m in reversed(list(_MENTION.finditer(text))):
+        letter = (m.group("P") or m.group("L") or "").upper()
+        if not _in_range(letter, n) or _dismissed(text, m.start(), m.end()):
+            continue
+        if _is_report(text, m.start()) or _is_retracted(text, m.start()):
+            continue
+        return letter
+    return None
+
+
+_OPTION_LEAD = re.compile(r"[ \t*:\"'“‘]*+(?:(?i:the|option|choice)[ \t]+)?")
+_OPTION_NEGATED = re.compile(
+    r"(?i)\b(?:not|isn't|except|rather[ \t]+than|instead[ \t]+of|eliminat\w*|rul\w*[ \t]+out|exclud\w*)"
+    r"[ \t]+(?:the[ \t]+|an?[ \t]+)?$"
+)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip().rstrip(".").strip()).casefold()
+
+
+def _option_at(text: str, pos: int, options: Sequence[str]) -> str | None:
+    """The letter of the longest option whose text starts at ``pos`` (after quotes, "the",
+    "option"), as a whole phrase; None when none does."""
+    lead = _OPTION_LEAD.match(text, pos)
+    rest = _norm(text[lead.end() if lead else pos :][:_MAX_SEGMENT])
+    best: tuple[int, int] | None = None
+    for i, option in enumerate(options[:26]):
+        o = _norm(str(option))
+        if o and rest.startswith(o) and not rest[len(o) : len(o) + 1].isalnum() and (best is None or len(o) > best[1]):
+            best = (i, len(o))
+    return LETTERS[best[0]] if best is not None else None
+
+
+def _option_text_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """6b. the option whose text the reply names last (at least three characters with a letter;
+    the longest where several start at one place), not named as wrong, negated, reported or given
+    up: "... so it is the ribosome" is the ribosome's letter."""
+    spans: list[tuple[int, int, int]] = []
+    for i, option in enumerate(options[:n]):
+        o = re.sub(r"\s+", " ", str(option).strip().rstrip("."))
+        if len(o) < 3 or not re.search(r"[A-Za-z]", o):
+            continue
+        pattern = r"(?<![\w])" + r"\s+".join(map(re.escape, o.split(" "))) + r"(?![\w])"
+        spans += [(m.start(), -m.end(), i) for m in re.finditer(pattern, text, re.I)]
+    for start, neg_end, i in sorted(spans, reverse=True):
+        before = text[max(0, start - 30) : start]
+        if _OPTION_NEGATED.search(before) or _DISMISSED_AFTER.match(text, -neg_end):
+            continue
+        if _is_report(text, start) or _is_retracted(text, start):
+            continue
+        return LETTERS[i]
+    return None
+
+
+def _standalone_letter(text: str, task: str, n: int, marked_only: bool, options: Sequence[str]) -> str | None:
+    """7. weak fallback: the last standalone capital letter; "A"/"I" followed by a word are the
+    article/pronoun, not an answer."""
     for m in reversed(list(_STANDALONE.finditer(text))):
         letter = m.group("L")
         if not _in_range(letter, n) or _is_report(text, m.start()) or _dismissed(text, m.start(), m.end()):
@@ -1188,24 +1514,35 @@ def _mask_not_answers(text: str) -> str:
     return "".join(chars)
 
 
-def extract_answer(text: str | None, task: str, n_choices: int = 4, marked_only: bool = False) -> str | None:
+def extract_answer(
+    text: str | None,
+    task: str,
+    n_choices: int = 4,
+    marked_only: bool = False,
+    *,
+    choices: Sequence[str] = (),
+    question: str | None = None,
+) -> str | None:
     """Canonical answer string read from a model reply, or None if none can be read.
 
     See the module docstring for the precedence of the patterns. ``marked_only``: only marked
     answers count (``\\boxed``, ``####``, answer phrases, a bold or lone letter), not the last
     number or a mentioned letter: for a reply that stopped at the token limit, whose last
-    number is wherever the reasoning was cut off.
+    number is wherever the reasoning was cut off. ``choices``: a ``choice`` question's option
+    texts (then ``n_choices`` is their number), so an answer given as an option's text reads as
+    its letter. ``question``: the question's text, so a last sentence that restates the
+    question's numbers after the answer is read at the answer.
     """
     _check_task(task)
-    n = _n_letters(task, n_choices)
+    n = _n_letters(task, len(choices) if choices and task == "choice" else n_choices)
     if text is None:
         return None
     text = _mask_not_answers(str(text).translate(_UNICODE_FIX))
     if not text.strip():
         return None
     if task in ("numeric", "math"):
-        return _extract_number_like(text, task, marked_only)
-    return _extract_letter(text, task, n, marked_only)
+        return _extract_number_like(text, task, marked_only, question)
+    return _extract_letter(text, task, n, marked_only, choices if task == "choice" else ())
 
 
 def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:

@@ -15,16 +15,31 @@ when their canonical strings differ (:mod:`engine.equivalence`). Tasks: ``numeri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from engine import extract as _extract
 from engine.latex import last_boxed
 from engine.tasks import TASKS
 
 
-def extract_answer(text: str | None, task: str, n_choices: int | None = None, truncated: bool = False) -> str | None:
+def extract_answer(
+    text: str | None,
+    task: str,
+    n_choices: int | None = None,
+    truncated: bool = False,
+    *,
+    choices: Sequence[str] = (),
+    question: str | None = None,
+) -> str | None:
     """The reply's own final answer in canonical form, or None (see :mod:`engine.extract`).
-    ``n_choices`` bounds the letters of a ``choice`` task (default 4); ``truncated``: the reply
-    stopped at the token limit (``finish_reason == "length"``), so only a marked answer counts."""
-    return _extract.extract_answer(text, task, n_choices or 4, marked_only=truncated)
+    ``n_choices`` bounds the letters of a ``choice`` task (default 4; the number of ``choices``
+    when they are given); ``truncated``: the reply stopped at the token limit (``finish_reason
+    == "length"``), so only a marked answer counts; ``choices``: the option texts (an answer
+    given as an option's text reads as its letter); ``question``: the question's text (a last
+    sentence that restates its numbers is read at the answer)."""
+    return _extract.extract_answer(
+        text, task, n_choices or 4, marked_only=truncated, choices=choices, question=question
+    )
 
 
 def gold_answer(gold: str | None, task: str) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["boxed_contents", "brace_map", "last_boxed"]
+__all__ = ["boxed_contents", "boxed_spans", "brace_map", "last_boxed"]
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 
@@ -37,8 +37,8 @@ def brace_map(s: str) -> dict[int, int]:
     return pairs
 
 
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every \\boxed{..}/\\fbox{..} in order of appearance.
+def boxed_spans(text: str) -> list[tuple[int, str]]:
+    """``(start of the command, contents)`` of every \\boxed{..}/\\fbox{..} in order of appearance.
 
     Braces are matched with nesting; an unclosed box is ignored.  The
     brace-less form ``\\boxed 5`` yields its single token.
@@ -55,12 +55,17 @@ def boxed_contents(text: str) -> list[str]:
                 pairs = brace_map(text)
             j = pairs.get(k)
             if j is not None:
-                out.append(text[k + 1 : j])
+                out.append((m.start(), text[k + 1 : j]))
         elif k > i:
             tok = re.match(r"[^\s${}]+", text[k:])
             if tok:
-                out.append(tok.group(0))
+                out.append((m.start(), tok.group(0)))
     return out
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every \\boxed{..}/\\fbox{..} in order of appearance (:func:`boxed_spans`)."""
+    return [content for _, content in boxed_spans(text)]
 
 
 def last_boxed(text: str) -> str | None:

@@ -22,8 +22,8 @@ from engine.grading import extract_answer
 from engine.results import find_run_dirs, read_table, run_options
 
 
-def _n_choices(config: dict) -> dict[str, int]:
-    """Choices per question id from the run's dataset file (empty when it cannot be read)."""
+def _options(config: dict) -> dict[str, tuple[str, ...]]:
+    """The option texts per question id from the run's dataset file (empty when it cannot be read)."""
     try:
         questions = load_questions(
             config["dataset"],
@@ -34,7 +34,7 @@ def _n_choices(config: dict) -> dict[str, int]:
         )
     except (KeyError, OSError, ValueError):
         return {}
-    return {q.qid: len(q.choices) for q in questions if q.choices}
+    return {q.qid: tuple(q.choices) for q in questions if q.choices}
 
 
 def audit_run(run_dir, show_all: bool = False, stored: bool = False) -> list[dict]:
@@ -46,7 +46,8 @@ def audit_run(run_dir, show_all: bool = False, stored: bool = False) -> list[dic
     for run in runs:
         config = run_options(run["config"])
         task = config.get("task") or next((q["task"] for q in questions if q["run_id"] == run["run_id"]), "numeric")
-        letters = _n_choices(config) if task == "choice" else {}
+        options = _options(config) if task == "choice" else {}
+        texts = {q["question_id"]: q.get("question") for q in questions if q["run_id"] == run["run_id"]}
         gold = {q["question_id"]: q["gold"] for q in questions if q["run_id"] == run["run_id"]}
         replies = []
         for c in calls:
@@ -55,7 +56,13 @@ def audit_run(run_dir, show_all: bool = False, stored: bool = False) -> list[dic
             if c["error"] is not None:
                 continue
             truncated = c["finish_reason"] == "length"
-            answer = extract_answer(c["text"], task, letters.get(c["question_id"], 4), truncated=truncated)
+            answer = extract_answer(
+                c["text"],
+                task,
+                truncated=truncated,
+                choices=options.get(c["question_id"], ()),
+                question=texts.get(c["question_id"]),
+            )
             replies.append(
                 {
                     "question_id": c["question_id"],
