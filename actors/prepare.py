@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import ImagesNotSupported
-from backends.embedding import resolve_embedding_model
+from backends.embedding import check_embedding_model
 from engine.config import ConfigError, RunConfig
 from engine.dataset_routing import check_text, experiment_questions
 from engine.inputs import check_out_dir
@@ -102,6 +102,6 @@ def prepare(cfg: RunConfig, questions: list[Question] | None = None) -> tuple[li
     if preflight is not None:
         preflight(cfg)
     if needs_embeddings(cfg):
-        resolve_embedding_model(cfg.option(EMBEDDING_MODEL))  # names --embedding-model if it cannot load
+        check_embedding_model(cfg.option(EMBEDDING_MODEL))  # names --embedding-model if it cannot load
     check_out_dir(cfg.output.out or RUNS_DIR, "--out", ConfigError)
     return questions, prompts

@@ -236,7 +236,7 @@ def report_command(args: argparse.Namespace) -> int:
     from app.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
-        rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts)
+        rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts, args.figures)
     except (ReportError, OSError) as exc:
         return print_error(exc)
     if args.format != "table":  # stdout holds the table only; notes go to stderr
@@ -423,6 +423,12 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
         default="table",
         choices=("table", "md", "csv"),
         help="print the tables as rich tables (default), Markdown or CSV (notes then go to stderr)",
+    )
+    p.add_argument(
+        "--no-figures",
+        dest="figures",
+        action="store_false",
+        help="write the tables only (summary.csv/json), no figures: seconds instead of the figures' drawing time",
     )
     _add_skip_bad_parts(p)
 

@@ -1038,10 +1038,16 @@ class Report:
 
 
 def build_report(
-    path: str | Path, out: str | Path | None = None, baseline: str = "mad", skip_bad_parts: bool = False
+    path: str | Path,
+    out: str | Path | None = None,
+    baseline: str = "mad",
+    skip_bad_parts: bool = False,
+    figures: bool = True,
 ) -> Report:
-    """Read ``path``, compute the table and write the CSV/JSON/PNGs into ``out`` (default path/report).
-    ``skip_bad_parts``: leave unreadable part files out, a note naming each (else :class:`ReportError`)."""
+    """Read ``path``, compute the table and write the CSV/JSON and the figures (PNG, PDF, SVG) into
+    ``out`` (default path/report). ``skip_bad_parts``: leave unreadable part files out, a note
+    naming each (else :class:`ReportError`). ``figures=False``: the tables only (drawing and
+    writing the figures is most of a report's time)."""
     skipped: list[str] = []
     runs = load_runs(path, skip_bad_parts, skipped)
     rows = summary_rows(runs, baseline)
@@ -1059,7 +1065,14 @@ def build_report(
         notes.append(f"no {baseline} run: savings are '-'")
     out_dir = Path(out) if out is not None else Path(path) / "report"
     files = write_summary(rows, out_dir, str(path), baseline)
-    files += plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
+    if figures:
+        files += _figures(rows, out_dir, notes)
+    return Report(rows, out_dir, files, notes)
+
+
+def _figures(rows: list[dict[str, Any]], out_dir: Path, notes: list[str]) -> list[Path]:
+    """Draw and write every figure of the report; a figure that cannot be drawn is a note."""
+    files = plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
     files += plot_consensus(rows, out_dir / "consensus_per_round.png")
     files += plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
     for axis in ("agents", "rounds"):
@@ -1071,4 +1084,4 @@ def build_report(
                 stale.unlink(missing_ok=True)
         else:
             files += drawn
-    return Report(rows, out_dir, files, notes)
+    return files

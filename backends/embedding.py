@@ -93,9 +93,31 @@ def resolve_embedding_model(name: str) -> tuple[str, bool]:
     return name, False
 
 
+def _hub_cached(name: str) -> bool:
+    """Whether the local Hugging Face cache holds a snapshot of hub model ``name`` (or of
+    ``sentence-transformers/name``, as sentence-transformers resolves a bare name)."""
+    # function-level: importing huggingface_hub here keeps it off start-up
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    candidates = [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+    return any((Path(HF_HUB_CACHE) / f"models--{c.replace('/', '--')}" / "snapshots").is_dir() for c in candidates)
+
+
+def check_embedding_model(name: str) -> tuple[str, bool]:
+    """:func:`resolve_embedding_model`, and for a hub name that the local cache does not hold an
+    :class:`EmbeddingModelNotFound` at once (before torch and sentence-transformers load)."""
+    target, local = resolve_embedding_model(name)
+    if not local and not _hub_cached(target):
+        raise EmbeddingModelNotFound(
+            f"--embedding-model {name}: not found in the local Hugging Face cache and nothing can be downloaded at "
+            f"run time; use the alias {DEFAULT_EMBEDDING_MODEL!r} or a local model folder"
+        )
+    return target, local
+
+
 def load_sentence_transformer(name: str, device: str):
     """Load a model without touching the network; a clear error if it is not available locally."""
-    target, local = resolve_embedding_model(name)
+    target, local = check_embedding_model(name)
     if not local:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # function-level: importing sentence_transformers here keeps it off start-up

@@ -273,6 +273,7 @@ def test_the_simulated_doc_commands_run(doc, tmp_path):
 # --- the site ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the whole site built (seconds); README command 2 and CI build it with --strict too
 def test_mkdocs_build_strict(tmp_path):
     """The whole site builds with warnings as errors: every page in the nav, links and anchors
     resolve, the hook's generated pages included. About 1-5 s."""

@@ -218,3 +218,20 @@ def test_actor_concurrent_callers_match_plain_class(ray_local, emb):
     assert stats["loop_batches"] <= 6
     assert stats["texts_encoded"] == len({t for r in requests for t in r})  # encoded once across callers
     ray.kill(actor)
+
+
+def test_a_hub_name_is_checked_against_the_local_cache_before_anything_loads(tmp_path, monkeypatch):
+    """An uncached hub name fails in the input checks (actors.prepare), not after torch and
+    sentence-transformers have loaded; a cached one (a snapshot folder) passes."""
+    import huggingface_hub.constants
+
+    from backends.embedding import check_embedding_model
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(EmbeddingModelNotFound, match="someorg/some-model: not found in the local Hugging Face cache"):
+        check_embedding_model("someorg/some-model")
+    (tmp_path / "models--someorg--some-model" / "snapshots").mkdir(parents=True)
+    assert check_embedding_model("someorg/some-model") == ("someorg/some-model", False)
+    (tmp_path / "models--sentence-transformers--paraphrase-x" / "snapshots").mkdir(parents=True)
+    assert check_embedding_model("paraphrase-x") == ("paraphrase-x", False)  # as sentence-transformers resolves it
+    assert check_embedding_model("all-MiniLM-L6-v2")[1] is True  # the packaged model needs no cache

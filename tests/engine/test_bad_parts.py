@@ -130,7 +130,7 @@ def test_load_names_the_bad_part_and_skips_it_with_a_note(folder):
 
 # ----------------------------------------------------------------------------------- the CLI
 COMMANDS = {
-    "report": lambda out, tmp: ["report", str(out), "--out", str(tmp / "report")],
+    "report": lambda out, tmp: ["report", str(out), "--out", str(tmp / "report"), "--no-figures"],
     "show": lambda out, tmp: ["show", str(out), "--limit", "1"],
     "show --html": lambda out, tmp: ["show", str(out), "--html", str(tmp / "page.html")],
     "export": lambda out, tmp: ["export", str(out), "--to", str(tmp / "q.csv")],

@@ -159,7 +159,7 @@ def test_the_printed_summary_shows_the_cached_sum_and_share_or_na():
 def test_report_shows_prompt_cached_and_computed_tokens_per_question(cached_dir, tmp_path):
     calls = read_table(cached_dir, "calls").to_pandas()
     cached, prompt = int(calls.cached_prompt_tokens.sum()), int(calls.prompt_tokens.sum())
-    (row,) = build_report(cached_dir, tmp_path / "r").rows
+    (row,) = build_report(cached_dir, tmp_path / "r", figures=False).rows
     assert (row["cached_prompt_tokens"], row["computed_prompt_tokens"]) == (cached, prompt - cached)
     assert row["cached_per_q"] == pytest.approx(cached / N_QUESTIONS)
     assert row["computed_per_q"] == pytest.approx((prompt - cached) / N_QUESTIONS)
@@ -173,7 +173,7 @@ def test_report_shows_prompt_cached_and_computed_tokens_per_question(cached_dir,
 
 
 def test_report_computes_only_over_calls_that_know_and_says_na_without_any(plain_dir, tmp_path):
-    (row,) = build_report(plain_dir, tmp_path / "r").rows
+    (row,) = build_report(plain_dir, tmp_path / "r", figures=False).rows
     assert row["cached_prompt_tokens"] is None and row["cached_share"] is None and row["prompt_per_q"] > 0
     cells = dict(zip(COLUMNS, format_row(row)))
     assert cells["cached tok/q"] == cells["computed tok/q"] == cells["cached share"] == "n/a"

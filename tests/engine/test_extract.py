@@ -422,6 +422,7 @@ def test_unknown_task_raises():
         answers_equal("42", "42", "essay")
 
 
+@pytest.mark.slow  # megabytes of pathological text through every rule
 def test_code_in_text_is_not_evaluated_and_huge_inputs_are_fast():
     assert extract_answer("__import__('os').system('exit 1')", "numeric") == "1"
     assert extract_answer("2**1000000", "numeric") is None  # an expression left unevaluated, not an answer

@@ -69,6 +69,7 @@ def test_every_gold_solution_grades_as_its_own_answer(name, task):
     assert not misread, f"{len(misread)} of {len(rows)} gold fields read wrong, e.g. {misread[:5]}"
 
 
+@pytest.mark.slow  # every reference solution read and graded again (math-verify): the test above reads them fast
 @pytest.mark.parametrize(
     "name, task, floor", [("gsm8k_test.jsonl", "numeric", 0.97), ("math_test_algebra.jsonl", "math", 0.82)]
 )

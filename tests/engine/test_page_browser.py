@@ -21,6 +21,10 @@ from app.transcript import PREDICATES, debate_views
 from engine.results import load
 from tests.support.result_dirs import simulated_run
 
+# A real headless Chromium per test (seconds each): CI runs them; the inner loop checks the page
+# without a browser (tests/engine/test_page.py).
+pytestmark = pytest.mark.slow
+
 _SPEC = importlib.util.spec_from_file_location(
     "page_screenshot", Path(__file__).resolve().parents[2] / "scripts" / "page_screenshot.py"
 )

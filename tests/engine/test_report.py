@@ -30,6 +30,11 @@ from tests.support.result_dirs import config, full, write_run
 
 @pytest.fixture
 def sweep(tmp_path):
+    """The folder of :func:`_sweep_folder`, for one test."""
+    return _sweep_folder(tmp_path)
+
+
+def _sweep_folder(tmp_path):
     """tmp/sweep/a/mad32: a real-backend MAD 3x2 run (4 questions, 3 correct, 660 tokens/q);
     tmp/sweep/b/deep/shared: MAD 4x3 (2640 tokens/q) and sparse 4x3 D=2/3 written into ONE directory,
     the sparse run with calls of an interrupted attempt and of an unfinished question;
@@ -91,7 +96,7 @@ def test_wilson_interval_hand_computed():
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
-def test_all_right_or_all_wrong_bounds_are_exact_and_plot(tmp_path):
+def test_all_right_or_all_wrong_bounds_are_exact():
     """30/30 right: the upper bound is exactly 1 (the formula rounds to 0.9999999999999999,
     which made matplotlib refuse the accuracy-vs-tokens plot of a perfect simulated run)."""
     from app.report import _bar
@@ -99,6 +104,10 @@ def test_all_right_or_all_wrong_bounds_are_exact_and_plot(tmp_path):
     assert wilson_interval(30, 30)[1] == 1.0 and wilson_interval(0, 30)[0] == 0.0
     assert _bar(1.0, 0.88, 0.9999999999999999) == [[pytest.approx(0.12)], [0.0]]
     assert _bar(0.5, math.nan, 0.6) == [[0.0], [pytest.approx(0.1)]]
+
+
+@pytest.mark.slow  # draws the figures (the report's costliest part): the inner loop draws them once, below
+def test_all_right_runs_plot(tmp_path):
     sink = ParquetSink(tmp_path)
     perfect = [(f"q{i}", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1)) for i in range(30)]
     write_run(sink, "mad-a", config("mad", 3, 2), perfect)
@@ -294,26 +303,34 @@ def test_seed_groups_show_mean_and_sd_next_to_wilson(tmp_path):
 
 
 # ----------------------------------------------------------------------------- files and plots
-def test_report_writes_csv_json_and_valid_pngs(sweep, tmp_path):
+@pytest.fixture(scope="module")
+def sweep_report(tmp_path_factory):
+    """The report of :func:`sweep`'s folder with its figures, built once for the tests that read it."""
+    tmp = tmp_path_factory.mktemp("sweep_report")
+    return build_report(_sweep_folder(tmp), tmp / "out"), tmp / "out"
+
+
+def test_report_writes_csv_json_and_valid_pngs(sweep_report):
     from matplotlib.image import imread
 
-    rep = build_report(sweep, tmp_path / "out")
+    rep, out = sweep_report
     for name in PLOTS:
-        path = tmp_path / "out" / name
+        path = out / name
         data = path.read_bytes()
         assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
         img = imread(path)
         assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 300 and img.shape[2] in (3, 4)
-    doc = json.loads((tmp_path / "out" / "summary.json").read_text())
+    doc = json.loads((out / "summary.json").read_text())
     sparse = next(c for c in doc["configurations"] if c["run_id"] == "sparse-43")
     assert sparse["total_per_q"] == 1700 and sparse["consensus_by_round"] == pytest.approx([0.5, 0.875, 0.875])
-    with open(tmp_path / "out" / "summary.csv") as fh:
+    with open(out / "summary.csv") as fh:
         table = list(csv.DictReader(fh))
     assert [r["label"] for r in table] == [r["label"] for r in rep.rows]
     assert float(next(r for r in table if r["run_id"] == "mad-32")["accuracy"]) == 0.75
     assert not rep.notes  # agents 3/4/5 and rounds 2/3: both axis plots drawn
 
 
+@pytest.mark.slow  # draws figures; the inner loop draws the shared report's once
 def test_single_axis_value_skips_the_plot_with_a_note(tmp_path):
     write_run(
         ParquetSink(tmp_path), "mad-1", config("mad", 3, 2), [("q0", True, [1.0, 1.0], False, 1, 0, full(3, 2, 1, 1))]
@@ -325,6 +342,7 @@ def test_single_axis_value_skips_the_plot_with_a_note(tmp_path):
     assert not list((tmp_path / "report").glob("accuracy_tokens_vs_agents.*"))
 
 
+@pytest.mark.slow  # draws two reports' figures; the inner loop draws the shared report's once
 def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
     import matplotlib.figure
 
@@ -347,7 +365,7 @@ def test_plot_titles_say_simulated(sweep, tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- CLI
 def test_cli_report_prints_table(sweep, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "160")  # wide enough that no label folds
-    assert main(["report", str(sweep), "--out", str(tmp_path / "r")]) == 0
+    assert main(["report", str(sweep), "--out", str(tmp_path / "r"), "--no-figures"]) == 0
     out = capsys.readouterr().out
     assert (
         "sparse 4x3 D=2/3" in out and "(SIMULATED)" in out and "+35.6% / +37.5%" in out
@@ -356,6 +374,8 @@ def test_cli_report_prints_table(sweep, tmp_path, capsys, monkeypatch):
     assert "3 of 4 rows SIMULATED" in out  # a mixed folder says which rows are simulated
     assert "0.750 [0.301, 0.954]" in out and "base" in out
     assert (tmp_path / "r" / "summary.csv").is_file()
+    assert sorted(p.suffix for p in (tmp_path / "r").iterdir()) == [".csv", ".json"]  # --no-figures: tables only
+    assert "wrote summary.csv, summary.json to" in out
 
 
 def test_cli_report_missing_dir_is_exit_2_one_line(capsys, tmp_path):
@@ -372,8 +392,8 @@ def test_cli_report_missing_dir_is_exit_2_one_line(capsys, tmp_path):
     assert str(tmp_path / "bare") in err and "no runs recorded" in err and len(err.splitlines()) == 1
 
 
-def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
-    rep = build_report(sweep, tmp_path / "o")
+def test_accuracy_by_round_is_tabulated_and_plotted(sweep_report):
+    rep, out = sweep_report
     rows = {r["run_id"]: r for r in rep.rows}
     assert rows["mad-32"]["accuracy_by_round"] == [0.0, 0.75] and rows["mad-32"]["accuracy_by_round_n"] == 4
     # the sparse run's q0 stopped after round 2: its last verdict carries to round 3
@@ -382,7 +402,7 @@ def test_accuracy_by_round_is_tabulated_and_plotted(sweep, tmp_path):
     assert rows["mad-32"]["ties"] == 1
     cells = format_row(rows["mad-32"])
     assert cells[COLUMNS.index("accuracy by round")] == "0.00 0.75"
-    assert (tmp_path / "o" / "accuracy_by_round.png").stat().st_size > 5000
+    assert (out / "accuracy_by_round.png").stat().st_size > 5000
 
 
 def test_report_leaves_out_exactly_the_options_the_run_id_does():

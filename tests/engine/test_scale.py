@@ -99,6 +99,7 @@ def test_call_rows_are_shallow_copies():
 
 
 # ----------------------------------------------------------------------------- a 1,000-agent debate
+@pytest.mark.slow  # a million edges; the full-round test above takes the same path at a smaller size
 def test_full_mad_of_1000_agents_runs_and_records_its_million_edges_compactly():
     cfg = RunConfig.flat(protocol="mad", agents=N, rounds=2, backend="simulated")
     ((row, log),) = run_local(cfg, arithmetic_questions(1, seed=2), SimulatedBackend(reply_tokens=8))

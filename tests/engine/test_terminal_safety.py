@@ -161,7 +161,9 @@ def hostile_report_dir(tmp_path_factory):
 def test_report_prints_hostile_labels_inert_and_markup_literally(
     hostile_report_dir, tmp_path, fmt, capsys, monkeypatch
 ):
-    code, out, err = run_cli(capsys, monkeypatch, "report", hostile_report_dir, "--out", tmp_path, "--format", fmt)
+    code, out, err = run_cli(
+        capsys, monkeypatch, "report", hostile_report_dir, "--out", tmp_path, "--format", fmt, "--no-figures"
+    )
     assert code == 0, err
     assert_inert(out + err, "dataset=d[bold red]x\\x1b]0;pwned title\\x07\\x9b31m.jsonl", f"p{MARKUP}\\x1b[2J 3x2")
 

@@ -141,6 +141,7 @@ def test_process_memory_of_this_process():
     assert bench.process_memory(2**22 + 12345) is None  # above Linux's pid_max: no such process
 
 
+@pytest.mark.slow  # waits on a child process that lives 3 s
 def test_the_sampler_sums_a_whole_tree_and_reaps_it():
     """A parent whose child holds 200 MB: the tree's PSS peak counts the child (a grandchild of this
     test), and every process seen is gone afterwards."""
@@ -227,6 +228,7 @@ def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     )
 
 
+@pytest.mark.slow  # waits on child processes that live 1 s and more
 def test_reap_waits_for_stragglers_then_kills_them_by_pid():
     import psutil
 
