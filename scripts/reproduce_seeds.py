@@ -21,8 +21,9 @@ on your file for its dataset (``datasets``; ``--dataset`` runs every table on on
 table whose dataset has no mapping is skipped with a note.
 
 Seeds. Each row runs ``--seeds`` times (default: the paper's number of repeats, at least 2, so
-a mean ± sd exists); the sparse paper's rows keep the first answers fixed across seeds
-(``first_round_seed``), its protocol for the ± columns. Every row is a sweep
+a mean ± sd exists; ``--seeds 1`` runs each row once and prints no spread); the sparse paper's
+rows keep the first answers fixed across seeds (``first_round_seed``), its protocol for the ±
+columns. Every row is a sweep
 (``OUT/<paper>/<table>/<row>.yaml``: its options plus ``grid: {seed: [...]}``), run on one DebateRunner
 (the model loads once; rounds 0 are shared where they can be) and resumable: re-run the command.
 
@@ -441,7 +442,12 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=None, help="YAML: run options for every run, models_map, datasets")
     ap.add_argument("--dataset", default=None, help="run every table on this dataset (path or hf:NAME)")
     ap.add_argument("--limit", type=int, default=50, help="questions per run (default 50)")
-    ap.add_argument("--seeds", type=int, default=None, help="runs per row (default: the paper's repeats, 2..5)")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="runs per row (default: the paper's repeats, 2..5; 1 runs each row once, without a spread)",
+    )
     ap.add_argument("--tables", default="", help="comma list of table ids, e.g. 'Table 1,Table 4' (default all)")
     ap.add_argument("--out", default="runs/papers")
     ap.add_argument("--list", action="store_true", help="print what would run; run nothing")

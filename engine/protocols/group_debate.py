@@ -566,7 +566,8 @@ GROUPS = Option(
     "groups",
     str,
     None,
-    "group sizes '2+2+4' or a number of equal groups (default: the paper's layout for the agent count)",
+    "group sizes '2+2+4' or a number of equal groups (default: 2 near-equal groups from 4 agents, else 1; "
+    "the papers give no default)",
     also=(int, list),
 )
 STAGE_ROUNDS = Option(

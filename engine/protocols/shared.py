@@ -29,7 +29,11 @@ TALK = Option(
     choices=("simultaneous", "one-by-one"),
 )
 EARLY_STOP = Option(
-    "early_stop", bool, True, "stop a question when the agents' views agree (--no-early-stop: ablation)"
+    "early_stop",
+    bool,
+    True,
+    "stop a question early once the protocol's agreement test passes: S2-MAD, every group summary similar to "
+    "the others; CortexDebate and RECONCILE, every agent's answer the same (--no-early-stop: ablation)",
 )
 EMBEDDING_MODEL = Option(
     "embedding_model",

@@ -542,3 +542,17 @@ def test_intra_group_sparse_communication_reads_the_next_mates():
     assert intra_mates(g, 1, 1.0) == [2, 3, 4, 5]
     assert intra_mates(g, 1, 0.5) == [2, 3] and intra_mates(g, 5, 0.5) == [1, 2]  # cyclic, shown in id order
     assert intra_mates(g, 3, 0.1) == [4]  # at least one mate
+
+
+def test_tau_left_at_the_math_value_on_gsm8k_names_the_papers_gsm8k_value():
+    """With bert-base vectors the default 0.4 is the paper's MATH threshold; on GSM8K-like questions
+    (--task numeric or a GSM8K file) the warning names the paper's ~0.1 instead of staying silent."""
+    from engine.config import RunConfig
+    from engine.protocols import s2mad as s2
+
+    bert = dict(protocol="s2mad", similarity="embedding", embedding_model="bert-base-uncased")
+    for gsm8k in (dict(task="numeric"), dict(dataset="../shared/data/gsm8k_test.jsonl")):
+        warning = s2.tau_warning(RunConfig.flat(**bert, **gsm8k))
+        assert warning is not None and "on GSM8K it used ~0.1" in warning and "--tau 0.1" in warning
+    assert s2.tau_warning(RunConfig.flat(**bert, task="math")) is None  # 0.4 is the paper's MATH value
+    assert s2.tau_warning(RunConfig.flat(**bert, task="numeric", tau=0.1)) is None
