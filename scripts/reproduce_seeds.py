@@ -36,9 +36,10 @@ Output per table: method | published values (never cut: long lists wrap under th
 ours: the row's own metrics under the published names (``measure`` in the table's or row's JSON: final
 accuracy, accuracy averaged over rounds, accuracy or unanimity after round N, tokens per question,
 prompt tokens per call), mean ± sd over the seeds (± variance where the paper prints one) |
-tokens per question | total and input-token saving vs the table's MAD row | source of the
-published numbers. A row's notes (e.g. every agent on one model because ``models_map`` does not
-map every backbone) are printed under it. And ``OUT/<paper>/reproduce.json``. With
+tokens per question | total and input-token saving vs the MAD row of its block (the same model
+and data set run) | source of the published numbers. A row's notes (e.g. every agent on one model
+because ``models_map`` does not map every backbone, or a table's model blocks that all run your
+one model and so repeat one another) are printed under it. And ``OUT/<paper>/reproduce.json``. With
 ``--dataset`` a method that a table repeats per dataset column is one run: it is run and printed
 once, with every column's published values named by their dataset.
 
@@ -100,6 +101,7 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
     for table in paper.get("tables", []):
         if wanted and table["id"] not in wanted:
             continue
+        blocks = {str(r.get("model") or table.get("model")) for r in table.get("rows", [])}
         for row in table.get("rows", []):
             engine = dict(row.get("engine") or {})
             dataset_name = row.get("dataset") or table.get("dataset")
@@ -159,6 +161,8 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 opts["api_base"] = args.api_base
             if plan["paper_model"] in models_map:
                 opts["model"] = models_map[plan["paper_model"]]
+            elif len(blocks) > 1:
+                plan["notes"].append(_unmapped_block_note(plan["paper_model"], len(blocks), opts))
             if isinstance(opts.get("models"), str) and models_map:  # "strong*1,weak*5": map each name
                 opts["models"] = ",".join(
                     f"{models_map.get(m.split('*')[0], m.split('*')[0])}" + (f"*{m.split('*')[1]}" if "*" in m else "")
@@ -177,6 +181,16 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
             plan["options"] = opts
             plans.append(plan)
     return merge_same_runs(plans) if args.dataset else plans
+
+
+def _unmapped_block_note(paper_model: Any, n_blocks: int, opts: dict[str, Any]) -> str:
+    """The note of a row whose paper model has no ``models_map`` entry, in a table of several model
+    blocks: every block runs the same model, so the blocks' rows repeat one another."""
+    ran = opts.get("models") or opts.get("model") or "the engine's default model"
+    return (
+        f"the paper's {paper_model}, run as {ran}: all {n_blocks} model blocks of this table run it, so they "
+        f"repeat one another (map the paper's models in models_map to tell them apart)"
+    )
 
 
 def merge_prompts(paper: dict[str, Any], row: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -292,6 +306,16 @@ def measure_run(name: str, questions: Any, calls: Any, rounds: int) -> float:
     return 100 * float((consensus[:, at] >= 1 - 1e-9).mean())
 
 
+def _ran(plan: dict[str, Any]) -> list[str]:
+    """What a row ran, for its file names: the method, the data set run (its file's stem) and the
+    model(s) run, so a row run on another data set than its table's is not named after the table's."""
+    opts = plan["options"]
+    dataset = str(opts["dataset"])
+    ran = [plan["method"], Path(dataset).stem if not dataset.startswith("hf:") else dataset]
+    model = opts.get("models") or opts.get("model")
+    return ran + ([str(model)] if model else [])
+
+
 def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[str, Any]:
     """One row: its sweep file (options + grid over seeds), run on the shared DebateRunner; its
     metrics (``measure``) read from the runs' rows, mean and spread over the seeds."""
@@ -302,7 +326,7 @@ def run_plan(plan: dict[str, Any], seeds: list[int], out: Path, runner) -> dict[
     folder.mkdir(parents=True, exist_ok=True)
     data = {**plan["options"], "grid": {"seed": seeds}}
     # one file per row: a table repeats a method per dataset column and per model block
-    name = slug(" ".join(str(x) for x in (plan["method"], plan["dataset_name"], plan["paper_model"]) if x))
+    name = slug(" ".join(_ran(plan)))
     sweep_file = folder / f"{name}.yaml"
     sweep_file.write_text(yaml.safe_dump(data, sort_keys=False))
     cells = run_sweep(
@@ -388,6 +412,12 @@ PUBLISHED_WIDTH = 50
 OURS_WIDTH = 38
 
 
+def _block(plan: dict[str, Any]) -> tuple[str, str, str]:
+    """The block a row's saving compares within: the model(s) and the data set it ran."""
+    opts = plan["options"]
+    return (str(opts.get("models") or ""), str(opts.get("model") or ""), str(opts.get("dataset") or ""))
+
+
 def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
     first = table_plans[0]
     print(f"\n{first['paper']}: {first['table']} — {first['title']}" + ("  [SIMULATED model]" if simulated else ""))
@@ -401,7 +431,10 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
             else "the engine's"
         )
     )
-    mad = next((p for p in table_plans if p.get("ours") and p["options"]["protocol"] == "mad"), None)
+    baselines = {}  # what ran (model, data set) -> the first MAD row that ran it: each block's own baseline
+    for p in table_plans:
+        if p.get("ours") and p["options"]["protocol"] == "mad":
+            baselines.setdefault(_block(p), p)
     width, owidth = PUBLISHED_WIDTH, OURS_WIDTH
     print(f"{'method':28s} {'published':{width}s} {'ours':{owidth}s} {'tok/q':>9s} {'saving tot/in':>15s}  source")
     for p in table_plans:
@@ -412,6 +445,7 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
             rest = "not run: " + p["skip"][:110]
         else:
             mine = wrap_parts(ours_parts(ours, p.get("spread", "sd")), owidth)
+            mad = baselines.get(_block(p))
             saving = "-"
             if mad and mad is not p and mad["ours"]["tokens_per_q"]:
                 saving = (

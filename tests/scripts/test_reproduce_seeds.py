@@ -394,3 +394,28 @@ def test_row_notes_are_printed_in_the_table(script, capsys):
     printed = capsys.readouterr().out
     assert "note: every agent on one model, not the paper's 5 backbones" in printed
     assert "note: run without RECONCILE's convincing samples" in printed
+
+
+def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, capsys):
+    """A table of two model blocks: without models_map both run one model, and every row says its
+    block repeats the other; with it each block runs its model, and a row's saving is against the
+    MAD row of its own block (same model, same data), never the table's first MAD."""
+    rows = FAKE["tables"][0]["rows"][:2]  # MAD(4,3), GD(4,3)
+    two_blocks = {
+        **FAKE,
+        "tables": [{**FAKE["tables"][0], "rows": [*rows, *({**r, "model": "GPT-4"} for r in rows)]}],
+    }
+    args = type("A", (), {"tables": "", "dataset": None, "backend": "simulated", "limit": 2, "api_base": None})
+    cfg = {"datasets": {"Arithmetic": "arithmetic"}}
+    plans = [p for p in script.plan_rows("group", two_blocks, cfg, args) if not p["skip"]]
+    assert len(plans) == 4 and all(any("all 2 model blocks" in n for n in p["notes"]) for p in plans)
+    mapped = {**cfg, "models_map": {"GPT-3.5": "small-model", "GPT-4": "big-model"}}
+    plans = [p for p in script.plan_rows("group", two_blocks, mapped, args) if not p["skip"]]
+    assert [p["options"]["model"] for p in plans] == ["small-model"] * 2 + ["big-model"] * 2
+    assert not any(p["notes"] for p in plans)
+    for p, (tokens, prompt) in zip(plans, [(1000, 800), (500, 400), (4000, 3000), (3000, 1500)]):
+        p["ours"] = {"tokens_per_q": tokens, "prompt_per_q": prompt, "seeds": 2, "measures": {}}
+    script.print_table(plans, simulated=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("MAD(4,3)", "GD(4,3)"))]
+    assert ["base" in line for line in lines] == [True, False, True, False]
+    assert "+50%/+50%" in lines[1] and "+25%/+50%" in lines[3]  # 1 - 500/1000, 1 - 3000/4000 (not /1000)
