@@ -117,10 +117,12 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
                 "skip": None,
                 "notes": [],
             }
+            plan["table_note"] = table.get("engine_notes")
+            # what the paper prints, ours beside it; a figure without printed numbers: all its measures
             plan["measure"] = {
                 k: v
                 for k, v in {**table.get("measure", {}), **row.get("measure", {})}.items()
-                if k in plan["published"]
+                if k in plan["published"] or table.get("no_published_numbers")
             }
             plan["spread"] = row.get("spread") or table.get("spread", "sd")
             for metric in plan["measure"].values():
@@ -431,6 +433,8 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
             else "the engine's"
         )
     )
+    if first.get("table_note"):
+        print(f"note: {first['table_note']}")
     baselines = {}  # what ran (model, data set) -> the first MAD row that ran it: each block's own baseline
     for p in table_plans:
         if p.get("ours") and p["options"]["protocol"] == "mad":

@@ -131,12 +131,12 @@ def test_figure_points_are_seed_means_with_t_intervals(sim_sweep, tmp_path, monk
 
 @pytest.mark.ray
 def test_markdown_and_csv_tables_parse(sim_sweep, tmp_path, capsys):
-    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r"), "--format", "csv"]) == 0
+    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r"), "--format", "csv", "--no-figures"]) == 0
     out, err = capsys.readouterr()
     table = list(csv.DictReader(io.StringIO(out)))
     assert len(table) == 4 and table[0]["n"] == "3" and "wrote" in err and "wrote" not in out
     assert {r["configuration"].split()[1] for r in table} == {"2x2", "3x2"}
-    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
+    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r"), "--format", "md", "--no-figures"]) == 0
     out = capsys.readouterr().out
     for section, columns in SECTIONS.items():
         assert f"### {section}" in out
@@ -150,10 +150,10 @@ def test_markdown_and_csv_tables_parse(sim_sweep, tmp_path, capsys):
 @pytest.mark.parametrize("width", [80, 140])
 def test_rich_tables_fit_the_width_and_never_wrap_a_number(sim_sweep, tmp_path, capsys, monkeypatch, width):
     monkeypatch.setenv("COLUMNS", str(width))  # stdout is not a terminal: rich takes $COLUMNS
-    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r")]) == 0
+    assert main(["report", str(sim_sweep), "--out", str(tmp_path / "r"), "--no-figures"]) == 0
     out = capsys.readouterr().out
     assert max(len(ln) for ln in out.splitlines()) <= width
-    rep = build_report(sim_sweep, tmp_path / "r")
+    rep = build_report(sim_sweep, tmp_path / "r", figures=False)
     for r in rep.rows:  # every number cell appears whole on one line
         assert f"{r['total_per_q']:,.1f}" in out and f"{r['accuracy_lo']:.3f}" in out
     for section in SECTIONS:

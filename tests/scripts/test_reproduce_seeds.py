@@ -419,3 +419,29 @@ def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, 
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("MAD(4,3)", "GD(4,3)"))]
     assert ["base" in line for line in lines] == [True, False, True, False]
     assert "+50%/+50%" in lines[1] and "+25%/+50%" in lines[3]  # 1 - 500/1000, 1 - 3000/4000 (not /1000)
+
+
+def test_figure_9_rows_run_where_the_four_variants_differ_and_measure_without_published_numbers():
+    """GroupDebate's Figure 9 prints no numbers and states no setting: its rows run at the main
+    table's 5 agents x 3 rounds, where MAD, MAD+Forget, MAD+Group and GD cost different tokens (at
+    the engine's 3 x 2 the first two and the last two are the same run), and ours are measured."""
+    from engine.config import RunConfig
+    from engine.plan import Planner
+
+    args = type("A", (), {"tables": "Figure 9", "dataset": "arithmetic", "backend": "simulated", "limit": 3})
+    args.api_base = None
+    mod = _script()
+    plans = mod.plan_rows("group", mod.load_paper("group"), {}, args)
+    assert [p["method"] for p in plans] == ["MAD", "MAD+Forget", "MAD+Group", "GD"]
+    assert all(p["options"]["agents"] == 5 and p["options"]["rounds"] == 3 for p in plans)
+    assert all(
+        set(p["measure"]) == {"accuracy_pct", "tokens_k"} and "5 agents x 3 rounds" in p["table_note"] for p in plans
+    )
+    keys = ("protocol", "agents", "rounds", "memory", "talk", "stage_rounds")
+    totals = [
+        Planner()
+        .plan(RunConfig.flat(backend="simulated", limit=3, **{k: p["options"][k] for k in keys if k in p["options"]}))
+        .per_question.total
+        for p in plans
+    ]
+    assert len(set(totals)) == 4, totals
