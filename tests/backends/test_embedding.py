@@ -129,6 +129,7 @@ def test_core_respects_max_texts_and_survives_errors():
 
 
 # ---------------------------------------------------------------- real model
+@pytest.mark.slow  # the real embedding model (torch and sentence-transformers load: seconds)
 def test_similar_sentences_score_higher(emb):
     sim = np.array(emb.similarity([A, B, C]))
     assert sim[0, 1] > 0.8
@@ -136,6 +137,7 @@ def test_similar_sentences_score_higher(emb):
     assert sim[0, 1] > sim[0, 2] + 0.5
 
 
+@pytest.mark.slow  # the real embedding model (torch and sentence-transformers load: seconds)
 def test_matrix_symmetric_unit_diagonal_identical_rows(emb):
     texts = [A, B, C, A, "", "x = 3 + 4 = 7, so \\boxed{7}"]
     sim = np.array(emb.similarity(texts))
@@ -150,6 +152,7 @@ def test_matrix_symmetric_unit_diagonal_identical_rows(emb):
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
 
 
+@pytest.mark.slow  # the real embedding model (torch and sentence-transformers load: seconds)
 def test_cache_avoids_reencoding(emb, monkeypatch):
     passes: list[list[str]] = []
     real = emb.model.encode
@@ -176,6 +179,7 @@ def test_cache_avoids_reencoding(emb, monkeypatch):
     assert emb.stats["busy_s"] > before["busy_s"]
 
 
+@pytest.mark.slow  # the real embedding model (torch and sentence-transformers load: seconds)
 def test_cache_is_bounded_lru(emb, monkeypatch):
     monkeypatch.setattr(emb, "cache_size", 2)
     monkeypatch.setattr(emb, "_cache", OrderedDict())
@@ -190,6 +194,7 @@ def test_cache_is_bounded_lru(emb, monkeypatch):
 
 # ---------------------------------------------------------------- Ray actor
 @pytest.mark.ray
+@pytest.mark.slow  # the real embedding model, in the test process and in an actor
 def test_actor_concurrent_callers_match_plain_class(ray_local, emb):
     from actors.embedding_actor import EmbeddingActor
 

@@ -277,10 +277,10 @@ def test_two_replicas_on_a_node_download_once(hub, lines):
     assert any(ln == f"org/llama: found complete in the Hugging Face cache: {snapshot(hub, MAIN)}" for ln in lines)
 
 
-def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub, monkeypatch):
+def test_a_revision_is_downloaded_as_a_local_folder(hub, monkeypatch):
     """``org/llama@v1``: the hub is asked for v1, its commit is fetched and ``refs/v1`` names it;
-    the transformers backend and vLLM get that snapshot folder, never the hub id; the commit is
-    what the runs row records."""
+    the commit is what the runs row records (the next test: the transformers backend and vLLM get
+    that snapshot folder, never the hub id)."""
     folder = model_store.resolve_model("org/llama@v1")
     assert folder == snapshot(hub, V1) and json.loads((folder / "config.json").read_text())["tag"] == "v1"
     assert hub.infos == [("org/llama", "v1")] and {d["revision"] for d in hub.downloads} == {V1}
@@ -288,6 +288,11 @@ def test_a_revision_is_downloaded_and_reaches_both_engines_as_a_local_folder(hub
     assert not (hub.cache / "models--org--llama" / "refs" / "main").exists()
     assert model_store.model_revision("org/llama@v1", folder) == V1
     assert model_store.model_revision("smollm2", "/some/folder") is None
+
+
+@pytest.mark.slow  # imports transformers and torch (seconds); the folder itself is checked above
+def test_both_engines_get_a_revisions_snapshot_folder_never_the_hub_id(hub, monkeypatch):
+    folder = model_store.resolve_model("org/llama@v1")
 
     class Loaded(Exception):
         pass
@@ -356,6 +361,7 @@ def test_a_complete_cache_needs_no_network(hub, offline, monkeypatch):
         assert hub.infos == []
 
 
+@pytest.mark.slow  # the replica's load path imports transformers and torch (seconds)
 def test_a_failed_download_is_the_replicas_load_error_in_one_line(hub, caplog):
     """The hub's error, however many lines, is one line naming the model and the reason: the
     backend raises it, and the replica reports it as its load error; its traceback goes to the

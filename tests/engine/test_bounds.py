@@ -128,9 +128,17 @@ def run_limited(argv: list[str], tmp_path: Path, memory_mb: int = 1024) -> tuple
     return proc.returncode, proc.stderr.strip(), time.perf_counter() - start
 
 
+# each case is a child process under a memory limit (a second each): one in the inner loop
+_SLOW_CASE = pytest.mark.slow
+
+
 @pytest.mark.parametrize(
     "flag, value",
-    [("--limit", "10000000"), ("--sim-reply-tokens", "100000000"), ("--max-tokens", "100000000")],
+    [
+        ("--limit", "10000000"),
+        pytest.param("--sim-reply-tokens", "100000000", marks=_SLOW_CASE),
+        pytest.param("--max-tokens", "100000000", marks=_SLOW_CASE),
+    ],
 )
 def test_sizes_that_would_take_gigabytes_are_refused_before_allocating(tmp_path, flag, value):
     argv = ["run", "--backend", "simulated", "--no-progress", "--out", str(tmp_path / "o"), flag, value]
@@ -186,7 +194,7 @@ def test_an_arithmetic_offset_is_skipped_without_making_the_questions():
     assert load_questions("arithmetic", None, 5, 7, offset=15) == whole[15:]
     tracemalloc.start()
     try:
-        load_questions("arithmetic", None, 5, 7, offset=100_000)
+        load_questions("arithmetic", None, 5, 7, offset=30_000)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

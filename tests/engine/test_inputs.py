@@ -82,7 +82,7 @@ def test_yaml_nested_too_deeply_or_not_utf8_is_one_line(tmp_path):
     from engine.inputs import load_yaml
 
     deep = tmp_path / "deep.yaml"
-    deep.write_text("prompts: " + "[" * 5000 + "]" * 5000 + "\n")
+    deep.write_text("prompts: " + "[" * 700 + "]" * 700 + "\n")  # refused from about 600 levels
     with pytest.raises(ConfigError, match=r"deep\.yaml: nested too deeply to read$"):
         load_yaml(deep, f"--config {deep}", ConfigError)
     latin = tmp_path / "latin.yaml"

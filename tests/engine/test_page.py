@@ -72,6 +72,7 @@ def test_the_policy_runs_only_the_page_script_by_its_hash():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a file-size limit (RLIMIT_FSIZE) is POSIX")
+@pytest.mark.slow  # two child processes each load the results and write a page under a size limit
 def test_a_page_that_cannot_be_written_leaves_nothing_behind_and_names_the_file(tmp_path):
     """A write that fails half-way (here: past a file-size limit, as on a full disk) leaves no
     partial page and no temporary file, an older page as it was, and one line naming the page."""

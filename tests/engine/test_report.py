@@ -310,6 +310,7 @@ def sweep_report(tmp_path_factory):
     return build_report(_sweep_folder(tmp), tmp / "out"), tmp / "out"
 
 
+@pytest.mark.slow  # draws every figure of a four-run report in three formats (seconds)
 def test_report_writes_csv_json_and_valid_pngs(sweep_report):
     from matplotlib.image import imread
 
@@ -392,8 +393,8 @@ def test_cli_report_missing_dir_is_exit_2_one_line(capsys, tmp_path):
     assert str(tmp_path / "bare") in err and "no runs recorded" in err and len(err.splitlines()) == 1
 
 
-def test_accuracy_by_round_is_tabulated_and_plotted(sweep_report):
-    rep, out = sweep_report
+def test_accuracy_by_round_is_tabulated(sweep, tmp_path):
+    rep = build_report(sweep, tmp_path / "o", figures=False)
     rows = {r["run_id"]: r for r in rep.rows}
     assert rows["mad-32"]["accuracy_by_round"] == [0.0, 0.75] and rows["mad-32"]["accuracy_by_round_n"] == 4
     # the sparse run's q0 stopped after round 2: its last verdict carries to round 3
@@ -402,6 +403,11 @@ def test_accuracy_by_round_is_tabulated_and_plotted(sweep_report):
     assert rows["mad-32"]["ties"] == 1
     cells = format_row(rows["mad-32"])
     assert cells[COLUMNS.index("accuracy by round")] == "0.00 0.75"
+
+
+@pytest.mark.slow  # draws every figure of a four-run report in three formats (seconds)
+def test_accuracy_by_round_is_plotted(sweep_report):
+    rep, out = sweep_report
     assert (out / "accuracy_by_round.png").stat().st_size > 5000
 
 
