@@ -187,11 +187,18 @@ def plan_rows(paper_name: str, paper: dict[str, Any], user: dict[str, Any], args
 
 def _unmapped_block_note(paper_model: Any, n_blocks: int, opts: dict[str, Any]) -> str:
     """The note of a row whose paper model has no ``models_map`` entry, in a table of several model
-    blocks: every block runs the same model, so the blocks' rows repeat one another."""
-    ran = opts.get("models") or opts.get("model") or "the engine's default model"
+    blocks: the blocks differ by a model name only (or all run the engine's default model), so on
+    the simulated backend they repeat one another's numbers, and a real backend needs the map."""
+    ran = str(opts.get("models") or opts.get("model") or "")
+    if ran and str(paper_model) in ran:
+        return (
+            f"no models_map entry for the paper's {paper_model}: the run only names it ({ran}), so the {n_blocks} "
+            f"model blocks of this table repeat one another's numbers on the simulated backend, and a real backend "
+            f"needs it mapped to a model (models_map)"
+        )
     return (
-        f"the paper's {paper_model}, run as {ran}: all {n_blocks} model blocks of this table run it, so they "
-        f"repeat one another (map the paper's models in models_map to tell them apart)"
+        f"the paper's {paper_model}, run as {ran or 'the engine default model'}: all {n_blocks} model blocks of "
+        f"this table run it, so they repeat one another (map the paper's models in models_map to tell them apart)"
     )
 
 

@@ -409,6 +409,20 @@ def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, 
     cfg = {"datasets": {"Arithmetic": "arithmetic"}}
     plans = [p for p in script.plan_rows("group", two_blocks, cfg, args) if not p["skip"]]
     assert len(plans) == 4 and all(any("all 2 model blocks" in n for n in p["notes"]) for p in plans)
+    named = {
+        **two_blocks,
+        "tables": [
+            {
+                **two_blocks["tables"][0],
+                "rows": [
+                    {**r, "engine": {**r["engine"], "models": f"{r.get('model', 'GPT-3.5')}*4"}}
+                    for r in two_blocks["tables"][0]["rows"]
+                ],
+            }
+        ],
+    }
+    plans = [p for p in script.plan_rows("group", named, cfg, args) if not p["skip"]]
+    assert all(any("the run only names it" in n and "2 model blocks" in n for n in p["notes"]) for p in plans)
     mapped = {**cfg, "models_map": {"GPT-3.5": "small-model", "GPT-4": "big-model"}}
     plans = [p for p in script.plan_rows("group", two_blocks, mapped, args) if not p["skip"]]
     assert [p["options"]["model"] for p in plans] == ["small-model"] * 2 + ["big-model"] * 2
