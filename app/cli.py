@@ -410,10 +410,6 @@ def _version() -> str:
         return "debate (version unknown: not installed)"
 
 
-def _run_flags(p: argparse.ArgumentParser) -> None:
-    _add_run_flags(p)
-
-
 def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
@@ -655,7 +651,7 @@ RESCORE_HELP = (
     "outputs untouched)"
 )
 for _command in (
-    Command("run", "run one debate configuration", _run_flags, run_command, RUN_DESCRIPTION, engine=True),
+    Command("run", "run one debate configuration", _add_run_flags, run_command, RUN_DESCRIPTION, engine=True),
     Command(
         "report",
         "tables and plots from result directories (one run, many runs or a sweep)",

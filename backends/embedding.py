@@ -108,11 +108,17 @@ def check_embedding_model(name: str) -> tuple[str, bool]:
     :class:`EmbeddingModelNotFound` at once (before torch and sentence-transformers load)."""
     target, local = resolve_embedding_model(name)
     if not local and not _hub_cached(target):
-        raise EmbeddingModelNotFound(
-            f"--embedding-model {name}: not found in the local Hugging Face cache and nothing can be downloaded at "
-            f"run time; use the alias {DEFAULT_EMBEDDING_MODEL!r} or a local model folder"
-        )
+        raise _not_in_cache(name)
     return target, local
+
+
+def _not_in_cache(name: str, cause: str = "") -> EmbeddingModelNotFound:
+    """The error for a hub model the local cache cannot give (``cause``: why loading failed)."""
+    return EmbeddingModelNotFound(
+        f"--embedding-model {name}: not found in the local Hugging Face cache and nothing can be downloaded at "
+        f"run time; use the alias {DEFAULT_EMBEDDING_MODEL!r} or a local model folder"
+        + (f" ({cause})" if cause else "")
+    )
 
 
 def load_sentence_transformer(name: str, device: str):
@@ -130,11 +136,7 @@ def load_sentence_transformer(name: str, device: str):
             raise EmbeddingModelNotFound(
                 f"--embedding-model {name}: could not load the folder {target}: {type(exc).__name__}: {exc}"
             ) from exc
-        raise EmbeddingModelNotFound(
-            f"--embedding-model {name}: not found in the local Hugging Face cache and nothing can be downloaded at "
-            f"run time; use the alias {DEFAULT_EMBEDDING_MODEL!r} or a local model folder "
-            f"({type(exc).__name__}: {str(exc)[:200]})"
-        ) from exc
+        raise _not_in_cache(name, f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
 def default_device() -> str:

@@ -174,7 +174,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -865,11 +865,11 @@ def _is_retracted(text: str, pos: int, end: int | None = None) -> bool:
 _FINAL_WORD = re.compile(r"(?i)\bfinal\b[^\n.]{0,20}$")
 
 
-def _final_first(matches: list[Any], text: str) -> list[Any]:
+def _final_first(matches: list[Any], text: str, start: Callable[[Any], int] = lambda m: m.start()) -> list[Any]:
     """Answer-phrase matches (latest first) with the explicit final statements ("Final answer:",
     "my final answer is") ahead of the rest: an agent's closing statement outranks an "the
-    answer is" said on the way (the order of trust of rule 3)."""
-    final = [m for m in matches if _FINAL_WORD.search(text, max(0, m.start() - 30), m.start())]
+    answer is" said on the way (the order of trust of rule 3). ``start``: where a match starts."""
+    final = [m for m in matches if _FINAL_WORD.search(text, max(0, start(m) - 30), start(m))]
     return final + [m for m in matches if m not in final]
 
 
@@ -1003,13 +1003,11 @@ def _foreign_number(text: str, task: str, canon, marked_only: bool, question: st
         seg = seg[: cut.start()] if cut else seg
         if marked_only and cut is None:
             continue
-        if task == "math" and not comma:
-            val = canon(seg.strip())
-        elif comma:
+        if comma:
             value = decimal_comma_value(seg)
             val = _format_fraction(value) if value is not None else None
         else:
-            val = _numeric_from_segment(seg)
+            val = canon(seg.strip())
         if val is not None:
             return val
     return None
@@ -1023,7 +1021,7 @@ _AMOUNT_BEFORE = re.compile(r"\d(?:[ \t]+[A-Za-z]+){0,2}[ \t]*$")
 # in eight stalls", "240 pages in two weeks" (after a preposition: when, where, per what)
 _WORD_NOT_A_COUNT = re.compile(
     r"(?i)\b(?:the|these|those|its|their|his|her|my|our|your|all|both|each|every|first|last|next|other|"
-    r"in|after|for|of|per|over|within|by|during|on|at|from|to|than|into|between|across|before|until|every)[ \t]+$"
+    r"in|after|for|of|per|over|within|by|during|on|at|from|to|than|into|between|across|before|until)[ \t]+$"
 )
 
 
@@ -1062,12 +1060,19 @@ def _past_the_question(text: str, nums: list, question: str | None) -> list:
     given = {v for _, _, v in _numbers_in(question, words=True)}
     if nums[-1][2] not in given:
         return nums
-    start = max((m.end() for m in _SENTENCE_OR_LINE.finditer(text, 0, nums[-1][0])), default=0)
+    start = _sentence_start(text, nums[-1][0])
     own = [i for i, x in enumerate(nums) if x[0] >= start and x[2] not in given]
     return nums[: own[-1] + 1] if own else nums
 
 
 _SENTENCE_OR_LINE = re.compile(r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bvs)[.!?](?=\s)|\n")
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    """Where the sentence (or line) holding ``pos`` starts."""
+    return max((m.end() for m in _SENTENCE_OR_LINE.finditer(text, 0, pos)), default=0)
+
+
 _RESULT_BEFORE = re.compile(r"=[ \t]*(?:<<[^<>\n]{0,80}>>)?[ \t]*(?:\\?\$)?[ \t]*$")
 
 
@@ -1076,7 +1081,7 @@ def _result_over_words(text: str, nums: list) -> list:
     ("160+32 = 192 cows after he adds four": 192); as given otherwise."""
     if not nums or not text[nums[-1][0]].isalpha():
         return nums
-    start = max((m.end() for m in _SENTENCE_OR_LINE.finditer(text, 0, nums[-1][0])), default=0)
+    start = _sentence_start(text, nums[-1][0])
     results = [i for i, x in enumerate(nums) if x[0] >= start and _RESULT_BEFORE.search(text, max(0, x[0] - 100), x[0])]
     return nums[: results[-1] + 1] if results else nums
 
@@ -1348,25 +1353,11 @@ def _phrase_letter(text: str, task: str, n: int, marked_only: bool, options: Seq
     if options:
         found += [(m.start(), m.end(), _option_at(text, m.end(), options)) for m in _ANS_PHRASE.finditer(text)]
     by_start = {start: (end, letter) for start, end, letter in sorted(found) if letter is not None}
-    matches = [_Span(start, end) for start, (end, _) in sorted(by_start.items(), reverse=True)]
-    for m in _final_first(matches, text):
-        if _is_report(text, m.start()) or _is_retracted(text, m.start(), m.end()):
-            continue
-        return by_start[m.start()][1]
+    latest_first = sorted(by_start.items(), reverse=True)  # (start, (end, letter))
+    for start, (end, letter) in _final_first(latest_first, text, start=lambda item: item[0]):
+        if not (_is_report(text, start) or _is_retracted(text, start, end)):
+            return letter
     return None
-
-
-class _Span:
-    """A (start, end) that :func:`_final_first` takes as it takes a match."""
-
-    def __init__(self, start: int, end: int):
-        self._start, self._end = start, end
-
-    def start(self) -> int:
-        return self._start
-
-    def end(self) -> int:
-        return self._end
 
 
 def _phrase_choice(text: str, m: re.Match, n: int, options: Sequence[str]) -> str | None:
