@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import logging
 import re
 import sys
@@ -403,6 +404,7 @@ def _add_skip_bad_parts(p: argparse.ArgumentParser, what: str = "read the rest")
     )
 
 
+@functools.cache  # read from the installed metadata once, not at every parser built
 def _version() -> str:
     try:
         return f"debate {version('debate-engine')}"
@@ -508,10 +510,12 @@ def _no_flags(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``debate`` parser with every registered subcommand (:data:`COMMANDS`) and its flags;
     builds it only (runs nothing, imports no Ray). :func:`main` parses with it; the docs site's CLI
-    reference is generated from it."""
+    reference is generated from it. ``only``: the one subcommand whose flags are added (the others
+    are listed, without flags): what :func:`main` parses a command line with, so that ``debate
+    show`` does not build ``debate run``'s hundred flags."""
     parser = _Parser(prog="debate", description="Distributed multi-agent debate engine")
     parser.add_argument("--version", action="version", version=_version())
     common = _Parser(add_help=False)  # a parent: only its arguments are copied into the subcommands
@@ -530,7 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["description"] = command.description
             if "\n" in command.description:  # written as it should show: line breaks kept
                 kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
-        command.flags(sub.add_parser(command.name, **kwargs))
+        added = sub.add_parser(command.name, **kwargs)
+        if only is None or command.name == only:
+            command.flags(added)
     return parser
 
 
@@ -553,8 +559,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # the subcommand is the first word that is no flag: the top level takes only --help/--version
+    named = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(named if named in COMMANDS else None)
+    args, extra = parser.parse_known_args(words)
     if extra:
         sub = subcommands(parser).get(getattr(args, "command", None) or "", parser)
         sub.error(_unknown_flags(sub, extra))

@@ -116,11 +116,6 @@ def _fields() -> dict[str, Any]:
     return {opt.name: opt for opt in RunConfig.all_options()}
 
 
-def _default(name: str) -> Any:
-    """Option ``name``'s default as a config holds it (a mapping or list of its own)."""
-    return RunConfig().value(name)
-
-
 def unused_options(cfg: RunConfig) -> set[str]:
     """Options of ``cfg`` that its protocol and backend do not read (see the module docstring)."""
     unused: set[str] = set()
@@ -170,7 +165,8 @@ def unread_given(cfg: RunConfig, given: Iterable[str]) -> list[str]:
 def normalise(cfg: RunConfig) -> RunConfig:
     """A copy of ``cfg`` with the options it does not read at their defaults (CoT: 1 agent and 1
     round; CoT-SC: 1 round), so configs that give the same results get the same run id."""
-    changes = {name: _default(name) for name in unused_options(cfg)}
+    defaults = RunConfig()  # one fresh config: each default a mapping or list of its own
+    changes = {name: defaults.value(name) for name in unused_options(cfg)}
     if cfg.experiment.protocol in SPECS:  # the agents and rounds the protocol really uses (CoT: 1 and 1)
         changes.update(zip(("agents", "rounds"), SPECS[cfg.experiment.protocol].shape(cfg)))
     return cfg.replace(**changes)

@@ -21,8 +21,11 @@ _SCALE = r"(?:[ \t]*(%)|[ \t]*(?:/|out[ \t]+of)[ \t]*" + _NUM + r")?"
 def _rating_pattern(keyword: str) -> re.Pattern[str]:
     """A number stated right after ``keyword`` (a regex), with its optional scale: the group 1
     number, group 2 a ``%``, group 3 the denominator of ``x/10`` or ``x out of 10``."""
+    # a keyword starting with a letter: a lookahead for it skips every other position at once
+    # (the same matches, several times faster on a long reply)
+    first = f"(?={keyword[0]})" if keyword[0].isalpha() else ""
     return re.compile(
-        r"(?i)\b" + keyword + r"[ \t*_]*"
+        r"(?i)" + first + r"\b" + keyword + r"[ \t*_]*"
         r"(?:\((?:from[ \t]+)?(?:0(?:\.0)?|1)[ \t]*(?:-|–|to|and)[ \t]*(?:1(?:\.0)?|10|100)\)[ \t*_]*)?"  # "(0-1)"
         r"(?:is|of|=|:|-|–)?[ \t*_:]*\n?[ \t*_]*"
         r"[(\[]?[ \t]*" + _NUM + _SCALE
@@ -35,7 +38,7 @@ CONFIDENCE_KEYWORD = r"confidence(?:[ \t]+(?:score|level|rating|value))?"
 SCORE_KEYWORD = r"(?:score|rating)"
 _CONF_KEYWORD = _rating_pattern(CONFIDENCE_KEYWORD)
 # "I am 90% confident" (percentages only: "2 confident agents" is not a score)
-_CONFIDENT = re.compile(r"(?i)" + _NUM + r"[ \t]*(%)[ \t]+confident\b")
+_CONFIDENT = re.compile(r"(?i)(?=[\d.])" + _NUM + r"[ \t]*(%)[ \t]+confident\b")
 
 
 def _scale(value: str, pct: str | None, denom: str | None) -> float | None:

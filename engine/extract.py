@@ -171,6 +171,7 @@ tie rule.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -708,7 +709,13 @@ def canonical_answer(raw: str | None, task: str, n_choices: int = 4) -> str | No
     n = _n_letters(task, n_choices)
     if raw is None or isinstance(raw, bool):
         return None
-    s = str(raw)
+    return _canonical_text(str(raw), task, n)
+
+
+@functools.lru_cache(maxsize=8192)
+def _canonical_text(s: str, task: str, n: int) -> str | None:
+    """:func:`canonical_answer` of a text (cached: a debate compares the same few answers, and
+    the gold, again and again)."""
     if not s.strip():
         return None
     if task == "numeric":
@@ -796,7 +803,10 @@ _YOU = re.compile(
 _YOUR_BEFORE = re.compile(r"(?i)\byour[ \t]+(?:(?:final|initial|first|previous|original|own)[ \t]+)?$")
 _PAST_ANSWER = re.compile(r"(?i)answers?[ \t]+(?:was|were)\b")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Mm]ine|[Ww]e|[Oo]ur|us)\b")
-_CLAUSE_START = re.compile(r"(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b|,[ \t]+so\b)", re.I)
+# (the lookahead names every first character a clause start can have: the same matches, 3x faster)
+_CLAUSE_START = re.compile(
+    r"(?=[.!?;\n,bhw])(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b|,[ \t]+so\b)", re.I
+)
 # The writer takes the others' answer as its own: "Agents 2 and 3 are right: 17", "I agree with
 # agent 1", "like agent 2, I get 17", "agent 3's reasoning is correct and the answer is 17".
 _ENDORSED = re.compile(
@@ -1484,10 +1494,11 @@ def _standalone_letter(text: str, task: str, n: int, marked_only: bool, options:
 
 # a peer's reply quoted in a fenced block after a label naming another agent or group, as the
 # debate prompts show them ("One agent solution: ```...```", "Agent 2: ```...```", "One group
-# response: ```...```"); an unclosed block runs to the end of the text
+# response: ```...```"); an unclosed block runs to the end of the text (the lookahead: the letters
+# a match can start with, so that other positions fail at once)
 _QUOTED_PEER = re.compile(
-    r"(?is)\b(?:(?:one|another|the\s+other|other)\s+)?(?:agent|group|peer)s?\b[^\n`:]{0,30}:[ \t]*\n?[ \t]*```"
-    r".*?(?:```|\Z)"
+    r"(?is)(?=[oatgp])\b(?:(?:one|another|the\s+other|other)\s+)?(?:agent|group|peer)s?\b"
+    r"[^\n`:]{0,30}:[ \t]*\n?[ \t]*```.*?(?:```|\Z)"
 )
 
 
@@ -1499,10 +1510,12 @@ def _mask_not_answers(text: str) -> str:
     spans = confidence_spans(text) + [m.span() for m in _QUOTED_PEER.finditer(text)]
     if not spans:
         return text
-    chars = list(text)
-    for a, b in spans:
-        chars[a:b] = " " * (b - a)
-    return "".join(chars)
+    pieces, done = [], 0  # done: how far text has been copied or blanked
+    for a, b in sorted(spans):
+        if b > done:
+            pieces += [text[done:a] if a > done else "", " " * (b - max(a, done))]
+            done = b
+    return "".join(pieces) + text[done:]
 
 
 def extract_answer(

@@ -18,15 +18,18 @@ from engine.records import Message
 FRAMING_PER_MESSAGE = 4
 GENERATION_PROMPT = 3
 
+# about where numpy's fixed cost per call is paid back (docs/backends.md)
+_NUMPY_FROM = 1000
 _SPACE = np.array([chr(i).isspace() for i in range(128)])  # str.split()'s whitespace among ASCII
 
 
 def count_words(text: str) -> int:
     """``len(text.split())``, without making the words.
 
-    An ASCII text (every simulated prompt) is counted with numpy, faster than ``str.split`` on the
-    long prompt of an agent reading 999 peers (measured timings: docs/backends.md)."""
-    if not text.isascii():
+    A long ASCII text (every simulated prompt) is counted with numpy, faster than ``str.split`` on
+    the long prompt of an agent reading 999 peers (measured timings: docs/backends.md); below
+    :data:`_NUMPY_FROM` characters ``str.split`` is the faster."""
+    if len(text) < _NUMPY_FROM or not text.isascii():
         return len(text.split())
     space = _SPACE[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
     if not len(space):
@@ -63,6 +66,7 @@ class WordTokenizer:
         ids: list[int] = []
         for m in messages:
             ids += self._header(m["role"])
-            ids += [self._id(w) for w in message_text(m).split()]
+            vocab = self.vocab  # _id inlined: this runs once per word of every prompt
+            ids += [vocab.setdefault(w, len(vocab)) for w in message_text(m).split()]
             ids.append(self._id(self._END))
         return ids + self._header("assistant")

@@ -205,8 +205,10 @@ class RunConfig:
         from others (``ProtocolSpec.resolve``: sparse's ``--degree``), so the run id, taken
         before any check, is the same for every way of giving one setting."""
         for opt in self.all_options():
+            if opt.parse is None:
+                continue
             value = self.value(opt.name)
-            if opt.parse is not None and isinstance(value, str):
+            if isinstance(value, str):
                 try:
                     self.set_value(opt.name, opt.parse(value, opt.flag))
                 except ConfigError:
