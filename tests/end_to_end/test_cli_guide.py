@@ -171,7 +171,8 @@ print(json.dumps({"code": code, "heavy": heavy, "s": time.perf_counter() - t}))
     "argv",
     [
         ["run", "--density", "0.33", "--agents", "4", "--protocol", "sparse"],
-        ["run", "--dataset", "nosuch.jsonl"],
+        # a child process each (about a second): one in the inner loop, the data-file case in CI
+        pytest.param(["run", "--dataset", "nosuch.jsonl"], marks=pytest.mark.slow),
     ],
 )
 def test_bad_config_or_data_fail_before_heavy_imports(argv):

@@ -97,7 +97,7 @@ from engine.protocols.shared import FORGETTING, MEMORY  # noqa: E402
 from engine.records import GenResult  # noqa: E402
 
 
-def run_sim(cfg, n_q=6, reply=REPLY, backend=None, similarity=None, **sim_kw):
+def run_sim(cfg, n_q=3, reply=REPLY, backend=None, similarity=None, **sim_kw):
     qs = arithmetic_questions(n_q, seed=3)
     kw = dict(reply_tokens=reply, accuracy=0.5, follow=0.3)
     kw.update(sim_kw)

@@ -38,7 +38,7 @@ class NothingAgrees(SimulatedBackend):
         return str(1000 + NothingAgrees.made)
 
 
-def measure(cfg: RunConfig, n_q: int = 4, backend=SimulatedBackend):
+def measure(cfg: RunConfig, n_q: int = 2, backend=SimulatedBackend):
     """(questions, run rows, perfect-cache prefill of the run's stored prompts)."""
     qs = arithmetic_questions(n_q, seed=3)
     backends = {m: backend(reply_tokens=REPLY, accuracy=0.5, follow=0.3) for m in cfg.run_models()}

@@ -13,6 +13,7 @@ from app.report import FORMATS, PALETTE, PLOTS, SECTIONS, build_report, seed_int
 
 
 # ----------------------------------------------------------------------------- interval math
+@pytest.mark.slow  # importing scipy takes a second; test_seed_interval_on_known_numbers takes t975's path
 def test_t_quantile_matches_scipy():
     stats = pytest.importorskip("scipy.stats")
     for df in (1, 2, 3, 9, 30, 31, 45, 100, 1000):

@@ -53,10 +53,10 @@ def test_rescore_rebuilds_every_protocols_votes_from_its_calls(protocol, extra):
     from backends.simulated_backend import SimulatedBackend
     from engine.tasks import arithmetic_questions
 
-    cfg = RunConfig.flat(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=12, **extra).validate()
+    cfg = RunConfig.flat(protocol=protocol, agents=4, rounds=4, backend="simulated", limit=6, **extra).validate()
     out = run_local(
         cfg,
-        arithmetic_questions(12, seed=3),
+        arithmetic_questions(6, seed=3),
         SimulatedBackend(),
         similarity=lambda texts: [[1.0 if i == j else 0.5 for j in range(len(texts))] for i in range(len(texts))],
     )

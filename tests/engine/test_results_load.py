@@ -1,6 +1,7 @@
 """``engine.results.load`` and ``debate export`` on hand-built result folders (no Ray, no model)."""
 
 import json
+import shutil
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -20,10 +21,16 @@ def _q(qid, correct, agents=3, rounds=2):
 
 
 @pytest.fixture
-def sweep(tmp_path):
+def sweep(written_sweep, tmp_path):
     """Three runs in three folders: MAD with 3 agents (2 questions, one right; a stale attempt's
-    calls), MAD with 5 agents (1 right of 1), sparse with 3 agents (density 0.5, 2 of 2)."""
-    root = tmp_path / "runs"
+    calls), MAD with 5 agents (1 right of 1), sparse with 3 agents (density 0.5, 2 of 2). A copy
+    per test of the folder written once (a test may add to it)."""
+    return shutil.copytree(written_sweep, tmp_path / "runs")
+
+
+@pytest.fixture(scope="module")
+def written_sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep") / "runs"
     write_run(
         ParquetSink(root / "a"),
         "mad-3",

@@ -87,13 +87,13 @@ def test_a_lock_written_on_another_host_is_never_taken_over(tmp_path):
 def test_wait_starts_when_the_holder_ends(tmp_path):
     proc = hold(tmp_path, "mad-1")
     said: list[str] = []
-    threading.Timer(1.5, proc.kill).start()
+    threading.Timer(0.6, proc.kill).start()
     t0 = time.monotonic()
-    with RunLock(tmp_path, "mad-1", wait=True, poll_s=0.2, on_wait=said.append):
+    with RunLock(tmp_path, "mad-1", wait=True, poll_s=0.05, on_wait=said.append):
         waited = time.monotonic() - t0
         assert read_holder(lock_path(tmp_path, "mad-1"))["pid"] == os.getpid()
     proc.wait()
-    assert waited >= 1.0, f"took the lock after {waited:.1f} s, while the holder still ran"
+    assert waited >= 0.5, f"took the lock after {waited:.2f} s, while the holder still ran"
     assert len(said) == 1 and f"pid {proc.pid}" in said[0]
 
 
