@@ -37,7 +37,8 @@ ours: the row's own metrics under the published names (``measure`` in the table'
 accuracy, accuracy averaged over rounds, accuracy or unanimity after round N, tokens per question,
 prompt tokens per call), mean ± sd over the seeds (± variance where the paper prints one) |
 tokens per question | total and input-token saving vs the MAD row of its block (the same model
-and data set run) | source of the published numbers. A row's notes (e.g. every agent on one model
+and data set run) | the paper's own total-token saving of the row vs its block's MAD row, from
+the published token counts ("paper") | source of the published numbers. A row's notes (e.g. every agent on one model
 because ``models_map`` does not map every backbone, or a table's model blocks that all run your
 one model and so repeat one another) are printed under it. And ``OUT/<paper>/reproduce.json``. With
 ``--dataset`` a method that a table repeats per dataset column is one run: it is run and printed
@@ -427,6 +428,40 @@ def _block(plan: dict[str, Any]) -> tuple[str, str, str]:
     return (str(opts.get("models") or ""), str(opts.get("model") or ""), str(opts.get("dataset") or ""))
 
 
+def _paper_savings(table_plans: list[dict[str, Any]]) -> dict[int, dict[str, str]]:
+    """id(row) -> the paper's own total-token saving of that row against the MAD row of its block
+    (the same published model and data set column), from the published ``tokens_k``, per data set
+    column ("" for a row of one column): what our saving is read beside (GroupDebate's GD(5,3)
+    vs MAD(5,3) on Arithmetic with GPT-3.5: 1 - 9.6/12.1 = +21 %)."""
+
+    def block(p: dict[str, Any]) -> tuple[str, str]:
+        return str(p.get("paper_model")), str(p.get("dataset_name"))
+
+    def columns(p: dict[str, Any]) -> dict[str, float]:  # "Arithmetic: tokens_k" -> "Arithmetic"
+        return {
+            k.removesuffix("tokens_k").rstrip(": "): float(v)
+            for k, v in p["published"].items()
+            if k.endswith("tokens_k") and v
+        }
+
+    mads: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in table_plans:
+        if p.get("options", {}).get("protocol") == "mad" and columns(p):
+            mads.setdefault(block(p), p)
+    out: dict[int, dict[str, str]] = {}
+    for p in table_plans:
+        mad = mads.get(block(p))
+        if mad is None or not columns(p):
+            continue
+        base = columns(mad)
+        out[id(p)] = {
+            name: "base" if p is mad else f"{1 - tokens / base[name]:+.0%}"
+            for name, tokens in columns(p).items()
+            if name in base
+        }
+    return out
+
+
 def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
     first = table_plans[0]
     print(f"\n{first['paper']}: {first['table']} — {first['title']}" + ("  [SIMULATED model]" if simulated else ""))
@@ -446,8 +481,12 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
     for p in table_plans:
         if p.get("ours") and p["options"]["protocol"] == "mad":
             baselines.setdefault(_block(p), p)
+    paper_saving = _paper_savings(table_plans)
     width, owidth = PUBLISHED_WIDTH, OURS_WIDTH
-    print(f"{'method':28s} {'published':{width}s} {'ours':{owidth}s} {'tok/q':>9s} {'saving tot/in':>15s}  source")
+    print(
+        f"{'method':28s} {'published':{width}s} {'ours':{owidth}s} {'tok/q':>9s} {'saving tot/in':>15s} "
+        f"{'paper':>6s}  source"
+    )
     for p in table_plans:
         ours = p.get("ours")
         published = wrap_parts(published_parts(p["published"]), width)
@@ -465,12 +504,21 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
                 )
             elif mad is p:
                 saving = "base"
-            rest = f"{mine[0]:{owidth}s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s}  {p['source'][:60]}"
+            paper = paper_saving.get(id(p), {})
+            rest = (
+                f"{mine[0]:{owidth}s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s} "
+                f"{(paper.get('') or ('note' if paper else '-')):>6s}  {p['source'][:60]}"
+            )
         print(f"{p['method'][:28]:28s} {published[0]:{width}s} {rest}")
         for k in range(1, max(len(published), len(mine))):  # the rest of both columns, under them
             left = published[k] if k < len(published) else ""
             right = mine[k] if k < len(mine) else ""
             print(f"{'':28s} {left:{width}s} {right}".rstrip())
+        paper = paper_saving.get(id(p), {})
+        several = len(paper) > 1 or (paper and "" not in paper)  # a row of several data set columns
+        if several and set(paper.values()) != {"base"}:
+            by_column = ", ".join(f"{name} {value}" for name, value in paper.items())
+            print(f"{'':28s} note: the paper's own saving vs its MAD row, by column: {by_column}")
         for note in p.get("notes", []):
             print(f"{'':28s} note: {note}")
 

@@ -403,7 +403,16 @@ def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, 
     rows = FAKE["tables"][0]["rows"][:2]  # MAD(4,3), GD(4,3)
     two_blocks = {
         **FAKE,
-        "tables": [{**FAKE["tables"][0], "rows": [*rows, *({**r, "model": "GPT-4"} for r in rows)]}],
+        "tables": [
+            {
+                **FAKE["tables"][0],
+                "rows": [  # GPT-4's published MAD 12k, GD 9k: the paper's own saving +25 %, GPT-3.5's +40 %
+                    *rows,
+                    {**rows[0], "model": "GPT-4", "values": {**rows[0]["values"], "tokens_k": 12.0}},
+                    {**rows[1], "model": "GPT-4", "values": {**rows[1]["values"], "tokens_k": 9.0}},
+                ],
+            }
+        ],
     }
     args = type("A", (), {"tables": "", "dataset": None, "backend": "simulated", "limit": 2, "api_base": None})
     cfg = {"datasets": {"Arithmetic": "arithmetic"}}
@@ -433,6 +442,22 @@ def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, 
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("MAD(4,3)", "GD(4,3)"))]
     assert ["base" in line for line in lines] == [True, False, True, False]
     assert "+50%/+50%" in lines[1] and "+25%/+50%" in lines[3]  # 1 - 500/1000, 1 - 3000/4000 (not /1000)
+    assert " +40% " in lines[1] and " +25% " in lines[3]  # the paper's own: 1 - 6/10, 1 - 9/12 (its block's MAD)
+
+
+def test_a_row_of_several_data_set_columns_names_the_papers_saving_per_column(script, capsys):
+    """With --dataset a row holds every column's published numbers: the paper's own saving vs its
+    MAD row is printed per column, under the row (one cell cannot hold five)."""
+    ours = {"seeds": 2, "measures": {}, "tokens_per_q": 100.0, "prompt_per_q": 80.0}
+    common = {"table": "Table 1", "title": "t", "source": "s", "skip": None, "notes": [], "paper": "group"}
+    mad = {**common, "method": "MAD(5,3)", "options": {"protocol": "mad"}, "ours": ours}
+    gd = {**common, "method": "GD(5,3)", "options": {"protocol": "group"}, "ours": {**ours, "tokens_per_q": 60.0}}
+    mad["published"] = {"Arithmetic: tokens_k": 12.1, "GSM8K: tokens_k": 13.7, "GSM8K: accuracy_pct": 82.0}
+    gd["published"] = {"Arithmetic: tokens_k": 9.6, "GSM8K: tokens_k": 10.3, "GSM8K: accuracy_pct": 81.6}
+    script.print_table([mad, gd], simulated=True)
+    printed = capsys.readouterr().out
+    assert "note: the paper's own saving vs its MAD row, by column: Arithmetic +21%, GSM8K +25%" in printed
+    assert printed.count("by column") == 1  # not under the MAD row itself
 
 
 def test_figure_9_rows_run_where_the_four_variants_differ_and_measure_without_published_numbers():
