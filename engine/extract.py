@@ -107,7 +107,10 @@ numeric / math
        preposition ("the two steps", "in two weeks") or an equation's result in the same
        sentence; a mixed number is one number ("3 3/4 cups" is 15/4). Given the question's text
        (``question=``), a last sentence that restates the question's numbers after the answer
-       is read at the answer ("So Ann has 23 stamps left from her 4 books of 15." is 23).
+       is read at the answer ("So Ann has 23 stamps left from her 4 books of 15." is 23). A
+       last clause that states a quantity and ends with the count qualifying it is read at
+       the quantity ("so he walks 35 miles over 7 days" is 35; not a time, a rate or one of
+       the question's numbers: :func:`_stated_over_count`).
     No number anywhere -> ``None``.
 
 choice / pair
@@ -1096,10 +1099,52 @@ def _result_over_words(text: str, nums: list) -> list:
     return nums[: results[-1] + 1] if results else nums
 
 
+# "47 marbles across the 3 jars": a quantity, the words naming it, then the count qualifying it
+_QUALIFIED_BY = re.compile(
+    r"(?i)[ \t]+(?:[a-z]+[ \t]+){1,3}(?:in|for|over|across|from|during|within|among|between)[ \t]+"
+    r"(?:(?:the|all|these|those|its|his|her|their|each|every)[ \t]+)?$"
+)
+# a stated quantity: right after a result word, or a conclusion earlier in its sentence, or "remain"
+_RESULT_CUE = re.compile(
+    r"(?i)(?:=|\b(?:is|are|was|were|makes?|making|gives?|giving|comes?[ \t]+(?:out[ \t]+)?to|totals?|"
+    r"equals?|gets?|got)\b)[ \t]*(?:\\?\$)?[ \t]*$"
+)
+_CONCLUSION = re.compile(r"(?i)\b(?:so|thus|therefore|hence|altogether|overall|in[ \t]+total|in[ \t]+all)\b")
+_REMAINS_AFTER = re.compile(r"(?i)[ \t]+[a-z]+[ \t]+(?:remains?|are[ \t]+left|left)\b")
+_NO_QUANTITY = re.compile(r"(?i)\bat[ \t]+$")  # "leaves at 3": a time
+_RATE_AFTER = re.compile(r"(?i)[ \t]+[a-z]+[ \t]+(?:a|an|per|each|every)\b")  # "20 pages a day": a rate
+
+
+def _stated_over_count(text: str, nums: list, question: str | None) -> list:
+    """``nums`` without their last number when the reply's last clause states a quantity and ends
+    with the count that qualifies it ("so he walks 35 miles over 7 days", "gives 47 marbles
+    across the 3 jars": 35, 47); as given otherwise. The quantity is stated: after a result word
+    ("is", "makes", "gives", "="), in a sentence with a conclusion ("so", "altogether"), or before
+    "remain"/"left"; a time ("at 3"), a rate ("20 pages a day") or one of the question's own
+    numbers is no such quantity."""
+    if len(nums) < 2:
+        return nums
+    (a, b, value), (count_start, _, _) = nums[-2], nums[-1]
+    if not _QUALIFIED_BY.match(text[b:count_start]) or not re.match(r"[ \t]*[A-Za-z]", text[nums[-1][1] :]):
+        return nums
+    if question and value in {v for _, _, v in _numbers_in(question, words=True)}:
+        return nums
+    if _NO_QUANTITY.search(text, max(0, a - 8), a) or _RATE_AFTER.match(text, b):
+        return nums
+    stated = (
+        _RESULT_CUE.search(text, max(0, a - 30), a)
+        or _CONCLUSION.search(text, _sentence_start(text, a), a)
+        or _REMAINS_AFTER.match(text, b)
+    )
+    return nums[:-1] if stated else nums
+
+
 def _last_number(text: str, task: str, question: str | None) -> str | None:
     """5. the last number in the text (math: the last number or ``\\frac``, or a later interval
-    ``x \\in (a, b)``) of :func:`_fallback_numbers`, past the question's restated numbers."""
+    ``x \\in (a, b)``) of :func:`_fallback_numbers`, past the question's restated numbers and a
+    count qualifying the quantity stated before it (:func:`_stated_over_count`)."""
     nums = _past_the_question(text, _result_over_words(text, _fallback_numbers(text)), question)
+    nums = _stated_over_count(text, nums, question)
     best_num = nums[-1] if nums else None
     if task == "math":
         intervals = list(_INTERVAL.finditer(text))

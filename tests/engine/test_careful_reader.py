@@ -2,9 +2,10 @@
 agents, another agent's boxed answer quoted after one's own, a correction addressed to a peer, a
 pair verdict after a contrasting clause, numbers in words, mixed numbers, an amount with its
 breakdown after it, decimal commas and answer sentences in other languages, a last sentence that
-restates the question's numbers, an arithmetic expression in a box, and multiple choice answered
-with the option's text. Several phrasings of each, written for this project, and the near misses
-that must not change."""
+restates the question's numbers, prose that states a quantity and ends with the count that
+qualifies it, an arithmetic expression in a box, and multiple choice answered with the option's
+text. Several phrasings of each, written for this project, and the near misses that must not
+change."""
 
 from __future__ import annotations
 
@@ -215,6 +216,36 @@ def test_decimal_commas_and_answer_sentences_in_other_languages(text, want):
     ],
 )
 def test_a_last_sentence_restating_the_questions_numbers(question, text, want):
+    _read(text, "numeric", want, question=question)
+
+
+# ------------------------------------------------------------------ prose with no answer statement
+@pytest.mark.parametrize(
+    "question, text, want",
+    [
+        (None, "Adding them up gives 47 marbles across the 3 jars.", "47"),
+        (None, "That makes 120 dollars for 4 weeks.", "120"),
+        (None, "He walks 5 miles a day, so he walks 35 miles over 7 days.", "35"),
+        (None, "Altogether she saves 360 dollars in 12 months.", "360"),
+        (None, "Each of the 4 boxes holds 6 pens, so there are 24 pens in 4 boxes.", "24"),
+        (None, "The total cost comes to 250 dollars for the 5 tickets.", "250"),
+        (None, "Subtracting the used ones, 13 eggs remain from the 2 dozen.", "13"),
+        (None, "6 * 7 = 42 chairs across all 6 rooms.", "42"),
+        ("A jar holds 16 marbles. How many marbles in 3 jars?", "So there are 48 marbles in the 3 jars.", "48"),
+        # near misses: the last number stays where it is the answer, or where no quantity is stated
+        (None, "So the bus leaves at 3 and arrives in 2 hours.", "2"),
+        (None, "So she reads 20 pages a day for 5 days.", "5"),
+        (None, "3 apples cost 2 dollars each, so he pays 6 dollars.", "6"),
+        (None, "It is 12 in the morning and 5 in the evening, a difference of 7.", "7"),
+        (None, "The total is 120 for 4 weeks, or 30 per week.", "30"),
+        (None, "So the answer comes out to 14 in total.", "14"),
+        (None, "After 3 days, she has 12 left.", "12"),
+        (None, "He finishes the 180 km in 3 hours.", "3"),
+        ("How long does it take to drive 180 km at 60 km/h?", "So he drives 180 km in 3 hours.", "3"),
+        (None, "So he drives 180 km in 3 hours, then rests for 2 hours.", "2"),
+    ],
+)
+def test_prose_without_an_answer_statement_reads_the_quantity_it_states(question, text, want):
     _read(text, "numeric", want, question=question)
 
 
