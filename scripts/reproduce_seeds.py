@@ -423,9 +423,11 @@ OURS_WIDTH = 38
 
 
 def _block(plan: dict[str, Any]) -> tuple[str, str, str]:
-    """The block a row's saving compares within: the model(s) and the data set it ran."""
+    """The block a row's saving compares within: the model(s) and the data set it ran (the models
+    without their agent counts: CoT's "M*1" is in the block of MAD's "M*5")."""
     opts = plan["options"]
-    return (str(opts.get("models") or ""), str(opts.get("model") or ""), str(opts.get("dataset") or ""))
+    models = ",".join(sorted({m.split("*")[0].strip() for m in str(opts.get("models") or "").split(",") if m}))
+    return (models, str(opts.get("model") or ""), str(opts.get("dataset") or ""))
 
 
 def _paper_savings(table_plans: list[dict[str, Any]]) -> dict[int, dict[str, str]]:

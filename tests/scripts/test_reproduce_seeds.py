@@ -445,6 +445,20 @@ def test_each_model_block_says_it_repeats_and_compares_with_its_own_mad(script, 
     assert " +40% " in lines[1] and " +25% " in lines[3]  # the paper's own: 1 - 6/10, 1 - 9/12 (its block's MAD)
 
 
+def test_a_single_agent_row_compares_with_the_mad_row_of_its_model(script, capsys):
+    """CoT runs the block's model on one agent ("M*1"), MAD on five ("M*5"): the same block."""
+    ours = {"seeds": 2, "measures": {}, "prompt_per_q": 100.0}
+    common = {"table": "Table 1", "title": "t", "source": "s", "skip": None, "notes": [], "published": {}, "paper": "p"}
+    mad = {**common, "method": "MAD(5,3)", "options": {"protocol": "mad", "models": "M*5"}}
+    cot = {**common, "method": "CoT", "options": {"protocol": "cot", "models": "M*1"}}
+    other = {**common, "method": "CoT other", "options": {"protocol": "cot", "models": "N*1"}}
+    mad["ours"], cot["ours"], other["ours"] = ({**ours, "tokens_per_q": t} for t in (1000.0, 200.0, 200.0))
+    script.print_table([mad, cot, other], simulated=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert "+80%/+0%" in next(line for line in lines if line.startswith("CoT "))
+    assert "+80%" not in next(line for line in lines if line.startswith("CoT other"))
+
+
 def test_a_row_of_several_data_set_columns_names_the_papers_saving_per_column(script, capsys):
     """With --dataset a row holds every column's published numbers: the paper's own saving vs its
     MAD row is printed per column, under the row (one cell cannot hold five)."""
