@@ -540,6 +540,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser :func:`main` parses ``argv`` with: :func:`build_parser` with only the named
+    subcommand's flags (the subcommand is the first word that is no flag: the top level takes
+    only --help and --version); every subcommand's flags when ``argv`` names none it knows."""
+    named = next((w for w in argv if not w.startswith("-")), None)
+    return build_parser(named if named in COMMANDS else None)
+
+
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """name -> parser of each subcommand of :func:`build_parser`'s parser, in the order it lists them."""
     for action in parser._actions:
@@ -560,9 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    # the subcommand is the first word that is no flag: the top level takes only --help/--version
-    named = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(named if named in COMMANDS else None)
+    parser = parser_for(words)
     args, extra = parser.parse_known_args(words)
     if extra:
         sub = subcommands(parser).get(getattr(args, "command", None) or "", parser)

@@ -1070,12 +1070,18 @@ def _past_the_question(text: str, nums: list, question: str | None) -> list:
     4 books of 15." is 23); as given without a question or such a number."""
     if not question or not nums:
         return nums
-    given = {v for _, _, v in _numbers_in(question, words=True)}
+    given = _given_numbers(question)
     if nums[-1][2] not in given:
         return nums
     start = _sentence_start(text, nums[-1][0])
     own = [i for i, x in enumerate(nums) if x[0] >= start and x[2] not in given]
     return nums[: own[-1] + 1] if own else nums
+
+
+@functools.lru_cache(maxsize=256)
+def _given_numbers(question: str) -> frozenset[Fraction]:
+    """The numbers a question's text gives (words too): a debate reads many replies to one question."""
+    return frozenset(v for _, _, v in _numbers_in(question, words=True))
 
 
 _SENTENCE_OR_LINE = re.compile(r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bvs)[.!?](?=\s)|\n")
@@ -1111,6 +1117,7 @@ _RESULT_CUE = re.compile(
 )
 _CONCLUSION = re.compile(r"(?i)\b(?:so|thus|therefore|hence|altogether|overall|in[ \t]+total|in[ \t]+all)\b")
 _REMAINS_AFTER = re.compile(r"(?i)[ \t]+[a-z]+[ \t]+(?:remains?|are[ \t]+left|left)\b")
+_NOUN_AFTER = re.compile(r"[ \t]*[A-Za-z]")  # the count names what it counts ("3 jars")
 _NO_QUANTITY = re.compile(r"(?i)\bat[ \t]+$")  # "leaves at 3": a time
 _RATE_AFTER = re.compile(r"(?i)[ \t]+[a-z]+[ \t]+(?:a|an|per|each|every)\b")  # "20 pages a day": a rate
 
@@ -1124,10 +1131,10 @@ def _stated_over_count(text: str, nums: list, question: str | None) -> list:
     numbers is no such quantity."""
     if len(nums) < 2:
         return nums
-    (a, b, value), (count_start, _, _) = nums[-2], nums[-1]
-    if not _QUALIFIED_BY.match(text[b:count_start]) or not re.match(r"[ \t]*[A-Za-z]", text[nums[-1][1] :]):
+    (a, b, value), (count_start, count_end, _) = nums[-2], nums[-1]
+    if not _QUALIFIED_BY.match(text[b:count_start]) or not _NOUN_AFTER.match(text, count_end):
         return nums
-    if question and value in {v for _, _, v in _numbers_in(question, words=True)}:
+    if question and value in _given_numbers(question):
         return nums
     if _NO_QUANTITY.search(text, max(0, a - 8), a) or _RATE_AFTER.match(text, b):
         return nums
@@ -1558,7 +1565,7 @@ def _mask_not_answers(text: str) -> str:
     pieces, done = [], 0  # done: how far text has been copied or blanked
     for a, b in sorted(spans):
         if b > done:
-            pieces += [text[done:a] if a > done else "", " " * (b - max(a, done))]
+            pieces += [text[done:a], " " * (b - max(a, done))]  # text[done:a] is "" when a <= done
             done = b
     return "".join(pieces) + text[done:]
 

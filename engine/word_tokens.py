@@ -64,9 +64,9 @@ class WordTokenizer:
 
     def __call__(self, messages: list[Message]) -> list[int]:
         ids: list[int] = []
+        vocab = self.vocab  # _id inlined below: it runs once per word of every prompt
         for m in messages:
             ids += self._header(m["role"])
-            vocab = self.vocab  # _id inlined: this runs once per word of every prompt
             ids += [vocab.setdefault(w, len(vocab)) for w in message_text(m).split()]
             ids.append(self._id(self._END))
         return ids + self._header("assistant")

@@ -38,9 +38,9 @@ accuracy, accuracy averaged over rounds, accuracy or unanimity after round N, to
 prompt tokens per call), mean ± sd over the seeds (± variance where the paper prints one) |
 tokens per question | total and input-token saving vs the MAD row of its block (the same model
 and data set run) | the paper's own total-token saving of the row vs its block's MAD row, from
-the published token counts ("paper") | source of the published numbers. A row's notes (e.g. every agent on one model
-because ``models_map`` does not map every backbone, or a table's model blocks that all run your
-one model and so repeat one another) are printed under it. And ``OUT/<paper>/reproduce.json``. With
+the published token counts ("paper") | source of the published numbers. A row's notes (e.g.
+every agent on one model because ``models_map`` does not map every backbone, or a table's model
+blocks that all run your one model and so repeat one another) are printed under it. And ``OUT/<paper>/reproduce.json``. With
 ``--dataset`` a method that a table repeats per dataset column is one run: it is run and printed
 once, with every column's published values named by their dataset.
 
@@ -446,19 +446,20 @@ def _paper_savings(table_plans: list[dict[str, Any]]) -> dict[int, dict[str, str
             if k.endswith("tokens_k") and v
         }
 
+    tokens = {id(p): columns(p) for p in table_plans}
     mads: dict[tuple[str, str], dict[str, Any]] = {}
     for p in table_plans:
-        if p.get("options", {}).get("protocol") == "mad" and columns(p):
+        if p.get("options", {}).get("protocol") == "mad" and tokens[id(p)]:
             mads.setdefault(block(p), p)
     out: dict[int, dict[str, str]] = {}
     for p in table_plans:
         mad = mads.get(block(p))
-        if mad is None or not columns(p):
+        if mad is None or not tokens[id(p)]:
             continue
-        base = columns(mad)
+        base = tokens[id(mad)]
         out[id(p)] = {
-            name: "base" if p is mad else f"{1 - tokens / base[name]:+.0%}"
-            for name, tokens in columns(p).items()
+            name: "base" if p is mad else f"{1 - value / base[name]:+.0%}"
+            for name, value in tokens[id(p)].items()
             if name in base
         }
     return out
@@ -490,7 +491,7 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
         f"{'paper':>6s}  source"
     )
     for p in table_plans:
-        ours = p.get("ours")
+        ours, paper = p.get("ours"), paper_saving.get(id(p), {})
         published = wrap_parts(published_parts(p["published"]), width)
         mine: list[str] = []
         if ours is None:
@@ -506,7 +507,6 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
                 )
             elif mad is p:
                 saving = "base"
-            paper = paper_saving.get(id(p), {})
             rest = (
                 f"{mine[0]:{owidth}s} {fmt(ours['tokens_per_q'], ',.0f'):>9s} {saving:>15s} "
                 f"{(paper.get('') or ('note' if paper else '-')):>6s}  {p['source'][:60]}"
@@ -516,7 +516,6 @@ def print_table(table_plans: list[dict[str, Any]], simulated: bool) -> None:
             left = published[k] if k < len(published) else ""
             right = mine[k] if k < len(mine) else ""
             print(f"{'':28s} {left:{width}s} {right}".rstrip())
-        paper = paper_saving.get(id(p), {})
         several = len(paper) > 1 or (paper and "" not in paper)  # a row of several data set columns
         if several and set(paper.values()) != {"base"}:
             by_column = ", ".join(f"{name} {value}" for name, value in paper.items())

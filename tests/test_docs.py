@@ -224,13 +224,12 @@ def test_the_readme_commands_are_found():
 
 def _parse(argv: tuple[str, ...]) -> tuple[int, str]:
     """Exit status and stderr of the real parser on ``argv`` (0: it accepts them; nothing runs)."""
-    from app.cli import COMMANDS, build_parser
+    from app.cli import parser_for
 
-    named = next((w for w in argv if not w.startswith("-")), None)  # as debate's main builds it
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
-            build_parser(named if named in COMMANDS else None).parse_args(list(argv))
+            parser_for(argv).parse_args(list(argv))  # the parser debate's main builds for argv
         except SystemExit as exc:  # --help / --version exit 0; a bad flag exits 2
             return int(exc.code or 0), err.getvalue()
     return 0, ""
