@@ -806,7 +806,8 @@ _YOU = re.compile(
 _YOUR_BEFORE = re.compile(r"(?i)\byour[ \t]+(?:(?:final|initial|first|previous|original|own)[ \t]+)?$")
 _PAST_ANSWER = re.compile(r"(?i)answers?[ \t]+(?:was|were)\b")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Mm]ine|[Ww]e|[Oo]ur|us)\b")
-# (the lookahead names every first character a clause start can have: the same matches, 3x faster)
+# (the lookahead names every first character a clause start can have: the same matches, and
+# every other position fails at once)
 _CLAUSE_START = re.compile(
     r"(?=[.!?;\n,bhw])(?:[.!?;](?=\s)|\n|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\b|,[ \t]+so\b)", re.I
 )
