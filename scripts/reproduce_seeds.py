@@ -40,9 +40,10 @@ tokens per question | total and input-token saving vs the MAD row of its block (
 and data set run) | the paper's own total-token saving of the row vs its block's MAD row, from
 the published token counts ("paper") | source of the published numbers. A row's notes (e.g.
 every agent on one model because ``models_map`` does not map every backbone, or a table's model
-blocks that all run your one model and so repeat one another) are printed under it. And ``OUT/<paper>/reproduce.json``. With
-``--dataset`` a method that a table repeats per dataset column is one run: it is run and printed
-once, with every column's published values named by their dataset.
+blocks that all run your one model and so repeat one another) are printed under it. And
+``OUT/<paper>/reproduce.json``. With ``--dataset`` a method that a table repeats per dataset
+column is one run: it is run and printed once, with every column's published values named by
+their dataset.
 
 On a GPU cluster: put ``ray_address: auto`` and your models' ``placement_resources`` in the YAML
 (see cluster.yaml and the README's Cluster section), e.g.
