@@ -856,6 +856,7 @@ def _is_report(text: str, pos: int, agents_only: bool = False) -> bool:
 # An answer the writer has given up: "Initially I thought the answer was 12", "My first answer
 # was (B)", "I originally chose A", "the answer was 12, which was wrong".
 _RETRACTED = re.compile(
+    r"(?=[iIoOpPeEaAwmM])"  # the first letters of the alternatives below, for a fast scan
     r"\b(?:(?i:initially|originally|previously|earlier|at[ \t]+first),?[ \t]+(?:I|we)\b|"
     r"(?:I|we)[ \t]+(?i:initially|originally|previously|first|mistakenly|wrongly)\b|"
     r"(?i:my|our)[ \t]+(?i:initial|original|previous|earlier|old|first|prior|earlier)[ \t]+"
@@ -1594,12 +1595,28 @@ def extract_answer(
     n = _n_letters(task, len(choices) if choices and task == "choice" else n_choices)
     if text is None:
         return None
-    text = _mask_not_answers(str(text).translate(_UNICODE_FIX))
+    text = str(text)
+    options = tuple(choices) if task == "choice" else ()
+    read = _read_reply if len(text) <= _CACHED_CHARS else _read_reply.__wrapped__
+    return read(text, task, n, marked_only, options, question)
+
+
+# Replies up to this long are remembered with their answer (a pure function of its arguments):
+# rescoring, showing and simulated runs read the same replies again; the bound keeps the cache small.
+_CACHED_CHARS = 4000
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_reply(
+    text: str, task: str, n: int, marked_only: bool, choices: tuple[str, ...], question: str | None
+) -> str | None:
+    """:func:`extract_answer` once the task and letter count are checked (which see)."""
+    text = _mask_not_answers(text.translate(_UNICODE_FIX))
     if not text.strip():
         return None
     if task in ("numeric", "math"):
         return _extract_number_like(text, task, marked_only, question)
-    return _extract_letter(text, task, n, marked_only, choices if task == "choice" else ())
+    return _extract_letter(text, task, n, marked_only, choices)
 
 
 def answers_equal(pred: str | None, gold: str | None, task: str) -> bool:

@@ -4,6 +4,7 @@ de-duplicated, each run's options as columns) and :func:`export` (one of its tab
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -170,6 +171,13 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+@functools.lru_cache(maxsize=4096)
+def _part_columns(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """The column names of one part file, cached by path, modification time and size (a part
+    file is written once); raises what reading its footer raises."""
+    return frozenset(pq.read_schema(path).names)
+
+
 def _lacking(run_dir: Path, table: str) -> list[str]:
     """The columns of ``table`` that no part file in ``run_dir`` has (written before they existed);
     the older one-row-per-edge graphs parts count as having ``srcs`` and ``weights``."""
@@ -179,7 +187,8 @@ def _lacking(run_dir: Path, table: str) -> list[str]:
     have: set[str] = set()
     for f in files:
         try:
-            names = set(pq.read_schema(f).names)
+            stat = f.stat()
+            names = _part_columns(str(f), stat.st_mtime_ns, stat.st_size)
         except READ_ERRORS:  # an unreadable part read_table left out (--skip-bad-parts) and said so
             continue
         have |= names | ({"srcs", "weights"} if "src" in names else set())
@@ -205,23 +214,56 @@ def _read_dir(run_dir: Path, notes: list[str], skip_bad_parts: bool = False) -> 
     }
 
 
-def _ranked(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs rows from the least to the most authoritative row of a run id: a finished run last,
-    then by when it finished (else started), then by folder name."""
-    order = runs.assign(_finished=runs["status"].eq("finished"), _end=runs["finished"].fillna(runs["started"]))
-    order = order.sort_values(["_finished", "_end", "run_dir"], na_position="first", kind="stable")
-    return order.drop(columns=["_finished", "_end"])
+def _authority(row: dict[str, Any]) -> tuple:
+    """A runs row's rank among the rows of its run id (higher counts): a finished run first,
+    then by when it finished (else started; none lowest), then by folder name."""
+    end = row["finished"] if row["finished"] is not None else row["started"]
+    return (row["status"] == "finished", end is not None, end if end is not None else 0, row["run_dir"])
 
 
-def _chosen_dirs(runs: pd.DataFrame, questions: pd.DataFrame) -> dict[str, str]:
-    """Per run id, the run directory whose rows count: that of its most authoritative runs row
-    (:func:`_ranked`: the finished attempt); a run id with question rows but no runs row: the
-    last folder (by name) holding them."""
-    ranked = _ranked(runs)
-    chosen = dict(zip(ranked["run_id"], ranked["run_dir"]))  # the last row of each run id wins
-    for run_id, run_dir in questions.groupby("run_id")["run_dir"].max().items():
-        chosen.setdefault(str(run_id), str(run_dir))
-    return chosen
+def _chosen(runs: list[pa.Table], questions: list[pa.Table]) -> tuple[dict[str, str], set[int]]:
+    """Per run id, the run directory whose rows count, and the position (in ``runs`` read in
+    order) of the runs row in force of each run id: its most authoritative row (:func:`_authority`;
+    a tie goes to the later row). A run id with question rows but no runs row: the last folder (by
+    name) holding them."""
+    rows = pa.concat_tables(runs).select(["run_id", "run_dir", "status", "finished", "started"]).to_pylist()
+    best: dict[str, int] = {}
+    for i in sorted(range(len(rows)), key=lambda i: _authority(rows[i])):  # stable: ties keep row order
+        best[rows[i]["run_id"]] = i
+    chosen = {run_id: rows[i]["run_dir"] for run_id, i in best.items()}
+    held: dict[str, str] = {}
+    for t in questions:
+        for run_id in pc.unique(t.column("run_id")).to_pylist():
+            held[run_id] = max(held.get(run_id, ""), t.column("run_dir")[0].as_py())
+    for run_id, run_dir in held.items():
+        chosen.setdefault(run_id, run_dir)
+    return chosen, set(best.values())
+
+
+def _keep_chosen(parts: list[dict[str, pa.Table]], chosen: dict[str, str], notes: list[str]) -> dict[str, pa.Table]:
+    """Each table of ``parts`` (one dict per run directory) concatenated, with only the rows of
+    the run directory chosen for their run id; a note per run id left out of a folder's runs or
+    questions."""
+    kept: dict[str, list[pa.Table]] = {name: [] for name in LOADED}
+    for part in parts:
+        for name in LOADED:
+            t = part[name]
+            if not t.num_rows:
+                kept[name].append(t)
+                continue
+            run_dir = t.column("run_dir")[0].as_py()
+            ids = pc.unique(t.column("run_id")).to_pylist()
+            mine = [run_id for run_id in ids if chosen.get(run_id) == run_dir]
+            if name in ("runs", "questions"):
+                notes.extend(
+                    f"run {run_id} is also in {run_dir}: left out, the rows of {chosen[run_id]} count"
+                    for run_id in ids
+                    if chosen[run_id] != run_dir
+                )
+            kept[name].append(
+                t if len(mine) == len(ids) else t.filter(pc.is_in(t.column("run_id"), pa.array(mine, pa.string())))
+            )
+    return {name: pa.concat_tables(tables) for name, tables in kept.items()}
 
 
 def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
@@ -230,7 +272,7 @@ def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
     de-duplicated:
 
     * a run id in several folders (the same configuration run twice, a copied folder) counts
-      once: the folder of its finished attempt (:func:`_chosen_dirs`); a note names the others;
+      once: the folder of its finished attempt (:func:`_chosen`); a note names the others;
     * questions: the row in force per question (the latest ``debate rescore`` grading);
     * calls and graphs: the rows of the attempt that finished each question (a resumed run
       re-debates the questions an interrupted attempt left; that attempt's rows are left out).
@@ -252,28 +294,23 @@ def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
         raise ResultsError(f"{path}: no results (no folder with a runs/ sub-folder)")
     notes: list[str] = []
     parts = [_read_dir(d, notes, skip_bad_parts) for d in dirs]
-    frames = {name: pa.concat_tables([p[name] for p in parts]).to_pandas() for name in LOADED}
-    runs, questions = frames["runs"], frames["questions"]
-    chosen = _chosen_dirs(runs, questions)
-    for name in LOADED:
-        frame = frames[name]
-        keep = frame["run_dir"].eq(frame["run_id"].map(chosen))
-        if name in ("runs", "questions"):
-            for run_id, run_dir in frame.loc[~keep, ["run_id", "run_dir"]].drop_duplicates().itertuples(index=False):
-                notes.append(f"run {run_id} is also in {run_dir}: left out, the rows of {chosen[run_id]} count")
-        frames[name] = frame[keep].reset_index(drop=True)
+    chosen, in_force = _chosen([p["runs"] for p in parts], [p["questions"] for p in parts])
+    runs_read = pa.concat_tables([p["runs"] for p in parts])
+    tables = _keep_chosen(parts, chosen, notes)
+    # the runs row in force of each run id, in the order read
+    tables["runs"] = runs_read.filter(pa.array([i in in_force for i in range(runs_read.num_rows)], pa.bool_()))
+    frames = {name: t.to_pandas() for name, t in tables.items()}
     # a message stored by several attempts of a run (a resumed run) counts once
     frames["prompts"] = frames["prompts"].drop_duplicates(["run_id", "message"]).reset_index(drop=True)
-    runs = _ranked(frames["runs"]).drop_duplicates("run_id", keep="last").sort_index().reset_index(drop=True)
+    runs = frames["runs"]
     options = _one_type_per_column(pd.DataFrame([run_options(c) for c in runs["config"]], index=runs.index))
     options = options.drop(columns=["protocol"], errors="ignore").rename(
         columns={c: f"{OPTION_PREFIX}{c}" for c in options.columns if c in runs.columns}
     )
     frames["runs"] = pd.concat([runs, options], axis=1)
     joined = [c for c in options.columns if c not in frames["questions"].columns]
-    frames["questions"] = frames["questions"].merge(
-        frames["runs"][["run_id", *joined]], on="run_id", how="left", validate="many_to_one"
-    )
+    per_question = frames["runs"].set_index("run_id")[joined].reindex(frames["questions"]["run_id"])
+    frames["questions"] = pd.concat([frames["questions"], per_question.reset_index(drop=True)], axis=1)
     return Results(
         runs=frames["runs"],
         questions=frames["questions"],

@@ -79,7 +79,6 @@ def _read_checked(
     schema = SCHEMAS[table]
     cols = [c for c in (columns or schema.names) if c in schema.names]
     extra = [c for c in (*GRADED_KEYS.get(table, ()), "graded") if table in GRADED_KEYS and c not in cols]
-    empty = pa.schema([schema.field(c) for c in cols]).empty_table()
     path = out_dir / table
     files = sorted(str(p) for p in path.glob("*.parquet")) if path.is_dir() else []
 
@@ -90,7 +89,7 @@ def _read_checked(
 
     data, bad = _read_parts(files, read, rest)
     if data is None:
-        return empty, bad
+        return pa.schema([schema.field(c) for c in cols]).empty_table(), bad
     if table == "runs":
         return _live_status(out_dir, data), bad
     if table not in GRADED_KEYS:

@@ -22,7 +22,7 @@ from engine.tasks import arithmetic_questions
 from tests.support.cost import REPLY, words
 
 
-def measured(cfg, n_q=6):
+def measured(cfg, n_q=3):
     qs = arithmetic_questions(n_q, seed=3)
     rows = run_local(cfg, qs, SimulatedBackend(reply_tokens=REPLY, accuracy=0.5, follow=0.3))
     return (
