@@ -24,7 +24,7 @@ with 26 layers, 0.30B parameters, stored in bfloat16. Its tokenizer is the tiny 
 Prints a table and saves ``bench/transformers.json`` with the machine and the commit.
 
 Usage:
-  .venv/bin/python scripts/bench_transformers.py                 # SmolLM2-135M, float32, 2 threads, cpu workload
+  .venv/bin/python scripts/bench_transformers.py --dtype float32    # SmolLM2-135M, 2 threads, cpu workload
   .venv/bin/python scripts/bench_transformers.py --model tiny --device cuda --dtype bfloat16 --workload gpu
   .venv/bin/python scripts/bench_transformers.py --baseline-file old.py   # the baseline's text from a file
 """
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=DEFAULT_MODEL, help="a hub id, a local folder, or 'tiny' (built here)")
     ap.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when there is one)")
-    ap.add_argument("--dtype", default="float32", help="float32, bfloat16, float16 or auto")
+    ap.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto (the backend's default)")
     ap.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: 2 on the CPU, torch's own on a GPU)"
     )
