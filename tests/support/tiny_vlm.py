@@ -72,10 +72,10 @@ def _tokenizer():
     )
 
 
-def _text_config(tokenizer):
+def _text_config(tokenizer, **sizes):
     from transformers import LlamaConfig
 
-    return LlamaConfig(
+    shape = dict(
         vocab_size=len(tokenizer),
         hidden_size=128,
         intermediate_size=256,
@@ -83,22 +83,32 @@ def _text_config(tokenizer):
         num_attention_heads=2,
         num_key_value_heads=2,
         max_position_embeddings=2048,
+    )
+    shape.update(sizes)
+    return LlamaConfig(
+        **shape,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
 
 
-def build_tiny_text_model(folder: Path, seed: int = 0) -> Path:
+def build_tiny_text_model(folder: Path, seed: int = 0, dtype: str = "float32", **sizes) -> Path:
     """The text model alone (``LlamaForCausalLM``, same tokenizer and chat template): what a
-    text-only model folder looks like to vLLM."""
+    text-only model folder looks like to vLLM.
+
+    ``sizes`` override the config's shape (``hidden_size``, ``num_hidden_layers``, ...); a
+    ``vocab_size`` above the tokenizer's gives the model ids that decode to nothing, and the
+    sampler a realistic vocabulary. ``dtype``: the weights' type on disk.
+    """
     import torch
     from transformers import LlamaForCausalLM
 
     tokenizer = _tokenizer()
     tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    LlamaForCausalLM(_text_config(tokenizer)).eval().save_pretrained(folder)
+    model = LlamaForCausalLM(_text_config(tokenizer, **sizes)).eval()
+    model.to(getattr(torch, dtype)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return Path(folder)
 
