@@ -3,17 +3,21 @@
 # transformers throughput benchmark and as much of the test suite as the time limits allow.
 #
 # For a machine with a GPU, Python 3.12, torch and transformers but no Ray, no vLLM and no package
-# index (the device machine of docs/development.md "A GPU machine"): build the bundle here first,
+# index (docs/development.md, "A GPU machine"): build the bundle here first,
 #   bash ../shared/gpu-bundle/make-bundle.sh gpu-bundle      # Ray stripped + small wheels, ~30 MB
+#   git show e41810b:backends/transformers_backend.py > gpu-bundle/transformers_backend_e41810b.py
+#                                          # the benchmark's baseline, for a copy without .git
 # carry the checkout with gpu-bundle/ (ignored by git) to the machine, and run there
 #   bash scripts/gpu_session.sh [OUT]
 # OUT (default $OUT, else runs/gpu-session) gets one log per step, the JSON of the checks and the
 # benchmark, and the tests' JUnit XML. Each step has its own time limit (seconds, from the
-# environment: CHECK_S, BENCH_S, LOOP_S, RAY_S); a step that fails or runs out is reported and the
-# next one runs; the defaults add up to 550 s, inside one 10-minute command. The last lines are a summary, one line per step.
+# environment: CHECK_S, BENCH_S, LOOP_S, RAY_S; BENCH_ARGS replaces the benchmark's workload); a
+# step that fails or runs out is reported and the next one runs. The defaults add up to 560 s,
+# inside one 10-minute command. The last lines are a summary, one line per step.
 #
 # Try it here first, on the CPU, with this checkout's .venv and no bundle:
-#   GPU_SESSION_HERE=1 CHECK_S=300 BENCH_S=120 LOOP_S=200 RAY_S=60 bash scripts/gpu_session.sh /tmp/gs
+#   GPU_SESSION_HERE=1 BENCH_ARGS='--model tiny --dtype float32 --waves 1 --per-wave 4' \
+#     CHECK_S=300 BENCH_S=200 LOOP_S=200 RAY_S=60 bash scripts/gpu_session.sh /tmp/gs
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-runs/gpu-session}}
@@ -45,9 +49,10 @@ step() {
   echo "== $name (limit ${limit} s): $*"
   timeout --signal=INT --kill-after=20 "$limit" "$@" >"$out/$name.log" 2>&1
   rc=$?
-  tail -n 15 "$out/$name.log"
+  grep -E "^(FAILED|ERROR)|(PASS|FAIL|SKIP) +[a-z]" "$out/$name.log" | head -n 40
+  tail -n 3 "$out/$name.log"
   local how="rc $rc"
-  [ "$rc" -eq 124 ] && how="ran out of its ${limit} s"
+  { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && how="ran out of its ${limit} s"
   summary+=("$name: $how, $((SECONDS - t0)) s")
 }
 
@@ -63,11 +68,17 @@ for name in ('torch', 'transformers', 'ray', 'vllm', 'boto3', 'pytest', 'pandas'
 import torch
 print('cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')
 EOF"
-step gpu_check "${CHECK_S:-220}" $PY scripts/gpu_check.py --backends transformers --out "$out/gpu_check.json"
-step bench_transformers "${BENCH_S:-120}" $PY scripts/bench_transformers.py --workload gpu --model tiny --out "$out/bench_transformers.json"
-step tests_ray_free "${LOOP_S:-120}" $PY -m pytest -m "not ray and not slow" -q -p no:cacheprovider \
+step gpu_check "${CHECK_S:-200}" $PY scripts/gpu_check.py --backends transformers --out "$out/gpu_check.json"
+# the baseline backend comes from git; a copy without .git reads it from the bundle folder
+base=()
+git rev-parse -q --verify e41810b^{commit} >/dev/null 2>&1 || base=(--baseline-file "${GPU_BUNDLE:-gpu-bundle}/transformers_backend_e41810b.py")
+read -ra bench <<<"${BENCH_ARGS:---workload gpu --model tiny --dtype bfloat16}"
+step bench_transformers "${BENCH_S:-180}" $PY scripts/bench_transformers.py "${bench[@]}" ${base[@]+"${base[@]}"} \
+  --out "$out/bench_transformers.json"
+# -v: each test's line is in the log as it ends, so a step cut by its limit still says how far it got
+step tests_ray_free "${LOOP_S:-100}" $PY -m pytest -m "not ray and not slow" -v -p no:cacheprovider \
   --junitxml="$out/tests_ray_free.xml"
-step tests_ray "${RAY_S:-60}" $PY -m pytest -m "ray and not slow" -q -p no:cacheprovider \
+step tests_ray "${RAY_S:-50}" $PY -m pytest -m "ray and not slow" -v -p no:cacheprovider \
   tests/actors tests/backends tests/scripts --junitxml="$out/tests_ray.xml"
 
 echo "== summary ($out)"

@@ -4,14 +4,35 @@ same whatever other rows share its batch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-torch = pytest.importorskip("torch")
+# Importing torch takes seconds, and collection imports every test module, even one deselected:
+# torch and the sampler are imported by the fixture below, when a test of this file runs. The file
+# is slow-marked with the transformers engine's other tests, so the Ray-free inner loop
+# (-m "not ray and not slow") imports no torch; CI runs it.
+pytestmark = pytest.mark.slow
 
-from backends.sampling import nucleus, row_keys, sample_tokens, uniforms  # noqa: E402
+torch: Any = None
+nucleus: Any = None
+row_keys: Any = None
+sample_tokens: Any = None
+uniforms: Any = None
+LOGITS: Any = None
+V = 8
 
-LOGITS = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, 0.3, 1.5, -0.5])
-V = len(LOGITS)
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_and_sampler():
+    global torch, nucleus, row_keys, sample_tokens, uniforms, LOGITS
+    torch = pytest.importorskip("torch")
+    from backends.sampling import nucleus, row_keys, sample_tokens, uniforms
+
+    LOGITS = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, 0.3, 1.5, -0.5])
+    assert len(LOGITS) == V
+
+
 # chi-square critical values at p = 0.001 by degrees of freedom: a correct sampler fails this
 # for one seed set in a thousand, and the draws below are fixed (hashed), so the test is too
 CHI2_001 = {2: 13.82, 3: 16.27, 4: 18.47, 7: 24.32}
