@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import socket
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from engine.config import RunConfig
 from engine.errors import UserError
 from engine.kv_budget import plan_in_flight
 from engine.metrics import runs_columns
+from engine.progress import progress
 from engine.prompts import PromptSet
 from engine.protocols.shared import EMBEDDING_MODEL
 from engine.results import read_table
@@ -950,16 +950,8 @@ class DebateRunner:
 
         bar = None
         if cfg.output.progress:
-            # function-level: importing tqdm here keeps it off start-up
-            from tqdm import tqdm
-
-            bar = tqdm(
-                total=total,
-                initial=already,
-                unit="q",
-                desc=f"{cfg.experiment.protocol} ({cfg.sampling.backend}{', SIMULATED' if simulated else ''})",
-                mininterval=1.0 if sys.stderr.isatty() else 15.0,
-            )
+            desc = f"{cfg.experiment.protocol} ({cfg.sampling.backend}{', SIMULATED' if simulated else ''})"
+            bar = progress(total, initial=already, unit="q", desc=desc)
         try:
             while True:
                 ready, _ = ray.wait([ref], timeout=0.5)

@@ -405,8 +405,9 @@ def with_metric_columns(row: dict[str, Any], run: dict[str, Any]) -> dict[str, A
 
 def placement_text(placement_json: str | None) -> str:
     """One line from a runs row's ``placement`` JSON: where each replica (model#index), the
-    embedder, writer and coordinator ran -- node IP and GPU ids; a tensor-parallel replica's
-    bundles are counted per node. "" for runs recorded without it."""
+    agent groups, embedder, writer and coordinator ran -- node IP and GPU ids; a tensor-parallel
+    replica's bundles are counted per node. What ran in one place is named once, before it
+    (``m#0, agents ×2, writer, coordinator @ 10.0.0.1``). "" for runs recorded without it."""
     if not placement_json:
         return ""
     try:
@@ -424,8 +425,24 @@ def placement_text(placement_json: str | None) -> str:
             where += f" ({len(nodes)} bundles on {len(set(nodes))} node{'s' if len(set(nodes)) > 1 else ''})"
         if e.get("device"):
             where += f" {e['device']}"
-        parts.append(f"{name} @ {where}")
-    return "; ".join(parts)
+        parts.append((name, where))
+    return "; ".join(f"{', '.join(_counted(names))} @ {where}" for where, names in _by_place(parts).items())
+
+
+def _by_place(parts: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """The names of ``(name, where)`` pairs grouped by where, in order of first appearance."""
+    places: dict[str, list[str]] = {}
+    for name, where in parts:
+        places.setdefault(where, []).append(name)
+    return places
+
+
+def _counted(names: list[str]) -> list[str]:
+    """Repeated names once, with their count (``agents ×3``), in order of first appearance."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return [name if n == 1 else f"{name} ×{n}" for name, n in counts.items()]
 
 
 # what a baseline run must share with a row for its savings to be shown
@@ -635,10 +652,14 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any
             widest = max((len(r[i]) for r in body), default=1)
             if i == 0:
                 table.add_column(name, overflow="fold", min_width=min(widest, 16))
+            elif name in ("consensus by round", "accuracy by round"):
+                # a value per round: on a narrow console the values wrap at spaces, each one whole
+                table.add_column(
+                    name, justify="left", min_width=max(len(w) for r in body for w in r[i].split() or ["-"])
+                )
             else:  # a fixed width that holds every cell whole; only the header wraps, at spaces
                 width = max(widest, *(len(w) for w in name.split()))
-                left = name in ("consensus by round", "accuracy by round")
-                table.add_column(name, justify="left" if left else "right", width=width)
+                table.add_column(name, justify="right", width=width)
         for cells in body:
             table.add_row(*map(Text, cells))
         tables.append(table)
@@ -1055,9 +1076,7 @@ def build_report(
     unfinished = [r["label"] for r in rows if r["status"] not in ("finished", None)]
     if unfinished:
         notes.append("not finished (interrupted or still running): " + "; ".join(unfinished))
-    for r in rows:
-        if r.get("placement"):
-            notes.append(f"placement of {r['label']}: {r['placement']}")
+    notes += _placement_notes(rows)
     errored = [f"{r['label']}: {r['errored_questions']}" for r in rows if r.get("errored_questions")]
     if errored:
         notes.append("questions with failed calls (errored, counted wrong): " + "; ".join(errored))
@@ -1068,6 +1087,25 @@ def build_report(
     if figures:
         files += _figures(rows, out_dir, notes)
     return Report(rows, out_dir, files, notes)
+
+
+def _placement_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One note per distinct placement: of every run when all share it, else naming its runs
+    (the first and last of more than three)."""
+    runs: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("placement"):
+            runs.setdefault(r["placement"], []).append(r["label"])
+    notes = []
+    for placement, labels in runs.items():
+        if len(labels) == len(rows) > 1:
+            who = f"every run ({len(labels)})"
+        elif len(labels) > 3:
+            who = f"{len(labels)} runs ({labels[0]} ... {labels[-1]})"
+        else:
+            who = "; ".join(labels)
+        notes.append(f"placement of {who}: {placement}")
+    return notes
 
 
 def _figures(rows: list[dict[str, Any]], out_dir: Path, notes: list[str]) -> list[Path]:

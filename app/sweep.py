@@ -75,7 +75,7 @@ from rich.console import Console
 from actors.driver import DebateRunner, ErrorRateExceeded, RunInterrupted
 from actors.interrupts import exit_code, stop_signals
 from app.cells import Cell, short_value
-from app.plan_table import header, plan_cells, plan_table
+from app.plan_table import cell_lines, header, plan_cells, plan_table
 from backends.registry import backend_specs
 from engine.accounting import mean_sd, seed_groups, seed_key
 from engine.config import (
@@ -92,6 +92,7 @@ from engine.config import (
 )
 from engine.errors import UserError
 from engine.inputs import check_out_dir, load_yaml
+from engine.progress import progress as progress_display
 from engine.protocols import SPECS, validate_protocol
 from engine.protocols.layout import PROMPT_LAYOUT, unread_note
 from engine.results import footer_problems, read_table
@@ -100,6 +101,7 @@ from engine.safe_text import inert
 
 GRID = "grid"
 MANIFEST = "sweep.json"
+CELL_COLUMN = 32  # the least width of --list's cell column; narrower, the cells are listed above the table
 MAX_GRID_POINTS = 100_000  # the cells of one sweep (each a run); more is a grid written by mistake
 
 
@@ -542,7 +544,7 @@ def run_sweep(
         f"sweep {spec.path}: {len(cells)} cells from {spec.n_points} grid points "
         f"({len(cells) - len(valid)} invalid, {done} already finished) -> {out_dir}"
     )
-    bar = tqdm(total=len(valid), initial=done, unit="cell", desc="sweep", position=0, disable=not progress)
+    bar = progress_display(len(valid), initial=done, unit="cell", desc="sweep", disable=not progress)
     own = runner is None
     try:
         with stop_signals():
@@ -636,9 +638,16 @@ def print_plan(spec: SweepSpec, out_dir: str | Path) -> None:
     cells = expand(spec, out_dir)
     refresh(cells)
     console = Console()  # the terminal's width; off a terminal $COLUMNS, else 80
-    for line in header(cells):
+    plans = plan_cells(cells)
+    for line in header(cells, plans):
         console.print(line, markup=False, highlight=False)
-    console.print(plan_table(cells, plan_cells(cells)))
+    numbers = plan_table(cells, plans, labels=False)
+    if console.measure(numbers).maximum + CELL_COLUMN <= console.width:
+        console.print(plan_table(cells, plans))
+    else:  # too narrow for a cell column beside the numbers: the cells in lines, then the numbers by index
+        for line in cell_lines(cells, plans):
+            console.print(inert(line), markup=False, highlight=False)
+        console.print(numbers)
     for line in format_seeds(across_seeds(cells)):
         console.print(inert(line), markup=False, highlight=False)
 

@@ -92,7 +92,7 @@ def test_heterogeneous_run_places_each_model_on_its_node_type(cluster, tmp_path)
     from app.report import placement_text
 
     text = placement_text(json.dumps(first.placement))
-    assert "big#0 @" in text and "(2 bundles on 1 node)" in text and "writer @" in text
+    assert "big#0 @" in text and "(2 bundles on 1 node)" in text and "writer, coordinator @" in text  # both on the head
 
 
 def test_a_replica_no_node_can_hold_fails_in_one_line(cluster, tmp_path):

@@ -107,7 +107,9 @@ def test_list_prints_the_plan(tmp_path, capsys, monkeypatch, sizes):
     pm = cost_predict.predict("probmad", sizes, 6, 3, q, 30, density=0.4)
     sp = cost_predict.predict("sparse", sizes, 6, 3, q, 30, density=0.4)
     row = {h: v[0] for h, v in cols.items()}
-    assert f"4 questions, Q {q:.1f}, C 30" in row["cell"]
+    # every cell has the same questions, Q and C: the header says them once, no row repeats them
+    assert f"every cell: 4 questions, Q {q:.1f}, C 30" in header(cells, plan_cells(cells))
+    assert not any("questions, Q" in cell for cell in cols["cell"][:4])
     assert [row[h] for h in ("calls/q", "tokens/q", "calls", "tokens")] == [
         f"{mad.calls:,.0f}",
         f"{mad.total:,.0f}",
@@ -168,10 +170,39 @@ def test_list_other_backends_assume_max_tokens_replies(tmp_path):
     """A real backend's cell: C = --max-tokens, its tokens marked ~ (calls stay exact)."""
     cells = expand(parse_sweep({**BASE, "backend": "transformers", "max_tokens": 200}), tmp_path / "o")
     cols = _columns(cells)
-    assert "C 200" in cols["cell"][0]
+    assert any(line.endswith("C 200") for line in header(cells, plan_cells(cells)))  # one cell: said once
     assert (cols["calls/q"][0], cols["calls"][0]) == ("18", "72")  # calls do not depend on the tokenizer
     assert cols["tokens/q"][0].startswith("~") and cols["tokens"][0].startswith("~")
     assert any("other backends: C = --max-tokens" in line for line in header(cells))
+
+
+def test_cells_of_other_sizes_say_their_own(tmp_path):
+    base = {k: v for k, v in BASE.items() if k != "limit"}
+    cells = expand(parse_sweep({**base, "grid": {"limit": [2, 4]}}), tmp_path / "o")
+    cols = _columns(cells)
+    assert "2 questions" in cols["cell"][0] and "4 questions" in cols["cell"][1]
+    assert not any(line.startswith("every cell") for line in header(cells, plan_cells(cells)))
+
+
+def test_list_at_80_columns_cuts_no_number(tmp_path, capsys, monkeypatch):
+    """Too narrow for a cell column beside the numbers: the cells are listed by index above a
+    table of numbers that fits, every number and total whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    grid = {"protocol": ["mad", "sparse", "probmad"], "agents": [4, 7], "density": ["1/3", "2/3"], "seed": [1, 2]}
+    data = {**{k: v for k, v in BASE.items() if k != "agents"}, "limit": 30, "grid": grid}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80 and "…" not in out
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines if line.startswith("#")] == [f"#{i}" for i in range(20)]
+    assert all(" protocol=" in line and " seed=" in line for line in lines if line.startswith("#"))
+    cells = expand(parse_sweep(data), tmp_path / "o")
+    plans = plan_cells(cells)
+    total = sum(p.tokens or 0 for p in plans.values())
+    assert f"{total:,.0f}" in out.replace("~", "")  # the total whole
+    assert "all: 20 cells, 600 questions" in out
 
 
 def test_plan_of_shared_layout_cells_against_measured_simulated_runs(tmp_path):

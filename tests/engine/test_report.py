@@ -432,3 +432,47 @@ def test_seed_groups_is_the_one_grouping_of_sweep_and_report():
     groups = seed_groups(items, lambda x: x, ignore=("out",))
     assert groups == [items[:2]]  # cot: one seed; sc: two runs of one seed
     assert seed_groups(items, lambda x: x) == []  # "out" differs, so no two share the rest
+
+
+def test_placement_is_said_once_per_place_and_once_per_report():
+    from app.report import _placement_notes, placement_text
+
+    entries = [
+        {"role": "replica", "model": "m", "replica": 0, "node_ip": "10.0.0.2", "gpu_ids": [0]},
+        {"role": "replica", "model": "m", "replica": 1, "node_ip": "10.0.0.2", "gpu_ids": [1]},
+        {"role": "agents", "node_ip": "10.0.0.1"},
+        {"role": "agents", "node_ip": "10.0.0.1"},
+        {"role": "writer", "node_ip": "10.0.0.1"},
+        {"role": "coordinator", "node_ip": "10.0.0.1"},
+    ]
+    text = placement_text(json.dumps(entries))
+    assert text == "m#0 @ 10.0.0.2 GPU 0; m#1 @ 10.0.0.2 GPU 1; agents ×2, writer, coordinator @ 10.0.0.1"
+    rows = [{"label": f"mad {n}x2", "placement": text} for n in range(3, 8)]
+    assert _placement_notes(rows) == [f"placement of every run (5): {text}"]
+    rows.append({"label": "sparse 6x2", "placement": "elsewhere"})
+    assert _placement_notes(rows) == [
+        f"placement of 5 runs (mad 3x2 ... mad 7x2): {text}",
+        "placement of sparse 6x2: elsewhere",
+    ]
+    assert _placement_notes(rows[:1]) == [f"placement of mad 3x2: {text}"]
+
+
+def test_a_report_at_80_columns_cuts_no_number(sweep, tmp_path):
+    """Eight rounds of accuracy at 80 columns: the values wrap at spaces, each one whole, and no
+    line is wider than the terminal."""
+    from rich.console import Console
+
+    from app.report import render_tables
+
+    by_round = [n / 10 for n in range(1, 9)]
+    rows = [dict(r, accuracy_by_round=by_round) for r in summary_rows(load_runs(sweep))]
+    with open(tmp_path / "out.txt", "w") as f:
+        console = Console(width=80, record=True, file=f)
+        for table in render_tables(rows):
+            console.print(table)
+    out = console.export_text()
+    assert max(map(len, out.splitlines())) <= 80
+    words = out.split()
+    assert all(words.count(f"{v:.2f}") >= len(rows) for v in by_round)  # each value whole, on every row
+    assert all(r["protocol"] in words and r["label"].split()[1] in words for r in rows)  # labels kept
+    assert "[0.301, 0.954]" in out  # the interval whole
