@@ -818,8 +818,9 @@ def _short(row: dict[str, Any], rows: list[dict[str, Any]], drop: Sequence[str] 
 
 def _styles(rows: list[dict[str, Any]], drop: Sequence[str] = ("seed",)) -> dict[str, tuple[str, str, str]]:
     """(colour, marker, linestyle) per legend label (:func:`_short` with ``drop``): one colour per
-    protocol, and per variant of a protocol (other options, e.g. density 0.5 vs 1.0) its own
-    marker and line style, so variants differ in shape as well as in colour."""
+    protocol; each label its own marker (unique up to the number of markers, so a series reads
+    in black and white too), and per variant of a protocol (other options, e.g. density 0.5 vs
+    1.0) its own line style."""
     colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(dict.fromkeys(r["protocol"] for r in rows))}
     count: dict[str, int] = {}
     out: dict[str, tuple[str, str, str]] = {}
@@ -829,7 +830,7 @@ def _styles(rows: list[dict[str, Any]], drop: Sequence[str] = ("seed",)) -> dict
             continue
         i = count.get(r["protocol"], 0)
         count[r["protocol"]] = i + 1
-        out[label] = (colours[r["protocol"]], MARKERS[i % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)])
+        out[label] = (colours[r["protocol"]], MARKERS[len(out) % len(MARKERS)], LINESTYLES[i % len(LINESTYLES)])
     return out
 
 

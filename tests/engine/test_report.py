@@ -476,3 +476,17 @@ def test_a_report_at_80_columns_cuts_no_number(sweep, tmp_path):
     assert all(words.count(f"{v:.2f}") >= len(rows) for v in by_round)  # each value whole, on every row
     assert all(r["protocol"] in words and r["label"].split()[1] in words for r in rows)  # labels kept
     assert "[0.301, 0.954]" in out  # the interval whole
+
+
+def test_every_series_has_its_own_marker_and_a_protocol_one_colour():
+    from app.report import MARKERS, _styles
+
+    rows = [
+        {"label": label, "protocol": label.split()[0], "simulated": False}
+        for label in ("mad 3x2", "sparse 6x3 D=0.4", "sparse 6x3 D=0.8", "group 6x3 G=3+3", "probmad 6x3 D=0.4")
+    ]
+    styles = _styles(rows)
+    markers = [m for _, m, _ in styles.values()]
+    assert len(set(markers)) == len(rows) <= len(MARKERS)  # no shape repeats across protocols
+    assert styles["sparse 6x3 D=0.4"][0] == styles["sparse 6x3 D=0.8"][0] != styles["mad 3x2"][0]
+    assert styles["sparse 6x3 D=0.4"][2] != styles["sparse 6x3 D=0.8"][2]  # variants: line style too
