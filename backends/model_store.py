@@ -115,8 +115,14 @@ def check_hub_model(name: str) -> None:
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise ModelNotFound(
             f"--model {name}: the Hugging Face hub (and its local cache) cannot resolve it: "
-            f"{type(exc).__name__}: {reason}"
+            f"{type(exc).__name__}: {reason}{' (offline?)' if _unreachable(exc) else ''}"
         ) from None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a hub request failed for want of a connection (httpx's or requests' ConnectError,
+    ConnectionError, a timeout), not for the hub's answer (404, gated, auth)."""
+    return any("Connect" in t.__name__ or "Timeout" in t.__name__ for t in type(exc).__mro__)
 
 
 def resolve_model(name: str) -> Path:

@@ -306,6 +306,32 @@ def test_an_unresolved_hub_id_says_it_is_no_folder_either(tmp_path, monkeypatch)
     assert "\n" not in msg
 
 
+def test_an_unreachable_hub_is_said_to_be_maybe_offline(tmp_path, monkeypatch):
+    """No connection to the hub: the one line ends ``(offline?)``; an answer of the hub (a 404)
+    does not."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from backends import preflight
+
+    class ConnectError(Exception):  # named as httpx names it
+        pass
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    for error, hint in ((ConnectError("[Errno -2] Name or service not known"), True), (KeyError("404"), False)):
+        monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, error=error, **k: _raise(error))
+        with pytest.raises(model_store.ModelNotFound) as err:
+            preflight.check_model("org/model")
+        assert str(err.value).endswith(" (offline?)") is hint, str(err.value)
+        assert str(err.value).startswith("--model org/model: no such folder here, and the Hugging Face hub")
+
+
+def _raise(error: Exception):
+    raise error
+
+
 def test_hub_check_reads_the_cache_first_and_never_retries_when_offline(tmp_path, monkeypatch):
     """A cached id passes without the network; an uncached one with HF_HUB_OFFLINE is one line
     naming it; the check makes no request then (the hub is never reached from here anyway)."""
