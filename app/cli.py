@@ -3,7 +3,7 @@
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
     debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
     debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see app/rescore.py)
-    debate sweep SWEEP.yaml --out DIR [--list] [--ray-address ADDR]
+    debate sweep SWEEP.yaml [--out DIR] [--list] [--ray-address ADDR]
                                                 (a grid of runs, resumable; see app/sweep.py;
                                                 --list: the cells and their predicted cost, engine/plan.py)
     debate serve [run's model flags] [--list | --stop]  (replicas kept for later runs: actors/serve.py)
@@ -96,15 +96,40 @@ def _add_flag(group: Any, opt: Option, help_text: str, choices: tuple[Any, ...] 
         if opt.type is bool
         else {"type": str if opt.parse else opt.type, "choices": choices, "metavar": _metavar(opt, choices)}
     )
+    if choices and not kind.get("metavar", "").startswith("{"):  # too many for the flag's line
+        help_text = f"{', '.join(map(str, choices))}: {help_text}"
     group.add_argument(opt.flag, dest=opt.name, default=None, help=help_text.replace("%", "%%"), **kind)
     if opt.old_flag:  # the old name still works (parse_run_config warns); --help shows the new one only
         group.add_argument(opt.old_flag, dest=opt.old_name, default=None, help=argparse.SUPPRESS, **kind)
 
 
+_LONGEST_CHOICES = 50  # a flag's {choices} longer than this is shown as NAME, its help listing them
+# short names for the values of text flags whose own name would push their help to the next line
+_METAVARS = {
+    "out": "DIR",
+    "system_prompt": "TEXT",
+    "ray_address": "ADDR",
+    "api_base": "URL",
+    "reconcile_samples": "FILE",
+    "embedding_model": "MODEL",
+}
+
+
 def _metavar(opt: Option, choices: tuple[Any, ...] | None) -> str:
     if choices:
-        return "{" + ",".join(map(str, choices)) + "}"
-    return {int: "N", float: "X"}.get(opt.type, opt.name.upper())
+        listed = "{" + ",".join(map(str, choices)) + "}"
+        return listed if len(listed) <= _LONGEST_CHOICES else "NAME"
+    return {int: "N", float: "X"}.get(opt.type) or _METAVARS.get(opt.name, opt.name.upper())
+
+
+def _also_reads(shared: Sequence[tuple[str, str]]) -> str:
+    """``; also reads --forgetting, --memory (under mad); --density (under sparse)``: the options
+    a protocol section does not list, as (flag, section) pairs, grouped by the section listing them."""
+    by_section: dict[str, list[str]] = {}
+    for flag, section in shared:
+        by_section.setdefault(section, []).append(flag)
+    said = "; ".join(f"{', '.join(flags)} (under {section})" for section, flags in by_section.items())
+    return f"; also reads {said}" if said else ""
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -125,8 +150,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
         own = [PROTOCOL_OPTIONS[o.name] for o in spec.settings if o.cli and o.name in PROTOCOL_OPTIONS]
         if not own:
             continue
-        shared = [f"{o.flag} (under {listed[o.name]})" for o in own if o.name in listed]
-        what = f"{spec.help}" + (f"; also reads {', '.join(shared)}" if shared else "")
+        what = spec.help + _also_reads([(o.flag, listed[o.name]) for o in own if o.name in listed])
         section = p.add_argument_group(f"--protocol {name}", what)
         for opt in own:
             if opt.name not in listed:
@@ -320,23 +344,26 @@ def html_command(args: argparse.Namespace) -> int:
 
 
 SHOW_HELP = """\
-Show stored debates round by round: the question, each agent's call (model, group, whom it
-read, its answer graded ✓/✗, the reply shortened to two lines, tokens), the summaries, each
-round's vote and the final answer. With several questions selected, one line per question is
-listed first, then the first --limit debates are shown (default 1; 0: the list only). Graph
-nodes: agents 0, 1, ...; S<g> is the summary of group g; '*' marks an agent that changed its
-answer; ★ the strong model's agents (--models); ✓/✗ grade an answer against the gold with
-the run's grader."""
+Show stored debates round by round: the question, each agent's call (model,
+group, whom it read, its answer graded ✓/✗, the reply shortened to two lines,
+tokens), the summaries, each round's vote and the final answer. With several
+questions selected, one line per question is listed first, then the first
+--limit debates are shown (default 1; 0: the list only). Graph nodes: agents
+0, 1, ...; S<g> is the summary of group g; '*' marks an agent that changed its
+answer; ★ the strong model's agents (--models); ✓/✗ grade an answer against
+the gold with the run's grader."""
 
 
 SERVE_HELP = """\
-Start the replicas a 'debate run' with the same model flags would start (--backend, --model or
---models, --replicas, engine settings such as --max-batch and --dtype, GPU options, --config) and
-keep them: they stay up after this command returns, and every later run or sweep on that Ray
-(--ray-address ADDR, or auto on this machine) whose replica has the same setup (backend, model,
-backend options, max batch) uses it instead of loading the model again; one with another setup
-starts its own and a warning says why. Without a Ray to join (--ray-address, $RAY_ADDRESS, or a
-'ray start' on this machine) it starts one, on 127.0.0.1 only. Flags other than the model's are
+Start the replicas a 'debate run' with the same model flags would start
+(--backend, --model or --models, --replicas, engine settings such as
+--max-batch and --dtype, GPU options, --config) and keep them: they stay up
+after this command returns, and every later run or sweep on that Ray
+(--ray-address ADDR, or auto on this machine) whose replica has the same setup
+(backend, model, backend options, max batch) uses it instead of loading the
+model again; one with another setup starts its own and a warning says why.
+Without a Ray to join (--ray-address, $RAY_ADDRESS, or a 'ray start' on this
+machine) it starts one, on 127.0.0.1 only. Flags other than the model's are
 read but not used. --list lists the served replicas; --stop ends them."""
 
 
@@ -363,6 +390,16 @@ def setup_logging(verbose: int = 0, quiet: bool = False) -> None:
         logger.handlers[:] = [handler]
         logger.setLevel(level)
         logger.propagate = False
+
+
+class _KeepBreaks(argparse.RawDescriptionHelpFormatter):
+    """Help laid out by argparse, except a text written with line breaks (a command's description
+    with examples), which is shown as written; the sections' one-line descriptions are wrapped."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return super()._fill_text(text, width, indent)
+        return argparse.HelpFormatter._fill_text(self, text, width, indent)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -415,7 +452,13 @@ def _version() -> str:
 def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="a run directory or a folder holding many (any depth)")
     p.add_argument("--out", help="where to write summary.csv/json and the PNGs (default DIR/report)")
-    p.add_argument("--baseline", default="mad", choices=tuple(SPECS), help="protocol that savings compare with")
+    p.add_argument(
+        "--baseline",
+        default="mad",
+        choices=tuple(SPECS),
+        metavar="NAME",
+        help=f"protocol that savings compare with: {', '.join(SPECS)} (default mad)",
+    )
     p.add_argument(
         "--format",
         default="table",
@@ -441,7 +484,9 @@ def _sweep_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", metavar="SWEEP.yaml", help="run options plus grid: {option: [values]}")
     p.add_argument(
         "--out",
-        help="sweep directory: DIR/sweep.json and one folder per cell, DIR/<protocol>_n<N>_r<T>..._s<seed>-<hash>/",
+        metavar="DIR",
+        help="sweep directory: DIR/sweep.json and one folder per cell, DIR/<protocol>_n<N>_r<T>..._s<seed>-<hash>/ "
+        "(default: the file's out: key; one of the two is required)",
     )
     p.add_argument(
         "--list",
@@ -530,10 +575,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():
         kwargs: dict[str, Any] = {"help": command.help, "parents": [common] if command.logs else []}
+        if command.usage:
+            kwargs["usage"] = command.usage
         if command.description:
             kwargs["description"] = command.description
             if "\n" in command.description:  # written as it should show: line breaks kept
-                kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+                kwargs["formatter_class"] = _KeepBreaks
         added = sub.add_parser(command.name, **kwargs)
         if only is None or command.name == only:
             command.flags(added)
@@ -636,6 +683,7 @@ class Command:
     flags: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     description: str | None = None  # its --help text above the flags (line breaks kept when it has some)
+    usage: str | None = None  # its usage line, where argparse's listing of every flag would be too long
     logs: bool = True  # takes -v/-q and sets up logging before it runs
     engine: bool = False  # runs the engine: a stopped run is one line on how to resume, its exit status
 
@@ -657,16 +705,42 @@ def unregister_command(name: str) -> None:
     COMMANDS.pop(name, None)
 
 
-RUN_DESCRIPTION = (
-    "Run one debate configuration. Options are listed by section, each protocol's own "
-    "options under it; flags override the --config file's keys (the same names)."
-)
+RUN_DESCRIPTION = """\
+Run one debate configuration: a protocol's agents debate a data set's
+questions over some rounds; results go to --out, a summary to the terminal.
+Every flag is also a key of the --config YAML file; flags given win over it.
+
+examples:
+  debate run --backend simulated --limit 5        (no model: a quick try)
+  debate run --protocol sparse --agents 6 --density 2/5 --rounds 3
+  debate run --config my.yaml --model Qwen/Qwen2.5-7B-Instruct --out runs/q7
+
+Options are listed by section, then each protocol's own ones under
+'--protocol NAME' ('debate protocols' lists the protocols and their papers)."""
+SWEEP_DESCRIPTION = """\
+Run a grid of configurations from one YAML file: its top-level keys are
+'debate run' options, and its grid: {option: [values]} expands to every
+combination, one run and one folder per cell. Run the same command again to
+resume: finished cells are kept.
+
+examples:
+  debate sweep sweep.yaml --out runs/sweep1 --list  (the cells; runs nothing)
+  debate sweep sweep.yaml --out runs/sweep1         (run them, or resume)
+  debate report runs/sweep1                         (tables and figures)"""
 RESCORE_HELP = (
     "re-grade the stored replies of a run or sweep folder with the current grader (new Parquet parts; model "
     "outputs untouched)"
 )
 for _command in (
-    Command("run", "run one debate configuration", _add_run_flags, run_command, RUN_DESCRIPTION, engine=True),
+    Command(
+        "run",
+        "run one debate configuration",
+        _add_run_flags,
+        run_command,
+        RUN_DESCRIPTION,
+        usage="%(prog)s [--config FILE.yaml] [options]",
+        engine=True,
+    ),
     Command(
         "report",
         "tables and plots from result directories (one run, many runs or a sweep)",
@@ -675,7 +749,12 @@ for _command in (
     ),
     Command("rescore", RESCORE_HELP, _rescore_flags, rescore_command),
     Command(
-        "sweep", "run a grid of configurations from a YAML file (resumable)", _sweep_flags, sweep_command, engine=True
+        "sweep",
+        "run a grid of configurations from a YAML file (resumable)",
+        _sweep_flags,
+        sweep_command,
+        SWEEP_DESCRIPTION,
+        engine=True,
     ),
     Command(
         "serve",
@@ -683,6 +762,7 @@ for _command in (
         _serve_flags,
         serve_command,
         SERVE_HELP,
+        usage="%(prog)s [--list | --stop] [run's model options]",
         engine=True,
     ),
     Command(

@@ -77,6 +77,17 @@ def is_hub_id(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+(@[\w.\-/]+)?", name) is not None
 
 
+def looks_like_path(name: str) -> bool:
+    """Whether ``--model name`` can only mean a local path: it starts with ``./``, ``../``, ``/`` or
+    ``~``, ends with ``.gguf``, has two or more ``/`` before any ``@revision``, or its first part is
+    a folder here (``models/Qwen2.5-7B-Instruct`` with a ``models/`` folder). Any other ``org/name``
+    may be a hub id."""
+    if name.startswith(("./", "../", "/", "~")) or name.endswith(".gguf"):
+        return True
+    parts = split_hub_id(name)[0].split("/")
+    return len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
 def split_hub_id(name: str) -> tuple[str, str | None]:
     """``org/name@rev`` as (``org/name``, ``rev``); without ``@rev`` the revision is None (the
     repository's default branch)."""
@@ -104,8 +115,14 @@ def check_hub_model(name: str) -> None:
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         raise ModelNotFound(
             f"--model {name}: the Hugging Face hub (and its local cache) cannot resolve it: "
-            f"{type(exc).__name__}: {reason}"
+            f"{type(exc).__name__}: {reason}{' (offline?)' if _unreachable(exc) else ''}"
         ) from None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a hub request failed for want of a connection (httpx's or requests' ConnectError,
+    ConnectionError, a timeout), not for the hub's answer (404, gated, auth)."""
+    return any("Connect" in t.__name__ or "Timeout" in t.__name__ for t in type(exc).__mro__)
 
 
 def resolve_model(name: str) -> Path:

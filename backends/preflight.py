@@ -23,18 +23,20 @@ if TYPE_CHECKING:
 
 def check_model(model: str) -> None:
     """Fail early, in the driver, on a local model that cannot be loaded (without loading it): an
-    unknown alias, a file that is not GGUF, a folder without a usable config or weights. The
+    unknown alias, a path that does not exist (:func:`~backends.model_store.looks_like_path`: the
+    hub is not asked), a file that is not GGUF, a folder without a usable config or weights. The
     preflight of the backends that load a model (their registry entry's ``loads_model``)."""
     # function-level: importing numpy here keeps it off start-up
-    from backends.model_store import ALIASES, ModelNotFound, check_hub_model, is_hub_id, packaged_gguf
+    from backends.model_store import ALIASES, ModelNotFound, looks_like_path, packaged_gguf
 
     if model in ALIASES:
         packaged_gguf(model)
         return
-    if is_hub_id(model):  # vLLM / transformers resolve it with their own caches; check it exists first
-        check_hub_model(model)
-        return
     p = Path(model).expanduser()
+    if not p.exists() and looks_like_path(model):
+        raise ModelNotFound(f"--model {model}: no such {'file' if p.suffix == '.gguf' else 'folder'} ({p.absolute()})")
+    if _hub_model(model):
+        return
     if p.is_file():
         if p.suffix != ".gguf":
             raise ModelNotFound(f"--model {model}: a file that is not .gguf; give a .gguf file or a model folder")
@@ -65,6 +67,23 @@ def check_model(model: str) -> None:
         f"--model {model}: not a known alias ({', '.join(ALIASES)}), a .gguf file, a model folder "
         f"or a Hugging Face hub id (org/name)"
     )
+
+
+def _hub_model(model: str) -> bool:
+    """Check a hub id (:func:`~backends.model_store.check_hub_model`: vLLM and transformers resolve
+    it with their own caches); False for a name that is not one. A hub id that does not resolve
+    could also be a mistyped folder: the one-line error says both."""
+    # function-level: importing numpy here keeps it off start-up
+    from backends.model_store import ModelNotFound, check_hub_model, is_hub_id
+
+    if not is_hub_id(model):
+        return False
+    try:
+        check_hub_model(model)
+    except ModelNotFound as exc:
+        why = str(exc).removeprefix(f"--model {model}: ")
+        raise ModelNotFound(f"--model {model}: no such folder here, and {why}") from None
+    return True
 
 
 def check_vllm_device(cfg: RunConfig, gpu: bool) -> None:

@@ -131,6 +131,9 @@ class Option(Generic[T]):
               warning; both names with different values is an error), result folders written
               before the rename are read under the new name, and the run id hashes the value
               under the old name, so run ids do not change with the rename.
+    default_shown: how ``--help``, ``debate protocols`` and the docs show a None default that
+              stands for a value chosen elsewhere (``--memory``: ``full; last for group``, each
+              protocol's own); None: :attr:`default_text` shows the default itself.
     """
 
     name: str
@@ -151,6 +154,7 @@ class Option(Generic[T]):
     parse: Callable[[str, str], Any] | None = None
     group: str = ""
     old_name: str | None = None
+    default_shown: str | None = None
 
     def __post_init__(self) -> None:
         if self.group and self.group not in GROUPS:
@@ -183,7 +187,9 @@ class Option(Generic[T]):
     @property
     def default_text(self) -> str:
         """The default as ``--help`` and ``debate protocols`` show it: ``on``/``off`` for a switch,
-        ``none`` when unset, else the value."""
+        ``none`` when unset, else the value; :attr:`default_shown` when the option has one."""
+        if self.default_shown is not None:
+            return self.default_shown
         if self.default is None or self.default == ():
             return "none"
         if self.type is bool:

@@ -15,9 +15,9 @@ MEMORY = Option(
     "what an agent keeps between rounds and how peers reach it: full (its whole transcript), last (its first "
     "prompt and previous reply; --forgetting), summary (whole transcript; the peers' replies arrive as one LLM "
     "summary per agent and round: Du et al.'s summarisation, GroupDebate's MAD baseline), summary-last (both: "
-    "GroupDebate's 'MAD+Forget'). Default: full for mad/sparse/probmad, last for group (its paper; "
-    "full = its 'MAD+Group' ablation)",
+    "GroupDebate's 'MAD+Forget'); group's last is its paper's, full its 'MAD+Group' ablation",
     choices=MEMORY_MODES,
+    default_shown="full; last for group",
 )
 TALK = Option(
     "talk",

@@ -252,6 +252,86 @@ def test_a_local_folder_named_like_a_hub_id_is_a_folder(tmp_path, monkeypatch):
     assert not model_store.is_hub_id("org/model")
 
 
+@pytest.mark.parametrize(
+    "name, path",
+    [
+        ("./x/m", True),
+        ("../m", True),
+        ("/abs/m", True),
+        ("~/m", True),
+        ("m.gguf", True),
+        ("a/b/c", True),
+        ("models/Qwen2.5-7B-Instruct", True),  # models/ is a folder here
+        ("Qwen/Qwen2.5-7B-Instruct", False),  # no Qwen/ here: may be a hub id
+        ("org/name@refs/pr/1", False),  # a revision's '/' is not a path's
+        ("smollm2", False),
+    ],
+)
+def test_a_model_name_that_can_only_be_a_path(tmp_path, monkeypatch, name, path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    assert model_store.looks_like_path(name) is path
+
+
+@pytest.mark.parametrize("name", ["models/Qwen2.5-7B-Instruct", "./m", "a/b/c", "x.gguf"])
+def test_a_missing_model_path_is_one_line_without_asking_the_hub(tmp_path, monkeypatch, name):
+    from backends import preflight
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    monkeypatch.setattr(model_store, "check_hub_model", lambda n: pytest.fail("asked the hub for a path"))
+    with pytest.raises(model_store.ModelNotFound) as err:
+        preflight.check_model(name)
+    what = "file" if name.endswith(".gguf") else "folder"
+    assert str(err.value) == f"--model {name}: no such {what} ({(tmp_path / name).resolve()})"
+
+
+def test_an_unresolved_hub_id_says_it_is_no_folder_either(tmp_path, monkeypatch):
+    """``org/name`` with no such folder here may be a hub id: the hub's one-line failure (kept as
+    :func:`check_hub_model` words it) follows ``no such folder here``."""
+    from huggingface_hub import constants
+
+    from backends import preflight
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(model_store.ModelNotFound) as err:
+        preflight.check_model("models/Qwen2.5-7B-Instruct")
+    msg = str(err.value)
+    assert msg.startswith(
+        "--model models/Qwen2.5-7B-Instruct: no such folder here, and the Hugging Face hub (and its local cache) "
+        "cannot resolve it: LookupError: HF_HUB_OFFLINE is set"
+    )
+    assert "\n" not in msg
+
+
+def test_an_unreachable_hub_is_said_to_be_maybe_offline(tmp_path, monkeypatch):
+    """No connection to the hub: the one line ends ``(offline?)``; an answer of the hub (a 404)
+    does not."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from backends import preflight
+
+    class ConnectError(Exception):  # named as httpx names it
+        pass
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    for error, hint in ((ConnectError("[Errno -2] Name or service not known"), True), (KeyError("404"), False)):
+        monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, error=error, **k: _raise(error))
+        with pytest.raises(model_store.ModelNotFound) as err:
+            preflight.check_model("org/model")
+        assert str(err.value).endswith(" (offline?)") is hint, str(err.value)
+        assert str(err.value).startswith("--model org/model: no such folder here, and the Hugging Face hub")
+
+
+def _raise(error: Exception):
+    raise error
+
+
 def test_hub_check_reads_the_cache_first_and_never_retries_when_offline(tmp_path, monkeypatch):
     """A cached id passes without the network; an uncached one with HF_HUB_OFFLINE is one line
     naming it; the check makes no request then (the hub is never reached from here anyway)."""

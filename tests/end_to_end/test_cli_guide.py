@@ -4,6 +4,7 @@ the run does not read, and bad input reported before Ray or torch is imported.""
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import _add_run_flags, _Parser, main, parse_run_config
+from app.cli import _add_run_flags, _Parser, build_parser, main, parse_run_config, parser_for, subcommands
 from app.sweep import unread_given
-from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS
+from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS, RunConfig
 from engine.options import GROUPS, Option
+from engine.plan import Planner
 from engine.protocols import SPECS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +57,7 @@ def test_run_help_lists_options_by_group_and_protocol(monkeypatch, capsys):
             assert re.search(rf"^\s+{opt.flag}(?=[\s,])", sections[opt.group], flags=re.M), (opt.name, opt.group)
             others = [t for t in GROUPS if t != opt.group]
             assert not any(re.search(rf"^\s+{opt.flag}(?=[\s,])", sections[t], flags=re.M) for t in others)
-    listed: set[str] = set()
+    listed: dict[str, str] = {}  # option -> the protocol section listing it
     for name, spec in SPECS.items():
         own = [o for o in spec.settings if o.cli]
         if not own:
@@ -63,18 +65,23 @@ def test_run_help_lists_options_by_group_and_protocol(monkeypatch, capsys):
             continue
         body = sections[f"--protocol {name}"]
         for opt in own:  # listed under the first protocol reading it; later ones name it
-            if opt.name in listed:
-                assert f"{opt.flag} (under " in " ".join(body.split())
+            if opt.name in listed:  # also reads --forgetting, --memory (under mad)
+                under = rf"{opt.flag}(, --[\w-]+)* \(under {listed[opt.name]}\)"
+                assert re.search(under, " ".join(body.split())), (name, opt.name)
             else:
                 assert re.search(rf"^\s+{opt.flag}(?=[\s,])", body, flags=re.M), (name, opt.name)
-                listed.add(opt.name)
-    assert listed == {o.name for o in PROTOCOL_OPTIONS.values() if o.cli}
+                listed[opt.name] = name
+    assert set(listed) == {o.name for o in PROTOCOL_OPTIONS.values() if o.cli}
+
+
+def _by_flag(help_text: str) -> dict[str, str]:
+    """``run --help``'s entry of each flag, on one line."""
+    entries = re.split(r"\n  (?=-)", help_text.split("\n\n", 2)[2])
+    return {e.split()[0].rstrip(","): " ".join(e.split()) for e in entries if e.startswith("--")}
 
 
 def test_run_help_shows_every_default(monkeypatch, capsys):
-    text = _run_help(monkeypatch, capsys)
-    entries = re.split(r"\n  (?=-)", text.split("\n\n", 2)[2])  # one entry per flag
-    by_flag = {e.split()[0].rstrip(","): " ".join(e.split()) for e in entries if e.startswith("--")}
+    by_flag = _by_flag(_run_help(monkeypatch, capsys))
     for opt in (*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()):
         if opt.cli:
             assert re.search(r"\(default|default[);:]", by_flag[opt.flag]), by_flag[opt.flag]
@@ -180,3 +187,86 @@ def test_bad_config_or_data_fail_before_heavy_imports(argv):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["code"] == 2 and out["heavy"] == [], (out, proc.stderr)
     assert proc.stderr.startswith("debate: error:")
+
+
+def test_a_missing_model_folder_is_one_line_before_heavy_imports(tmp_path):
+    """``models/NAME`` with a ``models/`` folder here but no ``NAME`` in it is a mistyped path, not
+    a hub id: one line naming it, before Ray, torch or the hub client is imported."""
+    (tmp_path / "models").mkdir()
+    argv = ["run", "--model", "models/Qwen2.5-7B-Instruct", "--backend", "transformers"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _FAST, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["code"] == 2 and out["heavy"] == [], (out, proc.stderr)
+    assert proc.stderr == (
+        f"debate: error: --model models/Qwen2.5-7B-Instruct: no such folder "
+        f"({tmp_path.resolve() / 'models' / 'Qwen2.5-7B-Instruct'})\n"
+    )
+
+
+def _help_at_80(monkeypatch) -> dict[str, list[str]]:
+    """Each subcommand's ``--help`` lines at 80 columns."""
+    monkeypatch.setenv("COLUMNS", "80")
+    return {name: sub.format_help().splitlines() for name, sub in subcommands(build_parser()).items()}
+
+
+def test_every_help_fits_80_columns(monkeypatch):
+    helps = _help_at_80(monkeypatch)
+    for name, lines in helps.items():
+        assert max(map(len, lines)) <= 80, (name, max(lines, key=len))
+    for name in ("run", "serve"):  # a hundred flags: one short usage line, not their listing
+        assert helps[name][0].startswith(f"usage: debate {name} [") and helps[name][1] == "", helps[name][:2]
+    assert len(helps["run"]) < 400  # 432 with the usage listing every flag
+
+
+def _examples(lines: list[str], command: str) -> list[list[str]]:
+    """The example command lines of a help (``  debate COMMAND ...``), without their ``(note)``."""
+    shown = [line.strip().split("  (")[0] for line in lines if line.startswith(f"  debate {command} ")]
+    return [example.split()[1:] for example in shown]
+
+
+@pytest.mark.parametrize("command, flags", [("run", 2), ("sweep", 1)])
+def test_run_and_sweep_help_show_examples_that_parse(monkeypatch, command, flags):
+    examples = _examples(_help_at_80(monkeypatch)[command], command)
+    assert len(examples) >= 2
+    for argv in examples:
+        parser = parser_for(argv)
+        args, extra = parser.parse_known_args(argv)
+        assert extra == [] and args.command == command, argv
+    assert sum(len([w for w in argv if w.startswith("--")]) >= flags for argv in examples) >= 2
+
+
+def test_sweep_help_shows_the_out_default(monkeypatch):
+    text = " ".join(" ".join(_help_at_80(monkeypatch)["sweep"]).split())
+    assert "--out DIR sweep directory" in text and "(default: the file's out: key; one of the two is required)" in text
+
+
+def _default_for(shown: str, protocol: str) -> str:
+    """The value a shown default (``full; last for group``) gives ``protocol``."""
+    first, *others = shown.split("; ")
+    for other in others:
+        value, _, protocols = other.partition(" for ")
+        if protocol in protocols.split(", "):
+            return value
+    return first
+
+
+def test_the_memory_default_shown_is_the_one_runs_use(monkeypatch, capsys):
+    """``--memory`` left out is each protocol's own memory: --help and ``debate protocols`` show
+    that, and a run without it is predicted as the one given it (the cost model and the
+    protocols resolve it by the same rule, engine.protocols.shared.resolve_memory)."""
+    by_flag = _by_flag(_run_help(monkeypatch, capsys))["--memory"]
+    assert by_flag.endswith("(default full; last for group)") and "default none" not in by_flag
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["protocols"]) == 0
+    assert capsys.readouterr().out.count("--memory (full; last for group)") == 4
+    planner = Planner()
+    for protocol in ("mad", "sparse", "probmad", "group"):
+        flat = {"backend": "simulated", "protocol": protocol, "rounds": 3, "agents": 4, "limit": 2, "density": 0.5}
+        unset = planner.plan(RunConfig.flat(**flat).validate()).per_question
+        default = _default_for(PROTOCOL_OPTIONS["memory"].default_text, protocol)
+        other = "last" if default == "full" else "full"
+        assert unset == planner.plan(RunConfig.flat(**flat, memory=default).validate()).per_question, protocol
+        assert unset != planner.plan(RunConfig.flat(**flat, memory=other).validate()).per_question, protocol
