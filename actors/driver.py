@@ -77,6 +77,7 @@ class RunResult:
     simulated: bool = False
     replica_stats: list[dict[str, Any]] = field(default_factory=list)
     resumed: int = 0  # questions whose results were already in --out (not debated again)
+    generated_tokens: int = 0  # completion tokens of the questions debated in this process
     faults: dict[str, int] = field(default_factory=dict)  # agent restores and call retries during the run
     batching: dict[str, int] = field(default_factory=dict)  # Ray calls to agents vs agent turns they carried
     backend: str = ""  # the backend that ran (--backend auto resolved)
@@ -678,6 +679,7 @@ class DebateRunner:
             replicas.simulated,
             [_stats(r) for r in replicas.all_handles],
             resumed=len(previous),
+            generated_tokens=summarize(rows)["completion_tokens"],
             faults={k: progress.get(k, 0) for k in ("agent_restores", "call_retries")},
             batching={
                 "agent_calls": progress.get("agent_calls", 0),

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.extract import answers_equal
+from engine.formatting import shown_model
 from engine.kinds import KINDS
 from engine.protocols.base import SUMMARIZER, summary_node
 from engine.results import Results, ResultsError, read_table
@@ -548,6 +549,10 @@ def _view(
         AgentInfo(a, model_of.get(a), group_of.get(a), bool(strong and several and model_of.get(a) == strong))
         for a in range(n_agents)
     ]
+    simulated = bool(_value(q.get("simulated")) or _value(run.get("simulated")))
+    options = _options(run)
+    if simulated:
+        _label_simulated(turns, agents, options, several)
     ptok = sum(t.prompt_tokens or 0 for t in turns)
     ctok = sum(t.completion_tokens or 0 for t in turns)
     cached = [t.cached_prompt_tokens for t in turns if t.cached_prompt_tokens is not None]
@@ -568,12 +573,24 @@ def _view(
         agents=agents,
         rounds=rounds,
         tokens={"prompt": ptok, "completion": ctok, **({"cached": sum(cached)} if cached else {})},
-        options=_options(run),
+        options=options,
         lacks=_lacks(q, calls, graphs, turns, inferred),
         run_dir=_value(q.get("run_dir")),
         backend=_value(q.get("backend")) or _value(run.get("backend")),
-        simulated=bool(_value(q.get("simulated")) or _value(run.get("simulated"))),
+        simulated=simulated,
     )
+
+
+def _label_simulated(turns: list[Turn], agents: list[AgentInfo], options: dict[str, Any], several: bool) -> None:
+    """Name no model in a simulated debate: its calls, agents and ``model`` option show
+    :func:`engine.formatting.shown_model` (the stored name is the configured one, never a model
+    that answered)."""
+    for turn in turns:
+        turn.model = shown_model(turn.model, True, several)
+    for agent in agents:
+        agent.model = shown_model(agent.model, True, several)
+    if "model" in options:
+        options["model"] = shown_model(str(options["model"]), True, several)
 
 
 def select_questions(results: Results, run: str | None = None, question: str | None = None) -> pd.DataFrame:

@@ -19,6 +19,11 @@ judges (``peer_answers``), an integer uniform in 6..10 when they are all right (
 answer) and in 1..7 otherwise, ending "Score: s/10 Confidence: s/10" — so a stated score and a
 confidence in the judgement are both higher on average when the judged answer is right.
 
+What it does not model: learning from peers. A reply that does not follow is a fresh draw at
+``accuracy`` whatever it read, so a debate's rounds add nothing its first vote lacked, and its
+accuracy by round is no prediction of real debate (papers report real models' accuracy rising
+over rounds on arithmetic); calls, tokens and who reads whom are exact.
+
 Reply length is exactly ``reply_tokens`` whitespace tokens, the first a word drawn from the call's
 seed (:func:`reply_tag`: two replies part at their first token, as sampled ones do, so a prefix
 cache count of its prompts is a real model's, :mod:`engine.prefix`), and token counts use the same

@@ -118,6 +118,8 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
         second = runner.run(cfg, questions=qs)  # same config, same --out: only the 3 new ones run
         assert set(map(str, runner._replicas.values())) == replica_ids  # replica reused, not restarted
     assert first.run_id == second.run_id and second.resumed == 3
+    half = first.summary["completion_tokens"]  # made by the first attempt
+    assert first.generated_tokens == half and second.generated_tokens == second.summary["completion_tokens"] - half
     qrows = read_table(second.out_dir, "questions").to_pandas()
     assert sorted(qrows.question_id) == sorted(q.qid for q in qs)  # each question exactly once
     assert second.summary["n_questions"] == 6 and second.summary["n_calls"] == 6 * 3 * 2
@@ -126,6 +128,7 @@ def test_rerun_resumes_without_repeating_finished_questions(ray_local, tmp_path)
     assert len(read_table(second.out_dir, "runs")) == 1
     third = run(cfg, questions=qs)  # everything done: nothing is debated
     assert third.resumed == 6 and len(read_table(third.out_dir, "calls")) == 36
+    assert third.generated_tokens == 0  # the summary then gives no rate (app.cli.rate_text)
 
 
 def test_placement_resources_put_a_model_on_a_custom_resource(tmp_path):

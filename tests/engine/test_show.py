@@ -103,9 +103,9 @@ def test_changed_agents_are_those_whose_answer_differs_from_their_last(group_dir
 def test_strong_agents_are_those_of_the_first_listed_model(mad_dir, group_dir):
     (v, *_) = debate_views(load(mad_dir))
     assert v.agents == [
-        AgentInfo(0, "big", None, True),
-        AgentInfo(1, "small", None, False),
-        AgentInfo(2, "small", None, False),
+        AgentInfo(0, "simulated:big", None, True),
+        AgentInfo(1, "simulated:small", None, False),
+        AgentInfo(2, "simulated:small", None, False),
     ]
     assert v.options["models"] == "big*1,small*2" and "model" not in v.options
     assert not any(a.strong for a in debate_views(load(group_dir))[0].agents)  # one model

@@ -222,10 +222,10 @@ def test_the_run_summary_prints_config_values_inert_and_markup_literally(tmp_pat
 
     cfg = RunConfig.flat(backend="simulated", model=f"org/m{MARKUP}{OSC_TITLE}")
     summary = {"n_questions": 2, "accuracy": 0.5, "prompt_tokens": 10, "completion_tokens": 4}
-    result = SimpleNamespace(
-        run_id=cfg.run_id(), summary=summary, wall_s=1.0, simulated=True, out_dir=tmp_path, backend="simulated"
+    result = SimpleNamespace(  # not simulated: the summary names the configured model
+        run_id=cfg.run_id(), summary=summary, wall_s=1.0, simulated=False, out_dir=tmp_path, backend="vllm"
     )
     monkeypatch.setenv("COLUMNS", "1000")
     print_summary(result, cfg)
     out = capsys.readouterr().out
-    assert_inert(out, f"org/m{MARKUP}\\x1b]0;pwned title\\x07  (SIMULATED)", f"run {cfg.run_id()} SIMULATED model")
+    assert_inert(out, f"vllm / - / org/m{MARKUP}\\x1b]0;pwned title\\x07", f"run {cfg.run_id()}")
