@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends import model_store, sampling
+from backends import model_store
 from backends.base import Backend
 from engine.records import GenRequest, GenResult
 
@@ -152,7 +152,10 @@ class TransformersBackend(Backend):
         temp = torch.tensor([r.req.temperature for r in rows], dtype=torch.float32, device=self.device)
         top_p = torch.tensor([r.req.top_p for r in rows], dtype=torch.float32, device=self.device)
         seeds = torch.tensor([int(r.req.seed) & 0x7FFFFFFFFFFFFFFF for r in rows], dtype=torch.long, device=self.device)
-        return temp, top_p, sampling.row_keys(seeds)
+        # function-level: backends.sampling imports torch, which stays off start-up
+        from backends.sampling import row_keys
+
+        return temp, top_p, row_keys(seeds)
 
     def _sample(self) -> Any:
         """The next token of every running row, a tensor [B] on the device."""
@@ -160,10 +163,11 @@ class TransformersBackend(Backend):
         if all(q.temperature <= 0 for q in reqs):
             return self._logits.argmax(dim=-1)
         nucleus = any(q.temperature > 0 and q.top_p < 1.0 for q in reqs)
+        # function-level: backends.sampling imports torch, which stays off start-up
+        from backends.sampling import sample_tokens
+
         # the token drawn goes at position _pos + 1: a row's own count, whenever it joined
-        return sampling.sample_tokens(
-            self._logits, self._temp, self._top_p if nucleus else None, self._key, self._pos + 1
-        )
+        return sample_tokens(self._logits, self._temp, self._top_p if nucleus else None, self._key, self._pos + 1)
 
     # ------------------------------------------------------------------ cache surgery
     @staticmethod
