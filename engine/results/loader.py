@@ -221,12 +221,12 @@ def _authority(row: dict[str, Any]) -> tuple:
     return (row["status"] == "finished", end is not None, end if end is not None else 0, row["run_dir"])
 
 
-def _chosen(runs: list[pa.Table], questions: list[pa.Table]) -> tuple[dict[str, str], set[int]]:
-    """Per run id, the run directory whose rows count, and the position (in ``runs`` read in
-    order) of the runs row in force of each run id: its most authoritative row (:func:`_authority`;
-    a tie goes to the later row). A run id with question rows but no runs row: the last folder (by
-    name) holding them."""
-    rows = pa.concat_tables(runs).select(["run_id", "run_dir", "status", "finished", "started"]).to_pylist()
+def _chosen(runs: pa.Table, questions: list[pa.Table]) -> tuple[dict[str, str], set[int]]:
+    """Per run id, the run directory whose rows count, and the position (a row of ``runs``, every
+    folder's runs rows in the order read) of the runs row in force of each run id: its most
+    authoritative row (:func:`_authority`; a tie goes to the later row). A run id with question
+    rows but no runs row: the last folder (by name) holding them."""
+    rows = runs.select(["run_id", "run_dir", "status", "finished", "started"]).to_pylist()
     best: dict[str, int] = {}
     for i in sorted(range(len(rows)), key=lambda i: _authority(rows[i])):  # stable: ties keep row order
         best[rows[i]["run_id"]] = i
@@ -294,8 +294,8 @@ def load(path: str | Path, *, skip_bad_parts: bool = False) -> Results:
         raise ResultsError(f"{path}: no results (no folder with a runs/ sub-folder)")
     notes: list[str] = []
     parts = [_read_dir(d, notes, skip_bad_parts) for d in dirs]
-    chosen, in_force = _chosen([p["runs"] for p in parts], [p["questions"] for p in parts])
     runs_read = pa.concat_tables([p["runs"] for p in parts])
+    chosen, in_force = _chosen(runs_read, [p["questions"] for p in parts])
     tables = _keep_chosen(parts, chosen, notes)
     # the runs row in force of each run id, in the order read
     tables["runs"] = runs_read.filter(pa.array([i in in_force for i in range(runs_read.num_rows)], pa.bool_()))
