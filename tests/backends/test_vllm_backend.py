@@ -190,5 +190,7 @@ def test_a_hub_id_that_cannot_be_resolved_is_one_line_naming_it(tmp_path):
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("debate: error: --model no-such-org/no-such-model-7B: the Hugging Face hub")
+    assert lines[0].startswith(
+        "debate: error: --model no-such-org/no-such-model-7B: no such folder here, and the Hugging Face hub"
+    )
     assert not (tmp_path / "x").exists()  # nothing started, nothing written
