@@ -10,7 +10,9 @@
 #   * anything else (macOS, old CPUs)      -> no vLLM: one line says the transformers backend will be used
 # DEBATE_VLLM=cuda|cpu|none overrides the choice. Where vLLM is expected (a GPU, or x86-64 Linux
 # with AVX2) a failed vLLM install fails this script: the fallback is for machines without wheels,
-# not for hiding a broken install.
+# not for hiding a broken install. What was installed (the vLLM build, the extras) is recorded in
+# $VENV/.debate-installed: the tests that need vLLM or an extra fail where it is recorded and
+# missing, and skip where it was never installed (tests/support/needs.py).
 #
 # DEBATE_EXTRAS=a,b installs more of pyproject.toml's extras with the project (cluster.yaml's head
 # node: DEBATE_EXTRAS=aws, the boto3 that Ray's AWS autoscaler imports).
@@ -168,4 +170,8 @@ if [ "$flavour" = none ]; then
 else
   say "ready: vLLM $VLLM_VERSION ($flavour build) in $VENV; --backend auto uses it"
 fi
+# What this environment got, for the tests (tests/support/needs.py): a test needing vLLM or an
+# extra's package fails where it is recorded here and missing, and skips where it was never installed.
+printf '%s\n' "# scripts/setup.sh installed (read by tests/support/needs.py)" "vllm=$flavour" "extras=test$more" \
+  > "$VENV/.debate-installed"
 touch "$stamp"

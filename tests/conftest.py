@@ -24,11 +24,14 @@ RAY_FIXTURES = {"ray_local"}
 @pytest.fixture(scope="session")
 def ray_local():
     """One local Ray instance for the whole test session, started as the engine starts it
-    (``init_ray``: no dashboard, a dead worker's processes die with it), on 2 CPUs."""
+    (``init_ray``: no dashboard, a dead worker's processes die with it), on 2 CPUs and no GPU
+    whatever the machine has (tests/support/ray_clusters.py). A test that runs the engine in this
+    process uses it (directly or through a fixture), so that whichever test starts Ray first, every
+    such test sees the same Ray."""
     ray = pytest.importorskip("ray")
-    from actors.driver import init_ray
+    from tests.support.ray_clusters import start_local_ray
 
-    init_ray(num_cpus=2, log_to_driver=False)
+    start_local_ray()
     yield ray
     ray.shutdown()
 

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.needs import need_mkdocs
 from tests.support.paths import ROOT
 from tests.support.scripts import load_script
 
@@ -277,6 +278,7 @@ def test_the_simulated_doc_commands_run(doc, tmp_path):
 def test_mkdocs_build_strict(tmp_path):
     """The whole site builds with warnings as errors: every page in the nav, links and anchors
     resolve, the hook's generated pages included. About 1-5 s."""
+    need_mkdocs()
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,

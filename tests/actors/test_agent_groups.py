@@ -53,7 +53,7 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def runner():
+def runner(ray_local):  # the session's Ray (2 CPUs, no GPU), not one of this machine's size
     from actors.driver import DebateRunner
 
     with DebateRunner() as e:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from engine.config import RunConfig
+from tests.support.needs import need_boto3, read_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -269,6 +270,9 @@ def test_setup_installs_the_extras_named_in_debate_extras(tmp_path):
     assert _setup(venv)[1] == []  # the stamp: nothing to do
     r, installs = _setup(venv, DEBATE_EXTRAS="aws")
     assert r.returncode == 0 and installs == [".[test,aws]"], r.stderr
+    # the record of what it installed, which the tests read (tests/support/needs.py)
+    setup = read_setup(venv)
+    assert setup is not None and setup.vllm == "none" and {"test", "aws", "docs"} <= setup.extras
     assert _setup(venv, DEBATE_EXTRAS="aws")[1] == []
     r, installs = _setup(venv, DEBATE_EXTRAS="aws,no-such")
     assert r.returncode == 1 and installs == []
@@ -277,13 +281,10 @@ def test_setup_installs_the_extras_named_in_debate_extras(tmp_path):
     ]
 
 
-def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_path):
+def test_the_head_installs_the_aws_extra_that_rays_aws_node_provider_needs(tmp_path):
     """The head runs the autoscaler, whose AWS node provider imports boto3 (Ray's default
     head_setup_commands, which cluster.yaml replaces, install it). cluster.yaml's head setup, run
-    as the head runs it (from ~/debate-engine), installs the aws extra; the extra pins boto3, the
-    version installed here (the test extra takes the aws extra); and with it the provider class
-    that Ray looks up for cluster.yaml's provider imports."""
-    from ray.autoscaler._private.providers import _get_node_provider_cls
+    as the head runs it (from ~/debate-engine), installs the aws extra, and the extra pins boto3."""
     from ray.autoscaler._private.util import prepare_config
 
     cfg = prepare_config(_cluster())
@@ -298,8 +299,20 @@ def test_the_head_installs_the_boto3_that_rays_aws_node_provider_imports(tmp_pat
         extras.update(e for spec in installs for e in spec[spec.index("[") + 1 : -1].split(","))
     assert "aws" in extras, f"the head's setup installs the extras {sorted(extras)}, not aws"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (pin,) = project["optional-dependencies"]["aws"]
+    assert re.fullmatch(r"boto3==[0-9]+(\.[0-9]+)*", pin), pin
+
+
+def test_the_pinned_boto3_is_installed_and_rays_aws_node_provider_imports_with_it():
+    """The aws extra's boto3 is the version installed here (the test extra takes the aws extra),
+    and with it the provider class that Ray looks up for cluster.yaml's provider imports."""
+    need_boto3()
+    from ray.autoscaler._private.providers import _get_node_provider_cls
+    from ray.autoscaler._private.util import prepare_config
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["optional-dependencies"]["aws"] == [f"boto3=={version('boto3')}"]
-    assert _get_node_provider_cls(cfg["provider"]).__name__ == "AWSNodeProvider"
+    assert _get_node_provider_cls(prepare_config(_cluster())["provider"]).__name__ == "AWSNodeProvider"
 
 
 # ----------------------------------------------------------------- the driver's GPU decision (pure)
@@ -347,16 +360,35 @@ def test_transformers_replica_is_told_its_device():
     assert spec.backend_options["device"] == "cpu" and not spec.actor_options.get("num_gpus")
 
 
-def test_embedder_device_is_the_drivers_choice():
+def _resources_view(monkeypatch, free_per_node: dict[str, dict[str, float]] | None) -> None:
+    """What the driver's questions to Ray answer (``ray.is_initialized``, the cluster's resources,
+    the free resources per node), in place of this process's Ray: None is no Ray. A machine's own
+    GPUs, or a Ray that an earlier test left up, then count for nothing."""
+    import ray
+    from ray._private import state
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: free_per_node is not None)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0, "GPU": 1.0})
+    monkeypatch.setattr(state, "available_resources_per_node", lambda: dict(free_per_node or {}))
+
+
+def test_embedder_device_is_the_drivers_choice(monkeypatch):
     from actors.layout import embedding_placement
     from engine.config import RunConfig
 
+    _resources_view(monkeypatch, None)
     on_gpus = RunConfig.flat(backend="vllm", protocol="cortex", placement_resources={"m": {"num_gpus": 1}})
     assert embedding_placement(on_gpus, free_gpu=True) == ({"num_cpus": 0, "num_gpus": 0.1}, "cuda")
     # no GPU share free now (the replicas hold every GPU, or the GPU nodes are not up): the CPU,
     # never a request that would wait for a GPU or make an autoscaler launch a GPU node
     assert embedding_placement(on_gpus, free_gpu=False)[1] == "cpu"
     assert embedding_placement(on_gpus)[1] == "cpu"  # no Ray cluster: nothing is free
+    # left to the driver (free_gpu not given): a 0.1 share free on one node that is up, read now
+    _resources_view(monkeypatch, {"a": {"CPU": 2.0, "GPU": 0.05}, "b": {"CPU": 2.0, "GPU": 0.05}})
+    assert embedding_placement(on_gpus)[1] == "cpu"  # 0.1 in all, but a share cannot span nodes
+    _resources_view(monkeypatch, {"a": {"CPU": 2.0, "GPU": 0.05}, "b": {"CPU": 2.0, "GPU": 0.5}})
+    assert embedding_placement(on_gpus) == ({"num_cpus": 0, "num_gpus": 0.1}, "cuda")
+    _resources_view(monkeypatch, None)
     opts, device = embedding_placement(RunConfig.flat(backend="vllm", protocol="cortex", device="cpu"))
     assert device == "cpu" and "num_gpus" not in opts
     assert opts["runtime_env"]["env_vars"]["CUDA_VISIBLE_DEVICES"] == ""  # sees no GPU it does not hold

@@ -20,7 +20,7 @@ from engine.results import read_table  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner():
+def runner(ray_local):  # the session's Ray (2 CPUs, no GPU), not one of this machine's size
     with DebateRunner() as e:
         yield e
 

@@ -33,7 +33,7 @@ LIMIT, AGENTS, ROUNDS = 40, 3, 4
 
 
 @pytest.fixture(scope="module")
-def runner():
+def runner(ray_local):  # the session's Ray (2 CPUs, no GPU), not one of this machine's size
     with DebateRunner() as e:
         yield e
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import RunConfig
-from tests.support.real_vllm import _need_vllm
+from tests.support.needs import need_vllm
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -49,7 +49,7 @@ def _vllm_procs() -> set[int]:
 
 
 def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
-    _need_vllm()
+    need_vllm()
     import psutil
 
     from actors.driver import DebateRunner
@@ -64,6 +64,7 @@ def test_engine_core_sigkill_mid_run_restarts_the_replica(ray_local, tmp_path):
         progress=False,
         max_restarts=3,
         call_retries=3,
+        replica_cpus=2,  # the session's Ray has 2 CPUs, whatever this machine has (default: its cores)
     )
     killed: dict = {}
     with DebateRunner() as runner:
@@ -115,7 +116,7 @@ def test_replica_sigkill_takes_its_engine_processes_with_it():
     (``actors.cluster.RAY_WORKER_CLEANUP``); the environment here turns it off, as another Ray
     release's default or an operator's setting could, so the check fails if the engine leaves it to
     Ray. Run in a fresh process that owns its Ray instance (``tests/support/orphan_check.py``)."""
-    _need_vllm()
+    need_vllm()
     from actors.cluster import RAY_WORKER_CLEANUP
 
     root = Path(__file__).resolve().parents[2]

@@ -13,7 +13,8 @@ QS = ["What is 3+4*2?", "What is the result of 12+5*3+7-2*9?", "Name a colour.",
 def backend():
     from backends.transformers_backend import TransformersBackend
 
-    return TransformersBackend("smollm2-135m-instruct", threads=2, max_batch=8, dtype="float32")
+    # the CPU, also where there is a GPU (the default there): the reference generate() below gets CPU tensors
+    return TransformersBackend("smollm2-135m-instruct", threads=2, device="cpu", max_batch=8, dtype="float32")
 
 
 def reqs(max_tokens=40, temperature=0.7):

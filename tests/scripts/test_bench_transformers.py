@@ -64,6 +64,7 @@ def test_script_runs_both_sides_on_the_tiny_model(tmp_path):
     model = build_tiny_text_model(tmp_path / "tiny")
     out = tmp_path / "bench.json"
     argv = ["--model", str(model), "--waves", "2", "--per-wave", "3", "--first-prompt", "60", "--prompt-growth", "30"]
+    argv += ["--device", "cpu"]  # also where there is a GPU (the script's default there)
     assert bench.main([*argv, "--max-tokens", "5", "--max-batch", "2", "--quiet", "--out", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["calls"] == 6 and r["same_work"] and r["baseline"] == bench.BASELINE

@@ -15,7 +15,7 @@ def _script():
 
 @pytest.mark.ray
 @pytest.mark.slow  # 20 s of simulated sweep: CI runs it
-def test_the_literal_formula_keeps_every_edge_and_the_default_is_the_reference(tmp_path, capsys):
+def test_the_literal_formula_keeps_every_edge_and_the_default_is_the_reference(tmp_path, capsys, ray_local):
     mod = _script()
     argv = ["--backend", "simulated", "--limit", "3", "--agents", "4", "--rounds", "3", "--offsets", "0,0.5"]
     assert mod.main([*argv, "--out", str(tmp_path)]) == 0

@@ -1,6 +1,7 @@
-"""scripts/gpu_check.py on this CPU machine: the GPU checks say they are skipped, and the CPU ones
-(one replica, a replica SIGKILLed mid-run) run through Ray on the tiny model for every backend
-installed (vLLM's CPU build here), so the script a GPU user runs first is known to work."""
+"""scripts/gpu_check.py without a GPU (hidden where the machine has one): the GPU checks say they
+are skipped, and the CPU ones (one replica, a replica SIGKILLed mid-run) run through Ray on the
+tiny model for every backend installed (vLLM's CPU build here), so the script a GPU user runs
+first is known to work."""
 
 from __future__ import annotations
 
@@ -17,12 +18,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 def test_gpu_check_runs_its_cpu_checks_and_skips_the_gpu_ones(tmp_path):
-    from backends.installed import vllm_installed
+    from backends.installed import vllm_build
 
     out = tmp_path / "gpu_check.json"
-    env = {**os.environ, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1"}
+    # no GPU for the script's Ray and torch, also on a machine that has one: the CPU path is checked
+    env = {**os.environ, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": ""}
+    # the backends installed (the script's default), but vLLM's CUDA build, which cannot run a CPU replica
+    build = vllm_build()
+    backends = ["vllm", "transformers"] if build == "cpu" else ["transformers"]
+    only = ["--backends", "transformers"] if build == "gpu" else []
     r = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(out)],
+        [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--out", str(out), *only],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -33,7 +39,6 @@ def test_gpu_check_runs_its_cpu_checks_and_skips_the_gpu_ones(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("GPUs Ray sees: 0 on 1 node(s)")
     res = json.loads(out.read_text())
-    backends = ["vllm", "transformers"] if vllm_installed() else ["transformers"]
     assert res["backends"] == backends
     status = {c["name"]: c["status"] for c in res["checks"]}
     for b in backends:

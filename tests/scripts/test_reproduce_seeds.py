@@ -87,7 +87,7 @@ def test_list_maps_models_and_datasets_and_names_unmappable_rows(script, tmp_pat
 
 
 @pytest.mark.ray
-def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_path, capsys):
+def test_rows_run_as_sweeps_over_seeds_beside_the_published_numbers(script, tmp_path, capsys, ray_local):
     out = tmp_path / "out"
     assert (
         script.main(
