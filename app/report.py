@@ -71,7 +71,7 @@ from rich.text import Text
 
 from engine.accounting import carried_mean, mean_sd, seed_groups, summarize
 from engine.config import RunConfig, stored_config, unhashed_options
-from engine.formatting import fmt_num
+from engine.formatting import fmt_num, shown_model
 from engine.metrics import cached_share, format_share, metrics
 from engine.protocols import SPECS
 from engine.results import ResultsError, complete_calls, find_run_dirs, read_table
@@ -344,7 +344,7 @@ def summarize_run(data: RunData) -> dict[str, Any]:
         "density": cfg.get("density"),
         "limit": cfg.get("limit"),
         "offset": cfg.get("offset"),
-        "models": _models_of(cfg),
+        "models": _models_of(cfg, _simulated(data)),
         "groups": cfg.get("groups"),
         "dataset": cfg.get("dataset"),
         "seed": cfg.get("seed"),
@@ -370,7 +370,7 @@ def summarize_run(data: RunData) -> dict[str, Any]:
             ([float(c) for c in q["correct_by_round"]] for q in qs if q.get("correct_by_round")), length
         ),
         "accuracy_by_round_n": sum(bool(q.get("correct_by_round")) for q in qs),
-        "placement": placement_text(data.run.get("placement")),
+        "placement": placement_text(data.run.get("placement"), _simulated(data)),
         # over the calls that report a cached count (vLLM, some servers); None: no call does
         "cached_prompt_tokens": cached,
         "computed_prompt_tokens": computed,
@@ -403,20 +403,27 @@ def with_metric_columns(row: dict[str, Any], run: dict[str, Any]) -> dict[str, A
     return dict(items)
 
 
-def placement_text(placement_json: str | None) -> str:
+def placement_text(placement_json: str | None, simulated: bool = False) -> str:
     """One line from a runs row's ``placement`` JSON: where each replica (model#index), the
     agent groups, embedder, writer and coordinator ran -- node IP and GPU ids; a tensor-parallel
     replica's bundles are counted per node. What ran in one place is named once, before it
-    (``m#0, agents ×2, writer, coordinator @ 10.0.0.1``). "" for runs recorded without it."""
+    (``m#0, agents ×2, writer, coordinator @ 10.0.0.1``). A ``simulated`` run's replicas are
+    named ``simulated#0`` (``simulated:NAME#0`` where it has several models): no model ran. ""
+    for runs recorded without it."""
     if not placement_json:
         return ""
     try:
         entries = json.loads(placement_json)
     except ValueError:
         return "(unreadable)"
+    replicas = [e for e in entries if e.get("role") == "replica"]
+    several = len({e.get("model") for e in replicas}) > 1
     parts = []
     for e in entries:
-        name = f"{e.get('model')}#{e.get('replica')}" if e.get("role") == "replica" else str(e.get("role"))
+        name = str(e.get("role"))
+        if e.get("role") == "replica":
+            model = e.get("model") if not simulated else f"simulated:{e.get('model')}" if several else "simulated"
+            name = f"{model}#{e.get('replica')}"
         where = str(e.get("node_ip") or (e.get("node_id") or "?")[:8])
         if e.get("gpu_ids"):
             where += f" GPU {','.join(map(str, e['gpu_ids']))}"
@@ -464,10 +471,16 @@ def pick_baseline(row: dict[str, Any], candidates: list[dict[str, Any]]) -> tupl
     return max(usable, key=lambda c: (c is row, c["n_questions"])), True
 
 
-def _models_of(cfg: dict[str, Any]) -> str:
-    """The models a run used, as one comparable string (per-agent settings included)."""
+def _models_of(cfg: dict[str, Any], simulated: bool = False) -> str:
+    """The models a run used, as one comparable string (per-agent settings included); a
+    ``simulated`` run's names as :func:`engine.formatting.shown_model` shows them (no model ran)."""
+    models = cfg.get("models") or cfg.get("model")
     per_agent = [a.get("model") for a in cfg.get("agent_settings") or [] if isinstance(a, dict)]
-    return json.dumps([cfg.get("models") or cfg.get("model"), per_agent], default=str)
+    if simulated:
+        several = bool(cfg.get("models")) or len({models, *per_agent} - {None}) > 1
+        models = shown_model(models, True, several)
+        per_agent = [shown_model(m, True, True) for m in per_agent]
+    return json.dumps([models, per_agent], default=str)
 
 
 def _seed_settings(data: RunData) -> dict[str, Any]:

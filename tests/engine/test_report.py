@@ -490,3 +490,28 @@ def test_every_series_has_its_own_marker_and_a_protocol_one_colour():
     assert len(set(markers)) == len(rows) <= len(MARKERS)  # no shape repeats across protocols
     assert styles["sparse 6x3 D=0.4"][0] == styles["sparse 6x3 D=0.8"][0] != styles["mad 3x2"][0]
     assert styles["sparse 6x3 D=0.4"][2] != styles["sparse 6x3 D=0.8"][2]  # variants: line style too
+
+
+def test_a_simulated_runs_placement_and_models_name_no_model():
+    """A simulated run stores its configured model name, yet no model ran: its placement names
+    the replicas ``simulated#i`` (``simulated:NAME#i`` with several models) and its models column
+    says SIMULATED; a real run's keep the model's name."""
+    from app.report import _models_of, placement_text
+    from engine.formatting import SIMULATED_MODEL
+
+    one = [
+        {"role": "replica", "model": "smollm2", "replica": 0, "node_ip": "10.0.0.1"},
+        {"role": "writer", "node_ip": "10.0.0.1"},
+    ]
+    assert placement_text(json.dumps(one), simulated=True) == "simulated#0, writer @ 10.0.0.1"
+    assert placement_text(json.dumps(one)) == "smollm2#0, writer @ 10.0.0.1"
+    two = one + [{"role": "replica", "model": "big", "replica": 0, "node_ip": "10.0.0.2"}]
+    assert (
+        placement_text(json.dumps(two), simulated=True)
+        == "simulated:smollm2#0, writer @ 10.0.0.1; simulated:big#0 @ 10.0.0.2"
+    )
+    cfg = {"model": "smollm2", "models": None, "agent_settings": None}
+    assert json.loads(_models_of(cfg, simulated=True)) == [SIMULATED_MODEL, []]
+    assert json.loads(_models_of(cfg)) == ["smollm2", []]
+    several = {"model": "smollm2", "models": "big*1,small*2"}
+    assert json.loads(_models_of(several, simulated=True)) == ["simulated:big*1,small*2", []]
