@@ -55,8 +55,9 @@ def para(text: str) -> str:
 
 
 def code(text: Any) -> str:
-    """``text`` as inline code inside a table cell (``|`` escaped, the tables extension's rule)."""
-    return "`" + str(text).replace("|", "\\|") + "`"
+    """``text`` as inline code inside a table cell (``|`` escaped, the tables extension's rule),
+    of class ``whole``: docs/stylesheets/extra.css keeps a flag, key or value on one line."""
+    return "`" + str(text).replace("|", "\\|") + "`{.whole}"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -297,10 +298,25 @@ def _never_fn() -> Any:
     return ProtocolSpec.__dataclass_fields__["needs_embeddings"].default
 
 
+def example_commands(name: str) -> str:
+    """The example block of a protocol's page: its ``ProtocolSpec.example`` run on the simulated
+    backend (seconds, no model) and on the default backend and model."""
+    example = f"    {SPECS[name].example} \\\n" if SPECS[name].example else ""
+    return (
+        "```bash\n"
+        "# seconds, no model: the engine's path and token counts, simulated answers\n"
+        f"debate run --backend simulated --protocol {name} \\\n{example}    --limit 20 --out runs/{name}-sim\n"
+        "# the default backend and model (vLLM where installed, the packaged SmolLM2)\n"
+        f"debate run --protocol {name} \\\n{example}    --limit 10 --out runs/{name}\n"
+        f"debate report runs/{name}\n"
+        "```\n"
+    )
+
+
 def protocol_page(name: str) -> str:
     spec = SPECS[name]
     module = sys.modules[spec.run.__module__]
-    out = [f"# {spec.label} (`--protocol {name}`)\n", GENERATED_NOTE, f"**{cell(spec.help)}**\n"]
+    out = [f"# {spec.label} (`--protocol {name}`)\n", f"**{cell(spec.help)}**\n", example_commands(name)]
     shared = [n for n, s in SPECS.items() if s.run.__module__ == spec.run.__module__ and n != name]
     if shared:
         out.append(
@@ -308,7 +324,8 @@ def protocol_page(name: str) -> str:
             + ", ".join(f"[{n}]({n}.md)" for n in shared)
             + "; its description below covers all of them.\n"
         )
-    out.append("## Options\n")
+    out.append("## How it works\n\n" + rst_to_markdown(module.__doc__ or "(no description)"))
+    out.append("\n## Options\n")
     if spec.settings:
         rows = [
             [code(o.flag) if o.cli else f"{code(o.name)} (YAML only)", code(o.default_text), cell(o.help)]
@@ -320,9 +337,8 @@ def protocol_page(name: str) -> str:
         )
     else:
         out.append("None beyond the engine's own ([all flags](../reference/cli.md)).\n")
-    out.append("\n## Registry\n\n" + table(["capability", "value"], [[k, v] for k, v in _capabilities(spec)]))
-    out.append("\n## How it works\n\n" + rst_to_markdown(module.__doc__ or "(no description)"))
-    return "\n".join(out)
+    out.append("\n## In the engine\n\n" + table(["capability", "value"], [[k, v] for k, v in _capabilities(spec)]))
+    return "\n".join([*out, "\n" + GENERATED_NOTE])
 
 
 def protocols_index() -> str:
@@ -333,9 +349,10 @@ def protocols_index() -> str:
     return "\n".join(
         [
             "# Protocols\n",
-            GENERATED_NOTE,
-            "Pick one with `debate run --protocol NAME`; `debate protocols` prints this list.\n",
+            "Pick one with `debate run --protocol NAME`; `debate protocols` prints this list. Each "
+            "protocol's page has an example command.\n",
             table(["protocol", "`--protocol`", "what / paper", "options"], rows),
+            "\n" + GENERATED_NOTE,
         ]
     )
 

@@ -274,13 +274,13 @@ def test_the_simulated_doc_commands_run(doc, tmp_path):
 # --- the site ------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # the whole site built (seconds); README command 2 and CI build it with --strict too
-def test_mkdocs_build_strict(tmp_path):
-    """The whole site builds with warnings as errors: every page in the nav, links and anchors
-    resolve, the hook's generated pages included. About 1-5 s."""
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The whole site, built with warnings as errors (``mkdocs build --strict``)."""
     need_mkdocs()
+    out = tmp_path_factory.mktemp("docs") / "site"
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -288,8 +288,31 @@ def test_mkdocs_build_strict(tmp_path):
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow  # the whole site built (seconds); README command 2 and CI build it with --strict too
+def test_mkdocs_build_strict(site):
+    """The whole site builds with warnings as errors: every page in the nav, links and anchors
+    resolve, the hook's generated pages included. About 1-5 s."""
     for page in ("reference/cli", "reference/config", "reference/results", "protocols/cortex"):
-        assert (tmp_path / "site" / page / "index.html").is_file(), page
+        assert (site / page / "index.html").is_file(), page
+
+
+@pytest.mark.slow  # a real browser opens every page of the built site
+def test_every_docs_page_fits_a_laptop_screen(site):
+    """At 1280 px (a laptop) no table or code block of any page runs off the right edge: wide
+    tables fit or were split, long lines wrap (scripts/docs_fit.py, in headless Chromium)."""
+    fit = load_script("docs_fit")
+    found = load_script("page_screenshot").find_chromium()
+    if isinstance(found, str):
+        pytest.skip(f"no headless browser: {found}")
+    pages = fit.pages(site, [])
+    over = {name: blocks for name, blocks in fit.measure(site, pages, 1280, 900, None).items() if blocks}
+    assert len(pages) > 30 and not {n: b for n, b in over.items() if any(x["over"] > 2 for x in b)}, over
+
+
+WHOLE = "{.whole}"  # the class docs_hooks.code() gives a table cell's code (extra.css keeps it on one line)
 
 
 @functools.cache
@@ -313,7 +336,7 @@ def test_the_cli_reference_lists_every_subcommand_and_flag():
 def test_the_config_reference_lists_every_option_with_its_default():
     from engine.config import ENGINE_OPTIONS, PROTOCOL_OPTIONS
 
-    page = _hooks().config_page()
+    page = _hooks().config_page().replace(WHOLE, "")
     rows = {line.split(" | ")[0].strip("| `"): line for line in page.splitlines() if line.startswith("| `")}
     for opt in [*ENGINE_OPTIONS, *PROTOCOL_OPTIONS.values()]:
         assert opt.name in rows, opt.name
@@ -324,7 +347,7 @@ def test_the_config_reference_lists_every_option_with_its_default():
 def test_every_results_column_is_described_on_the_results_page():
     from engine.results import SCHEMAS
 
-    page = _hooks().results_page()
+    page = _hooks().results_page().replace(WHOLE, "")
     for table, schema in SCHEMAS.items():
         section = page.split(f"\n## {table}\n", 1)[1].split("\n## ", 1)[0]
         for field in schema:
@@ -341,6 +364,32 @@ def test_a_page_per_protocol():
         for opt in spec.settings:
             assert f"`{opt.flag if opt.cli else opt.name}`" in page, (name, opt.name)
         assert f"[{spec.label}]({name}.md)" in pages["protocols/index.md"]
+
+
+def test_each_protocol_page_opens_with_what_it_is_and_commands_that_configure_a_valid_run():
+    """A protocol's page begins with its one line and an example block (the simulated run, the
+    real one, the report), the generated-page note at the end; every ``debate run`` line of the
+    block parses with the CLI's own parser into a run that ``debate sweep --list`` would accept."""
+    import shlex
+
+    from app.cli import build_parser, parse_run_config
+    from app.sweep import check_cell
+    from engine.protocols import SPECS
+
+    pages = _hooks().pages()
+    for name, spec in SPECS.items():
+        page = pages[f"protocols/{name}.md"]
+        head = page.split("## How it works")[0]
+        assert "generated from the code" not in head and page.rstrip().endswith("edit the code, not this page."), name
+        block = re.search(r"```bash\n(.*?)```", head, re.S)
+        assert block is not None, name
+        runs = [ln for ln in block.group(1).replace("\\\n", " ").splitlines() if ln.startswith("debate run ")]
+        assert len(runs) == 2 and "--backend simulated" in runs[0] and f"--protocol {name}" in runs[1], runs
+        for line in runs:
+            argv = shlex.split(line)[1:]
+            cfg = parse_run_config(build_parser().parse_args(argv))
+            assert cfg.experiment.protocol == name and check_cell(cfg) is None, (line, check_cell(cfg))
+            assert spec.example in line
 
 
 def test_docstrings_become_markdown():

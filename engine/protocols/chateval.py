@@ -407,4 +407,5 @@ SPEC = ProtocolSpec(
     stage_fields=STAGE_FIELDS,
     cost=_cost,
     label_parts=_label,
+    example="--agents 3 --rounds 2",
 )

@@ -586,4 +586,5 @@ SPEC = ProtocolSpec(
     cost=_cost,
     cost_kind="estimate",
     label_parts=_label,
+    example="--agents 6 --rounds 3",
 )

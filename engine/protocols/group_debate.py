@@ -590,6 +590,7 @@ SPEC = ProtocolSpec(
     stages=GD_STAGES,
     cost=_cost,
     label_parts=_label,
+    example="--agents 6 --rounds 3 --groups 3+3",
 )
 
 

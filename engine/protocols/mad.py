@@ -591,6 +591,7 @@ SPECS = (
         validate=validate,
         topology=build_topology,
         cost=_cost("sc"),
+        example="--agents 5",
     ),
     ProtocolSpec(
         "mad",
@@ -604,6 +605,7 @@ SPECS = (
         stages=SUMMARY_STAGES,
         cost=_cost("mad"),
         label_parts=_mad_label,
+        example="--agents 3 --rounds 2",
     ),
     ProtocolSpec(
         "sparse",
@@ -619,6 +621,7 @@ SPECS = (
         topology=build_topology,
         cost=_cost("sparse"),
         label_parts=_graph_label,
+        example="--agents 6 --rounds 3 --density 2/5",
     ),
     ProtocolSpec(
         "probmad",
@@ -633,5 +636,6 @@ SPECS = (
         cost=_cost("probmad"),
         cost_kind="estimate",
         label_parts=_graph_label,
+        example="--agents 6 --rounds 3 --density 0.4",
     ),
 )

@@ -205,6 +205,7 @@ SPEC = ProtocolSpec(
     stages=STAGES,
     topology=_topology,
     cost=_cost,
+    example="--agents 3 --rounds 2",
 )
 
 __all__ = ["SPEC", "STAGES", "feedback_block", "prd"]

@@ -598,6 +598,7 @@ SPEC = ProtocolSpec(
     cost_kind="estimate",
     label_parts=_label,
     revote=revote,
+    example="--agents 3 --rounds 3",
 )
 
 __all__ = [

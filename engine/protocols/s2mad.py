@@ -797,6 +797,7 @@ SPEC = ProtocolSpec(
     cost=_cost,
     cost_kind="bound",
     label_parts=_label,
+    example="--agents 4 --rounds 3 --groups 2+2 --similarity embedding --tau 0.4",
 )
 
 

@@ -85,6 +85,10 @@ class ProtocolSpec:
                       gives its vote after each round from re-read answers and each agent's latest
                       reply text (None: failed or none) and whether the final one was a tie
                       (:class:`~engine.protocols.base.Votes`), for ``debate rescore``; None: the majority.
+    example:          the ``debate run`` flags beyond ``--protocol`` of a typical run of it (its
+                      paper's shape and settings), shown on its docs page with ``--backend
+                      simulated`` and with the default model; tests/test_docs.py checks each is a
+                      valid run configuration.
     """
 
     name: str
@@ -105,6 +109,7 @@ class ProtocolSpec:
     cost_kind: str = "exact"
     label_parts: Callable[[Mapping[str, Any]], list[str]] = _no_label
     revote: Revote | None = None
+    example: str = ""
 
     def __post_init__(self) -> None:
         if self.cost_kind not in COST_KINDS:
