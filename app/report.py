@@ -1020,9 +1020,9 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: Figur
     for ax in axes[:: min(3, len(axes))]:
         ax.set_ylabel("accuracy")
     _fit_y(axes, 0.0, 1.0)
-    seeds = "; one point per run (seeds share a marker)" if len(pts) > len(groups) else ""
+    seeds = "; a point per run, seeds share a marker" if len(pts) > len(groups) else ""
     _legend(fig, axes, style, "bars: 95% Wilson" if style.paper else None)
-    caption = _title(fig, style, f"Accuracy (95% Wilson interval over questions) vs tokens per question{seeds}", rows)
+    caption = _title(fig, style, f"Accuracy (95% Wilson) vs tokens per question{seeds}", rows)
     return _save(fig, path, style, caption)
 
 
