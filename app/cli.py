@@ -1,7 +1,8 @@
 """``debate`` command line.
 
     debate run [--config FILE.yaml] [--protocol mad] [--agents 3] [--rounds 2] ...
-    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--skip-bad-parts]
+    debate report DIR [--out REPORT_DIR] [--baseline mad] [--format table|md|csv] [--style screen|paper]
+                      [--skip-bad-parts]
     debate rescore OUT [--dry-run] [--skip-bad-parts]  (re-grade stored replies; see app/rescore.py)
     debate sweep SWEEP.yaml [--out DIR] [--list] [--ray-address ADDR]
                                                 (a grid of runs, resumable; see app/sweep.py;
@@ -287,7 +288,7 @@ def report_command(args: argparse.Namespace) -> int:
     from app.report import ReportError, build_report, csv_table, markdown_tables, render_tables
 
     try:
-        rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts, args.figures)
+        rep = build_report(args.dir, args.out, args.baseline, args.skip_bad_parts, args.figures, args.style)
     except (ReportError, OSError) as exc:
         return print_error(exc)
     if args.format != "table":  # stdout holds the table only; notes go to stderr
@@ -496,6 +497,13 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
         dest="figures",
         action="store_false",
         help="write the tables only (summary.csv/json), no figures: seconds instead of the figures' drawing time",
+    )
+    p.add_argument(
+        "--style",
+        default="screen",
+        choices=("screen", "paper"),
+        help="figures for the screen (default) or for a paper: 3.5 in (one column) or 7.2 in (two) wide, "
+        "300 dpi, 7-8 pt text, legends below, captions in <figure>.caption.txt",
     )
     _add_skip_bad_parts(p)
 

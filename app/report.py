@@ -45,12 +45,14 @@ Metrics per configuration (``summary_rows``):
 Outputs (``REPORT_DIR``, default ``DIR/report``): ``summary.csv``, ``summary.json``, and each
 figure of :data:`PLOTS` as PNG, PDF and SVG: ``accuracy_vs_tokens``, ``consensus_per_round``,
 ``accuracy_by_round``, ``accuracy_tokens_vs_agents`` and ``accuracy_tokens_vs_rounds`` (the last
-two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`; skipped, with a note,
-when every configuration has the same number of agents / rounds). Okabe-Ito colours per
-protocol, a marker per variant, legends outside the axes. Simulated-backend data are labelled
-in every plot title. The printed table is split into :data:`SECTIONS` (accuracy, cost,
-savings, dynamics, cache), as rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`,
-:func:`csv_table`).
+two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`, drawn from
+:data:`MIN_SEEDS` seeds; skipped, with a note, when every configuration has the same number of
+agents / rounds), in a :class:`FigureStyle` (``screen``, or ``paper``: column widths at 300 dpi,
+captions in ``<figure>.caption.txt``). Okabe-Ito colours per protocol, a marker per variant,
+the legend below the panels, accuracy axes fitted to the data, more series than a panel reads
+split into panels (:func:`_panels`). Simulated-backend data are labelled in every figure.
+The printed table is split into :data:`SECTIONS` (accuracy, cost, savings, dynamics, cache), as
+rich tables, Markdown or CSV (:func:`render_tables`, :func:`markdown_tables`, :func:`csv_table`).
 """
 
 from __future__ import annotations
@@ -745,57 +747,196 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
 LINESTYLES = ("-", "--", ":", "-.")
 FORMATS = (".png", ".pdf", ".svg")  # every figure is written in each
+# Seeds a point needs before its Student-t interval is drawn. With k = 2 the 95 % half width is
+# t(0.975, 1) * sd / sqrt(2) = 9.0 sd, an interval that says nothing but covers the panel; from
+# k = 3 it is 2.5 sd (k = 5: 1.2 sd). Points with fewer seeds are drawn as means, and say so.
+MIN_SEEDS = 3
 
 
-def _figure(width: float = 8.0, height: float = 5.0, panels: int = 1):
-    """A figure with ``panels`` side-by-side axes on matplotlib's Agg canvas (never pyplot).
-    Returns (figure, first axes) for one panel, (figure, list of axes) for more."""
+@dataclass(frozen=True)
+class FigureStyle:
+    """How the report's figures are sized and lettered (``debate report --style``).
+
+    ``width`` is a one-panel figure's width in inches, ``wide`` a faceted or two-panel one's,
+    ``height`` one row of panels; ``font`` / ``small`` the point sizes of labels / ticks,
+    legends and notes; ``max_series`` the most lines or point series in one panel (more are
+    split into panels, small multiples sharing their axes). ``paper`` figures are saved at
+    exactly their width (no cropping, legends below the axes, no long title: the caption text
+    goes to ``<figure>.caption.txt``); ``screen`` ones are cropped to what is drawn."""
+
+    name: str
+    width: float
+    wide: float
+    height: float
+    dpi: int
+    font: float
+    small: float
+    max_series: int
+    marker: float
+    line: float
+
+    @property
+    def paper(self) -> bool:
+        return self.name == "paper"
+
+
+SCREEN = FigureStyle("screen", 8.0, 11.0, 4.2, 110, 10, 8, 6, 6.0, 1.5)
+PAPER = FigureStyle("paper", 3.5, 7.2, 2.3, 300, 8, 7, 5, 3.5, 1.0)  # one / two journal columns
+STYLES = {s.name: s for s in (SCREEN, PAPER)}
+
+
+def _rc(style: FigureStyle) -> dict[Any, Any]:
+    """The matplotlib settings of ``style``: type-42 PDF fonts, fixed SVG ids, point sizes."""
+    return {
+        "pdf.fonttype": 42,
+        "svg.hashsalt": "debate-report",
+        "font.size": style.font,
+        "axes.titlesize": style.font,
+        "axes.labelsize": style.font,
+        "figure.titlesize": style.font + 1,
+        "xtick.labelsize": style.small,
+        "ytick.labelsize": style.small,
+        "legend.fontsize": style.small,
+        "legend.title_fontsize": style.small,
+        "lines.markersize": style.marker,
+        "lines.linewidth": style.line,
+        "errorbar.capsize": style.marker / 2,
+        "axes.linewidth": 0.6 if style.paper else 0.8,
+        "grid.linewidth": 0.4 if style.paper else 0.8,
+    }
+
+
+def _figure(style: FigureStyle, nrows: int = 1, ncols: int = 1, wide: bool = False, sharey: Any = True):
+    """A figure of ``nrows`` x ``ncols`` axes sharing x (and y, or per ``sharey``), on
+    matplotlib's Agg canvas (never pyplot), ``style.wide`` wide when it has several columns or
+    ``wide``, else ``style.width``; laid out by matplotlib's constrained layout. Returns the
+    figure and its axes, row by row."""
     # function-level: importing matplotlib.backends.backend_agg here keeps it off start-up
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure  # rendered with the Agg canvas; pyplot is never imported
 
-    fig = Figure(figsize=(width, height), dpi=110)
+    width = style.wide if wide or ncols > 1 else style.width
+    fig = Figure(figsize=(width, style.height * nrows), dpi=style.dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
-    return fig, (axes[0] if panels == 1 else axes)
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=sharey, squeeze=False)
+    return fig, [ax for row in axes for ax in row]
 
 
 def figure_paths(png: Path) -> list[Path]:
-    """The files one figure is written to: ``png`` and the PDF and SVG beside it."""
-    return [png.with_suffix(ext) for ext in FORMATS]
+    """The files one figure is written to: ``png``, the PDF and SVG beside it, and (paper
+    style) its caption text."""
+    return [*(png.with_suffix(ext) for ext in FORMATS), png.with_suffix(".caption.txt")]
 
 
-def _save(fig, png: Path) -> list[Path]:
-    """Write ``fig`` as PNG, PDF and SVG (same stem), cropped to what is drawn
-    (``bbox_inches="tight"``: a legend outside the axes and long labels are kept whole). PDF
-    fonts are embedded as TrueType (type 42, as journals ask) and no creation date is written,
-    so a report of the same data writes the same PDF/SVG bytes."""
+def _save(fig, png: Path, style: FigureStyle = SCREEN, caption: str = "") -> list[Path]:
+    """Write ``fig`` as PNG, PDF and SVG (same stem) at ``style.dpi``. Screen figures are
+    cropped to what is drawn (``bbox_inches="tight"``); paper ones keep their size, so a
+    3.5 in figure prints at 3.5 in, and their ``caption`` is written to ``<stem>.caption.txt``.
+    PDF fonts are embedded as TrueType (type 42, as journals ask) and no creation date is
+    written, so a report of the same data writes the same PDF/SVG bytes."""
     # function-level: importing matplotlib here keeps it off start-up
     from matplotlib import rc_context
 
-    paths = figure_paths(png)
-    with rc_context({"pdf.fonttype": 42, "svg.hashsalt": "debate-report"}):
+    paths = figure_paths(png)[: len(FORMATS)]
+    crop = {} if style.paper else {"bbox_inches": "tight", "pad_inches": 0.08}
+    with rc_context(_rc(style)):
         for path in paths:
             meta = {"CreationDate": None} if path.suffix == ".pdf" else {"Date": None} if path.suffix == ".svg" else {}
-            fig.savefig(path, bbox_inches="tight", pad_inches=0.08, metadata=meta or None)
+            fig.savefig(path, dpi=style.dpi, metadata=meta or None, **crop)
+    if style.paper and caption:
+        text = png.with_suffix(".caption.txt")
+        text.write_text(caption + "\n")
+        paths.append(text)
     return paths
 
 
-def _legend_outside(ax, title: str | None = None, source=None) -> None:
-    """The legend right of ``ax``, top-aligned, so it never covers data; its entries are those
-    of ``source`` (another axes of the figure) when given."""
-    handles, labels = (source or ax).get_legend_handles_labels()
-    if handles:
-        ax.legend(
-            handles,
-            labels,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            borderaxespad=0.0,
-            fontsize=8,
-            title=title,
-            title_fontsize=8,
-        )
+def _legend(fig, axes: list[Any], style: FigureStyle, title: str | None = None) -> None:
+    """One legend for the figure, each label once over ``axes``, below the panels in columns
+    as wide as the figure (never over data, nor beside a long title)."""
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        ncols = min(len(entries), 2 if fig.get_figwidth() < 5 else 3 if fig.get_figwidth() < 9 else 4)
+        fig.legend(list(entries.values()), list(entries), title=title, loc="outside lower center", ncols=ncols)
+
+
+def _title(fig, style: FigureStyle, text: str, rows: list[dict[str, Any]]) -> str:
+    """Title ``fig``: ``text`` (with the simulated-data note) on screen; in a paper only the
+    note, if any (the caption says the rest). Returns the caption text."""
+    caption = text + _sim_suffix(rows)
+    if not style.paper:
+        fig.suptitle(caption)
+    elif _sim_suffix(rows):
+        fig.suptitle(_sim_suffix(rows).removeprefix(" — "), color="#D55E00")
+    return caption
+
+
+def _fit_y(axes: list[Any], floor: float | None = None, ceil: float | None = None, span: float = 0.1) -> None:
+    """Fit the y axis of ``axes`` (shared) to what is drawn on them, error bars included: the
+    data's range, widened to ``span`` without crossing ``floor`` / ``ceil`` (accuracy all 1.0:
+    0.9 to 1.0), plus 6 % each side (so a point on a bound shows whole)."""
+    lows = [ax.dataLim.y0 for ax in axes if ax.has_data()]
+    highs = [ax.dataLim.y1 for ax in axes if ax.has_data()]
+    if not lows:
+        return
+    lo, hi = min(lows), max(highs)
+    if hi - lo < span:
+        mid = (lo + hi) / 2
+        lo, hi = mid - span / 2, mid + span / 2
+        if floor is not None and lo < floor:
+            lo, hi = floor, floor + span
+        if ceil is not None and hi > ceil:
+            lo, hi = ceil - span, ceil
+    pad = 0.06 * (hi - lo)
+    for ax in axes:
+        ax.set_ylim(lo - pad, hi + pad)
+
+
+def _panels(series: dict[str, str], most: int) -> list[list[str]]:
+    """Split the series (label -> protocol) into panels of at most ``most`` labels each: all in
+    one when they fit, else the fewest panels :func:`_fill` makes with a cap between an even
+    share and ``most``, the smallest such cap (the most even panels)."""
+    labels = list(series)
+    if len(labels) <= most:
+        return [labels]
+    groups: dict[str, list[str]] = {}
+    for label, protocol in series.items():
+        groups.setdefault(protocol, []).append(label)
+    even = math.ceil(len(labels) / math.ceil(len(labels) / most))
+    tries = [_fill(list(groups.values()), cap) for cap in range(even, most + 1)]
+    return min(tries, key=len)  # the first of the fewest
+
+
+def _fill(groups: list[list[str]], cap: int) -> list[list[str]]:
+    """Fill panels of at most ``cap`` labels in order, a group (a protocol's series) kept in one
+    panel, or split into near-equal parts when it has more than ``cap``."""
+    panels: list[list[str]] = [[]]
+    for group in groups:
+        size = math.ceil(len(group) / math.ceil(len(group) / cap))
+        for i in range(0, len(group), size):
+            piece = group[i : i + size]
+            if panels[-1] and len(panels[-1]) + len(piece) > cap:
+                panels.append([])
+            panels[-1].extend(piece)
+    return panels
+
+
+def _grid(style: FigureStyle, n: int, sharey: Any = True):
+    """A figure of ``n`` panels (up to three a row; unused cells removed). Returns the figure
+    and its first ``n`` axes."""
+    ncols = min(n, 3)
+    fig, axes = _figure(style, math.ceil(n / ncols), ncols, sharey=sharey)
+    for ax in axes[n:]:
+        ax.remove()
+    return fig, axes[:n]
+
+
+def _panel_title(ax, labels: list[str], series: dict[str, str], several: bool) -> None:
+    """Name a panel of a faceted figure by the protocols it shows."""
+    if several:
+        ax.set_title(", ".join(dict.fromkeys(series[label] for label in labels)))
 
 
 def _sim_title(rows: list[dict[str, Any]]) -> str:
@@ -856,37 +997,46 @@ def _bar(y: float, lo: float, hi: float) -> list[list[float]]:
     return [[below], [above]]
 
 
-def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path) -> list[Path]:
+Rows = list[dict[str, Any]]
+
+
+def _by_label(rows: Rows, pts: Rows, drop: Sequence[str]) -> dict[str, Rows]:
+    """The rows ``pts`` grouped by legend label (:func:`_short` with ``drop``), in order."""
+    out: dict[str, Rows] = {}
+    for r in pts:
+        out.setdefault(_short(r, rows, drop), []).append(r)
+    return out
+
+
+def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: FigureStyle = SCREEN) -> list[Path]:
     """Accuracy (95 % Wilson interval) against total tokens per question, one point per run;
-    the runs of one configuration over seeds share colour and marker."""
-    fig, ax = _figure()
+    the runs of one configuration over seeds share colour and marker; more series than
+    ``style.max_series``: one panel per group of protocols, sharing both axes."""
     pts = [r for r in rows if r["n_questions"]]
     styles = _styles(pts)
-    seen: set[str] = set()
-    for r in pts:
-        label = _short(r, rows, ("seed",))
-        colour, marker, _ = styles[label]
-        x, y = r["total_per_q"], r["accuracy"]
-        ax.errorbar(
-            [x],
-            [y],
-            yerr=_bar(y, r["accuracy_lo"], r["accuracy_hi"]),
-            fmt=marker,
-            color=colour,
-            capsize=3,
-            markersize=7,
-            alpha=0.9,
-            label=None if label in seen else label,
-        )
-        seen.add(label)
-    ax.set_xlabel("total tokens per question (prompt + completion)")
-    ax.set_ylabel("accuracy (95% Wilson interval)")
-    ax.set_ylim(-0.02, 1.05)
-    ax.margins(x=0.1)
-    ax.grid(alpha=0.3)
-    _legend_outside(ax, "one point per run (seeds share a marker)" if len(pts) > len(seen) else None)
-    ax.set_title("Accuracy vs token cost" + _sim_suffix(rows), fontsize=10)
-    return _save(fig, path)
+    groups = _by_label(rows, pts, ("seed",))
+    series = {label: members[0]["protocol"] for label, members in groups.items()}
+    panels = _panels(series, style.max_series)
+    fig, axes = _grid(style, len(panels))
+    for ax, labels in zip(axes, panels):
+        for label in labels:
+            colour, marker, _ = styles[label]
+            for i, r in enumerate(groups[label]):
+                x, y = r["total_per_q"], r["accuracy"]
+                bar = _bar(y, r["accuracy_lo"], r["accuracy_hi"])
+                ax.errorbar([x], [y], yerr=bar, fmt=marker, color=colour, alpha=0.9, label=None if i else label)
+        _panel_title(ax, labels, series, len(panels) > 1)
+        ax.margins(x=0.1)
+        ax.grid(alpha=0.3)
+    for ax in axes[-min(3, len(axes)) :]:
+        ax.set_xlabel("total tokens per question")
+    for ax in axes[:: min(3, len(axes))]:
+        ax.set_ylabel("accuracy")
+    _fit_y(axes, 0.0, 1.0)
+    seeds = "; a point per run, seeds share a marker" if len(pts) > len(groups) else ""
+    _legend(fig, axes, style, "bars: 95% Wilson" if style.paper else None)
+    caption = _title(fig, style, f"Accuracy (95% Wilson) vs tokens per question{seeds}", rows)
+    return _save(fig, path, style, caption)
 
 
 def pooled_by_round(members: list[dict[str, Any]], key: str) -> tuple[list[float], int]:
@@ -902,70 +1052,70 @@ def pooled_by_round(members: list[dict[str, Any]], key: str) -> tuple[list[float
     return [sum((v[t] if t < len(v) else v[-1]) * w for v, w in lists) / n for t in range(longest)], n
 
 
+def _round_line(ax, label: str, members: list[dict[str, Any]], key: str, look: tuple[str, str, str], shift: float):
+    """One configuration's line of a by-round figure (its seeds pooled), moved right by
+    ``shift`` rounds at every point (so it stays level where the data are), with 95 % Wilson
+    bars over the pooled questions for accuracy."""
+    colour, marker, linestyle = look
+    ys, n = pooled_by_round(members, key)
+    yerr = None
+    if key == "accuracy_by_round":
+        bars = [_bar(y, *wilson_interval(round(y * n), n)) for y in ys]
+        yerr = [[lo for (lo,), _ in bars], [hi for _, (hi,) in bars]]
+    ax.errorbar(
+        [t + shift for t in range(len(ys))],
+        ys,
+        yerr=yerr,
+        marker=marker,
+        linestyle=linestyle,
+        capsize=None if yerr else 0,
+        alpha=0.85,
+        color=colour,
+        label=label + (f" ({len(members)} seeds)" if len(members) > 1 else ""),
+    )
+
+
 def _plot_by_round(
-    rows: list[dict[str, Any]], key: str, ylabel: str, ylim: tuple[float, float], title: str, path: Path
+    rows: list[dict[str, Any]], key: str, ylabel: str, title: str, path: Path, style: FigureStyle
 ) -> list[Path]:
     """One line per configuration (its seeds pooled, :func:`pooled_by_round`) of a per-round
-    list column; 95 % Wilson intervals over the pooled questions for ``accuracy_by_round``."""
-    fig, ax = _figure()
+    list column, at most ``style.max_series`` a panel (more: one panel per group of
+    protocols, sharing axes); lines with error bars (accuracy) are set apart by 0.06 of a
+    round each, the same at every round, so no bar hides another and no line slants."""
     pts = [r for r in rows if r[key]]
     styles = _styles(pts)
-    lines: dict[str, list[dict[str, Any]]] = {}
-    for r in pts:
-        lines.setdefault(_short(r, rows, ("seed",)), []).append(r)
-    for j, (label, members) in enumerate(lines.items()):
-        colour, marker, linestyle = styles[label]
-        ys, n = pooled_by_round(members, key)
-        shift = 0.05 * (j - (len(lines) - 1) / 2) / max(1.0, len(lines) / 4)  # keeps bars apart
-        yerr = None
-        if key == "accuracy_by_round":
-            bounds = [wilson_interval(round(y * n), n) for y in ys]
-            bars = [_bar(y, *b) for y, b in zip(ys, bounds)]
-            yerr = [[lo for (lo,), _ in bars], [hi for _, (hi,) in bars]]
-        seeds = len(members)
-        ax.errorbar(
-            [t + shift for t in range(len(ys))],
-            ys,
-            yerr=yerr,
-            marker=marker,
-            linestyle=linestyle,
-            capsize=3 if yerr else 0,
-            alpha=0.85,
-            color=colour,
-            label=label + (f" ({seeds} seeds)" if seeds > 1 else ""),
-        )
+    lines = _by_label(rows, pts, ("seed",))
+    series = {label: members[0]["protocol"] for label, members in lines.items()}
+    panels = _panels(series, style.max_series)
+    fig, axes = _grid(style, len(panels))
+    for ax, labels in zip(axes, panels):
+        for j, label in enumerate(labels):
+            dodge = 0.06 * (j - (len(labels) - 1) / 2) if key == "accuracy_by_round" else 0.0
+            _round_line(ax, label, lines[label], key, styles[label], dodge)
+        _panel_title(ax, labels, series, len(panels) > 1)
+        ax.grid(alpha=0.3)
     longest = max((len(r[key]) for r in pts), default=1)
-    ax.set_xticks(range(longest))
-    ax.set_xlabel("round (0 = first answer)")
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(*ylim)
-    ax.grid(alpha=0.3)
-    _legend_outside(ax)
-    ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    axes[0].set_xticks(range(longest))
+    for ax in axes[-min(3, len(axes)) :]:
+        ax.set_xlabel("round (0 = first answer)")
+    for ax in axes[:: min(3, len(axes))]:
+        ax.set_ylabel(ylabel)
+    _fit_y(axes, 0.0, 1.0)
+    note = "bars: 95% Wilson, seeds pooled" if key == "accuracy_by_round" and style.paper else None
+    _legend(fig, axes, style, note)
+    return _save(fig, path, style, _title(fig, style, title, rows))
 
 
-def plot_consensus(rows: list[dict[str, Any]], path: Path) -> list[Path]:
-    return _plot_by_round(
-        rows,
-        "consensus_by_round",
-        "mean consensus proportion",
-        (0, 1.05),
-        "Consensus per round, seeds pooled (stopped questions carry their last value)" + _sim_suffix(rows),
-        path,
-    )
+def plot_consensus(rows: list[dict[str, Any]], path: Path, style: FigureStyle = SCREEN) -> list[Path]:
+    """Mean consensus proportion after each round, seeds pooled."""
+    title = "Consensus per round, seeds pooled (stopped questions carry their last value)"
+    return _plot_by_round(rows, "consensus_by_round", "consensus", title, path, style)
 
 
-def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path) -> list[Path]:
+def plot_accuracy_by_round(rows: list[dict[str, Any]], path: Path, style: FigureStyle = SCREEN) -> list[Path]:
     """Accuracy of the vote after each round (the papers' main figure), 95 % Wilson intervals."""
-    return _plot_by_round(
-        rows,
-        "accuracy_by_round",
-        "accuracy of the vote after the round",
-        (-0.02, 1.02),
-        "Accuracy by round, 95% Wilson intervals, seeds pooled (stopped questions carry)" + _sim_suffix(rows),
-        path,
-    )
+    title = "Accuracy of the vote by round, 95% Wilson intervals, seeds pooled (stopped questions carry)"
+    return _plot_by_round(rows, "accuracy_by_round", "accuracy after the round", title, path, style)
 
 
 # two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom
@@ -998,13 +1148,50 @@ def seed_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> list[Path] | str:
-    """Accuracy (left) and total tokens per question (right) against ``axis`` ("agents" or
+def _vs_points(by_x: dict[Any, list[dict[str, Any]]], key: str) -> tuple[list[float], list[list[float]]]:
+    """Per value of the axis: the mean of ``key`` over its seeds, and the Student-t interval's
+    distances below and above (clipped to [0, 1] for accuracy, to >= 0 for tokens); NaN, so no
+    bar, with fewer than :data:`MIN_SEEDS` seeds."""
+    means, below, above = [], [], []
+    top = 1.0 if key == "accuracy" else math.inf
+    for x in sorted(by_x):
+        values = [m[key] for m in by_x[x]]
+        mean, lo, hi = seed_interval(values)
+        means.append(mean)
+        enough = len(values) >= MIN_SEEDS and not math.isnan(lo)
+        below.append(max(0.0, mean - max(0.0, lo)) if enough else math.nan)
+        above.append(max(0.0, min(top, hi) - mean) if enough else math.nan)
+    return means, [below, above]
+
+
+def _vs_note(series: dict[str, dict[Any, list[dict[str, Any]]]], paper: bool) -> str:
+    """What the bars of :func:`plot_vs` are, given how many seeds its points have."""
+    seeds = [len(v) for by_x in series.values() for v in by_x.values()]
+    if max(seeds, default=1) < MIN_SEEDS:
+        return (
+            f"means over ≤ {max(seeds, default=1)} seeds: no bars (from {MIN_SEEDS})"
+            if paper
+            else (
+                f"each point: the mean over its {max(seeds, default=1)} seed(s) or fewer; "
+                f"no interval (drawn from {MIN_SEEDS} seeds: fewer make a 95% t-interval meaningless)"
+            )
+        )
+    if paper:
+        return f"bars: 95% t over ≥{MIN_SEEDS} seeds" + ("" if min(seeds) >= MIN_SEEDS else "; no bar: fewer")
+    return (
+        f"bars: 95% Student-t interval over the k seeds (mean ± t(k-1)·sd/√k, clipped to [0, 1] and ≥ 0), "
+        f"drawn where k ≥ {MIN_SEEDS}" + ("" if min(seeds) >= MIN_SEEDS else f"; no bar: fewer than {MIN_SEEDS} seeds")
+    )
+
+
+def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path, style: FigureStyle = SCREEN) -> list[Path] | str:
+    """Accuracy (top) and total tokens per question (bottom) against ``axis`` ("agents" or
     "rounds"): one line per configuration but ``axis`` and ``seed`` (its legend label names the
     other axis, e.g. ``T=3``, and its options), each point the mean over the seeds run at that
-    value with its 95 % Student-t interval over the seeds (:func:`seed_interval`; no bar for a
-    single seed). Returns the files written, or a note instead of drawing when every run has
-    the same value of ``axis``."""
+    value with its 95 % Student-t interval over the seeds (:func:`seed_interval`) where it has
+    at least :data:`MIN_SEEDS`; more lines than ``style.max_series``: a column per group of
+    protocols. Returns the files written, or a note instead of drawing when every run has the
+    same value of ``axis``."""
     pts = [r for r in rows if r["n_questions"] and r[axis] is not None]
     values = sorted({r[axis] for r in pts})
     if len(values) < 2:
@@ -1015,52 +1202,33 @@ def plot_vs(rows: list[dict[str, Any]], axis: str, path: Path) -> list[Path] | s
     for r in pts:
         series.setdefault(_short(r, rows, drop), {}).setdefault(r[axis], []).append(r)
     styles = _styles(pts, drop)
-    fig, (acc_ax, tok_ax) = _figure(width=11.0, height=4.6, panels=2)
-    offsets = {label: 0.04 * (j - (len(series) - 1) / 2) for j, label in enumerate(series)}
-    max_seeds = 1
-    for label, by_x in series.items():
-        colour, marker, linestyle = styles[label]
-        xs = sorted(by_x)
-        for ax, key in ((acc_ax, "accuracy"), (tok_ax, "total_per_q")):
-            stats = [seed_interval([m[key] for m in by_x[x]]) for x in xs]
-            top = 1.0 if key == "accuracy" else math.inf  # bars drawn clipped to what can be
-            means = [s[0] for s in stats]
-            point_bars = [_bar(s[0], max(0.0, s[1]), min(top, s[2])) for s in stats]
-            lo = [below for (below,), _ in point_bars]
-            hi = [above for _, (above,) in point_bars]
-            ax.errorbar(
-                [x + offsets[label] * (values[-1] - values[0]) for x in xs],
-                means,
-                yerr=[lo, hi],
-                marker=marker,
-                linestyle=linestyle,
-                color=colour,
-                capsize=3,
-                markersize=6,
-                label=label if ax is acc_ax else None,
-            )
-        max_seeds = max(max_seeds, *(len(v) for v in by_x.values()))
-    name = "number of agents N" if axis == "agents" else "rounds T (including the first answer)"
-    for ax in (acc_ax, tok_ax):
+    protocols = {label: next(iter(by_x.values()))[0]["protocol"] for label, by_x in series.items()}
+    panels = _panels(protocols, style.max_series)
+    fig, axes = _figure(style, 2, len(panels), wide=len(panels) > 1, sharey="row")
+    for col, labels in enumerate(panels):
+        acc_ax, tok_ax = axes[col], axes[len(panels) + col]
+        for j, label in enumerate(labels):
+            colour, marker, linestyle = styles[label]
+            xs = [x + 0.015 * (j - (len(labels) - 1) / 2) * (values[-1] - values[0]) for x in sorted(series[label])]
+            for ax, key in ((acc_ax, "accuracy"), (tok_ax, "total_per_q")):
+                means, yerr = _vs_points(series[label], key)
+                ax.errorbar(xs, means, yerr=yerr, marker=marker, linestyle=linestyle, color=colour, label=label)
+        _panel_title(acc_ax, labels, protocols, len(panels) > 1)
+    name = "number of agents N" if axis == "agents" else "rounds T (incl. the first answer)"
+    for ax in axes:
         ax.set_xticks(values)
         ax.margins(x=0.08)
-        ax.set_xlabel(name)
         ax.grid(alpha=0.3)
-    acc_ax.set_ylabel("accuracy (mean over seeds)")
-    acc_ax.set_ylim(-0.02, 1.05)
-    tok_ax.set_ylabel("total tokens per question (mean over seeds)")
-    tok_ax.set_ylim(bottom=0)
-    _legend_outside(tok_ax, source=acc_ax)
-    bars = (
-        "bars: 95% Student-t interval over the k seeds (mean ± t(k-1)·sd/√k, clipped to [0, 1] and ≥ 0); "
-        "no bar: one seed"
-        if max_seeds > 1
-        else "one seed per point: no interval"
-    )
-    fig.suptitle(f"Accuracy and token cost vs {axis}" + _sim_suffix(rows), fontsize=11)
-    fig.text(0.5, -0.01, bars, ha="center", va="top", fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
+    for ax in axes[len(panels) :]:
+        ax.set_xlabel(name)
+    axes[0].set_ylabel("accuracy (mean over seeds)")
+    axes[len(panels)].set_ylabel("tokens per question")
+    _fit_y(axes[: len(panels)], 0.0, 1.0)
+    for ax in axes[len(panels) :]:
+        ax.set_ylim(bottom=0)
+    _legend(fig, axes[: len(panels)], style, _vs_note(series, style.paper))
+    caption = _title(fig, style, f"Accuracy and token cost vs {axis}", rows)
+    return _save(fig, path, style, f"{caption}. {_vs_note(series, False)}.")
 
 
 # ----------------------------------------------------------------------------- front door
@@ -1078,11 +1246,15 @@ def build_report(
     baseline: str = "mad",
     skip_bad_parts: bool = False,
     figures: bool = True,
+    style: str = "screen",
 ) -> Report:
     """Read ``path``, compute the table and write the CSV/JSON and the figures (PNG, PDF, SVG) into
     ``out`` (default path/report). ``skip_bad_parts``: leave unreadable part files out, a note
     naming each (else :class:`ReportError`). ``figures=False``: the tables only (drawing and
-    writing the figures is most of a report's time)."""
+    writing the figures is most of a report's time). ``style``: a key of :data:`STYLES`, the
+    figures' size and lettering (``paper``: 3.5 / 7.2 in wide at 300 dpi)."""
+    if style not in STYLES:
+        raise ValueError(f"figure style {style!r}: not one of {', '.join(STYLES)}")
     skipped: list[str] = []
     runs = load_runs(path, skip_bad_parts, skipped)
     rows = summary_rows(runs, baseline)
@@ -1099,7 +1271,7 @@ def build_report(
     out_dir = Path(out) if out is not None else Path(path) / "report"
     files = write_summary(rows, out_dir, str(path), baseline)
     if figures:
-        files += _figures(rows, out_dir, notes)
+        files += _figures(rows, out_dir, notes, STYLES[style])
     return Report(rows, out_dir, files, notes)
 
 
@@ -1122,18 +1294,26 @@ def _placement_notes(rows: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _figures(rows: list[dict[str, Any]], out_dir: Path, notes: list[str]) -> list[Path]:
-    """Draw and write every figure of the report; a figure that cannot be drawn is a note."""
-    files = plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png")
-    files += plot_consensus(rows, out_dir / "consensus_per_round.png")
-    files += plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png")
-    for axis in ("agents", "rounds"):
-        target = out_dir / f"accuracy_tokens_vs_{axis}.png"
-        drawn = plot_vs(rows, axis, target)
-        if isinstance(drawn, str):
-            notes.append(drawn)
-            for stale in figure_paths(target):  # from an earlier report of different data
-                stale.unlink(missing_ok=True)
-        else:
-            files += drawn
+def _figures(rows: list[dict[str, Any]], out_dir: Path, notes: list[str], style: FigureStyle = SCREEN) -> list[Path]:
+    """Draw and write every figure of the report in ``style``; a figure that cannot be drawn is
+    a note."""
+    # function-level: importing matplotlib here keeps it off start-up
+    from matplotlib import rc_context
+
+    with rc_context(_rc(style)):  # the style's point sizes for everything drawn
+        files = plot_accuracy_vs_tokens(rows, out_dir / "accuracy_vs_tokens.png", style)
+        files += plot_consensus(rows, out_dir / "consensus_per_round.png", style)
+        files += plot_accuracy_by_round(rows, out_dir / "accuracy_by_round.png", style)
+        for axis in ("agents", "rounds"):
+            target = out_dir / f"accuracy_tokens_vs_{axis}.png"
+            drawn = plot_vs(rows, axis, target, style)
+            if isinstance(drawn, str):
+                notes.append(drawn)
+                for stale in figure_paths(target):  # from an earlier report of different data
+                    stale.unlink(missing_ok=True)
+            else:
+                files += drawn
+    if not style.paper:  # captions of an earlier paper-style report would describe other figures
+        for png in PLOTS:
+            (out_dir / png).with_suffix(".caption.txt").unlink(missing_ok=True)
     return files
