@@ -189,7 +189,7 @@
     if (d.tie) fact("tie", "yes (the vote was tied)");
     if (d.errored) fact("errored", el("span", { class: "bad" }, "a call failed"));
     fact("agents", fmt(d.n_agents));
-    fact("rounds", String(rounds(d).length));
+    fact("rounds", roundsText(d));
     if (has(d.task)) fact("task", fmt(d.task));
     if (has(d.image)) fact("image", fmt(d.image) + " (not loaded)");
     if (d.tokens && typeof d.tokens === "object") {
@@ -208,6 +208,14 @@
     if (!rounds(d).length) detail.appendChild(el("div", { class: "empty" }, "no calls stored for this debate"));
   }
 
+  // "2 of 3 · stopped early ..." for a debate its protocol ended before --rounds, else the count
+  function roundsText(d) {
+    const ran = rounds(d).length;
+    if (!d.stopped_early) return String(ran);
+    const asked = d.options && Number.isInteger(d.options.rounds) && d.options.rounds > ran ? ` of ${d.options.rounds}` : "";
+    return `${ran}${asked} \u00b7 stopped early: the protocol's agreement test passed (--early-stop)`;
+  }
+
   function renderRound(d, r, i, cmap, layout) {
     const n = has(r.round) ? r.round : i;
     detail.appendChild(el("h3", {}, n === 0 ? "round 0 \u2014 first answers" : `round ${n}`));
@@ -217,6 +225,7 @@
     const vote = el("div", { class: "vote" }, el("b", {}, "vote: "), fmt(r.vote), " ", markEl(r.vote_correct));
     if (has(r.consensus)) vote.append(` \u00b7 consensus ${fmt(r.consensus)}`);
     if (d.tie && i === rounds(d).length - 1) vote.append(" \u00b7 the final vote was a tie (broken by the run's --tie-break)");
+    if (d.stopped_early && i === rounds(d).length - 1) vote.append(el("span", { class: "stopped" }, " \u00b7 the debate stopped here (early stop)"));
     const ch = Array.isArray(r.changed) ? r.changed : [];
     if (ch.length) vote.append(` \u00b7 changed their answer: agent${ch.length > 1 ? "s" : ""} ${ch.join(", ")}`);
     detail.appendChild(vote);
@@ -242,10 +251,12 @@
       tok.push(`${fmt(t.prompt_tokens)} + ${fmt(t.completion_tokens)} tokens${cached}`);
     }
     if (has(t.latency_s)) tok.push(t.latency_s < 0.001 ? "<0.001 s" : `${fmt(t.latency_s)} s`);
-    const withWeight = (nodes, ws) => nodes.map((n, k) => nodeName(n) + (Array.isArray(ws) && has(ws[k]) ? ` (weight ${fmt(ws[k])})` : ""));
-    if (Array.isArray(t.read) && t.read.length) tok.push(`read ${withWeight(t.read, t.weights).join(", ")}`);
-    if (Array.isArray(t.pruned) && t.pruned.length) tok.push(`pruned ${withWeight(t.pruned, t.pruned_weights).join(", ")}`);
-    if (tok.length) head.append(el("span", { class: "muted" }, " \u00b7 " + tok.join(" \u00b7 ")));
+    const sh = shares(t);
+    if (Array.isArray(t.read) && t.read.length) tok.push(`read ${withShares(t.read, sh && sh.read)}`);
+    if (Array.isArray(t.pruned) && t.pruned.length) tok.push(`pruned ${withShares(t.pruned, sh && sh.pruned)}`);
+    const peers = sh ? sh.read.length + sh.pruned.length : 0;
+    const why = sh ? `(%): each peer's share of the weight this agent gave its ${peers} peers; CortexDebate keeps the edges at or above the mean share (${pct(1 / peers)}) and prunes the rest` : null;
+    if (tok.length) head.append(el("span", { class: "muted", title: why }, " \u00b7 " + tok.join(" \u00b7 ")));
     if (has(t.error)) head.append(" ", el("span", { class: "bad" }, "error"));
     const block = el("details", { class: "turn" + (has(t.error) ? " errored" : ""), "data-agent": t.agent_id }, head);
     if (has(t.error)) block.appendChild(el("div", { class: "err" }, "error: " + String(t.error)));
@@ -352,6 +363,23 @@
     return lay;
   }
 
+  // a weighted reader's edge weights (kept and pruned) as shares of their sum, which is 1; null
+  // when the turn has no weights or they cannot be shares (a missing, negative or zero total)
+  function shares(t) {
+    const kept = Array.isArray(t.weights) ? t.weights : [];
+    const cut = Array.isArray(t.pruned_weights) ? t.pruned_weights : [];
+    const all = [...kept, ...cut];
+    if (!all.length || kept.length !== (t.read || []).length || all.some((w) => typeof w !== "number" || !(w >= 0))) return null;
+    const total = all.reduce((a, b) => a + b, 0);
+    return total > 0 ? { read: kept.map((w) => w / total), pruned: cut.map((w) => w / total) } : null;
+  }
+  const pct = (x) => (x > 0 && x < 0.005 ? "<1%" : `${Math.round(100 * x)}%`);
+  // "2 (55%), 1 (23%)": the nodes by share, largest first; without shares the nodes in order
+  function withShares(nodes, sh) {
+    if (!sh || sh.length !== nodes.length) return nodes.map(nodeName).join(", ");
+    return nodes.map((n, k) => [n, sh[k]]).sort((a, b) => b[1] - a[1]).map(([n, x]) => `${nodeName(n)} (${pct(x)})`).join(", ");
+  }
+
   // ------------------------------------------------------------------ graph drawing
   let uid = 0;
   function edgesOf(r) {
@@ -359,20 +387,48 @@
     for (const t of [...(r.turns || []), ...(r.summaries || [])]) {
       const dst = has(t.node) ? t.node : t.agent_id;
       if (!has(dst)) continue;
+      const sh = shares(t);
       (t.read || []).forEach((src, k) => {
         if (src === dst) return; // an agent reading its own earlier answer: no arrow
-        const w = Array.isArray(t.weights) && has(t.weights[k]) ? t.weights[k] : 1;
+        const w = sh ? sh.read[k] : 1;
         const key = src + ">" + dst;
         const old = edges.get(key);
         edges.set(key, { src, dst, weight: old ? Math.max(old.weight, w) : w, pruned: false });
       });
       (t.pruned || []).forEach((src, k) => {
         const key = src + ">" + dst;
-        const w = Array.isArray(t.pruned_weights) && has(t.pruned_weights[k]) ? t.pruned_weights[k] : null;
+        const w = sh ? sh.pruned[k] : null;
         if (src !== dst && !edges.has(key)) edges.set(key, { src, dst, weight: 0, before: w, pruned: true });
       });
     }
     return [...edges.values()];
+  }
+
+  // one arrow src -> dst, bent to its right so that dst -> src, bent the other way, stays apart
+  function edgePath(e, a, b, id, width) {
+    const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
+    const ux = dx / len, uy = dy / len, bend = Math.min(18, 0.12 * len);
+    const cx = (a.x + b.x) / 2 - uy * bend, cy = (a.y + b.y) / 2 + ux * bend;
+    const end = (p, q, r) => { const l = Math.hypot(q.x - p.x, q.y - p.y) || 1; return [p.x + ((q.x - p.x) * r) / l, p.y + ((q.y - p.y) * r) / l]; };
+    const [x1, y1] = end(a, { x: cx, y: cy }, a.r), [x2, y2] = end(b, { x: cx, y: cy }, b.r + 1);
+    const path = sv("path", {
+      class: e.pruned ? "edge pruned" : "edge", d: `M${x1},${y1} Q${cx},${cy} ${x2},${y2}`, fill: "none",
+      stroke: e.pruned ? "#aaa" : "#444", "stroke-opacity": e.pruned ? 0.9 : 0.6, "stroke-width": e.pruned ? 1 : width,
+      "stroke-dasharray": e.pruned ? "4 3" : null, "marker-end": `url(#${id}${e.pruned ? "p" : "a"})`,
+      "data-src": e.src, "data-dst": e.dst,
+    });
+    const share = (x) => (has(x) && x !== 1 ? ` (${pct(x)} of what ${nodeName(e.dst)} weighed)` : "");
+    tip(path, `${nodeName(e.dst)} read ${nodeName(e.src)}` + (e.pruned ? ": pruned" + share(e.before) : share(e.weight)));
+    return path;
+  }
+
+  // pointing at an agent shows only the edges into and out of it (who it read, who read it)
+  function focusOn(svg, agent) {
+    svg.classList.toggle("focus", agent !== null);
+    for (const e of svg.querySelectorAll(".edge")) {
+      const on = agent !== null && (e.dataset.src === String(agent) || e.dataset.dst === String(agent));
+      e.classList.toggle("hi", on);
+    }
   }
 
   // the summary nodes a round has: its summary calls and the summaries its turns read
@@ -387,7 +443,7 @@
 
   function drawGraph(d, r, n, cmap, lay) {
     const v = lay.view;
-    const scale = lay.compact ? 1.6 : Math.min(1, 640 / Math.max(v.w, v.h));
+    const scale = lay.compact ? 1.6 : Math.min(1.4, 640 / Math.max(v.w, v.h)); // small graphs drawn larger
     const svg = sv("svg", {
       class: "round-graph", "data-round": n, viewBox: `${v.x} ${v.y} ${v.w} ${v.h}`,
       width: Math.round(v.w * scale), height: Math.round(v.h * scale), role: "img",
@@ -415,20 +471,7 @@
     const eg = sv("g", { class: "edges" });
     for (const e of edges) {
       const a = lay.pos.get(e.src), b = lay.pos.get(e.dst);
-      if (!a || !b) continue;
-      const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
-      const ux = dx / len, uy = dy / len, off = 2.5; // both directions of a pair side by side
-      const x1 = a.x + ux * a.r - uy * off, y1 = a.y + uy * a.r + ux * off;
-      const x2 = b.x - ux * (b.r + 1) - uy * off, y2 = b.y - uy * (b.r + 1) + ux * off;
-      const width = e.pruned ? 1 : weighted ? 0.6 + 3 * (e.weight / maxW) : 1.2;
-      const line = sv("line", {
-        class: e.pruned ? "edge pruned" : "edge", x1, y1, x2, y2,
-        stroke: e.pruned ? "#aaa" : "#444", "stroke-opacity": e.pruned ? 0.9 : 0.55, "stroke-width": width,
-        "stroke-dasharray": e.pruned ? "4 3" : null, "marker-end": `url(#${id}${e.pruned ? "p" : "a"})`,
-        "data-src": e.src, "data-dst": e.dst,
-      });
-      tip(line, `${nodeName(e.src)} \u2192 ${nodeName(e.dst)}` + (e.pruned ? " (pruned" + (has(e.before) ? `, weight ${fmt(e.before)} before pruning` : "") + ")" : weighted ? ` weight ${fmt(e.weight)}` : ""));
-      eg.appendChild(line);
+      if (a && b) eg.appendChild(edgePath(e, a, b, id, weighted ? 0.8 + 3.2 * (e.weight / maxW) : 1.2));
     }
     svg.appendChild(eg);
     const present = summariesIn(r);
@@ -461,6 +504,8 @@
       }
       const model = has(a.model) ? ` (${a.model}${a.strong ? ", strongest" : ""})` : "";
       tip(g, t ? `agent ${a.id}${model}: ${has(t.answer) ? t.answer : "no answer"} ${mark(t.correct)}${has(t.error) ? " \u2014 error" : ""}` : `agent ${a.id}${model}: no turn this round`);
+      g.addEventListener("mouseenter", () => focusOn(svg, a.id));
+      g.addEventListener("mouseleave", () => focusOn(svg, null));
       svg.appendChild(g);
     }
     return svg;
@@ -483,12 +528,24 @@
     if (!lay.compact) {
       box.appendChild(el("div", { class: "muted" }, "arrow src \u2192 dst: dst read src"));
       const edges = edgesOf(r);
-      if (edges.some((e) => e.pruned)) box.appendChild(el("div", { class: "muted" }, "dashed grey: pruned edge"));
-      if (edges.some((e) => !e.pruned && e.weight !== 1)) box.appendChild(el("div", { class: "muted" }, "line width: edge weight"));
+      box.appendChild(el("div", { class: "muted" }, "point at an agent: only its edges"));
+      if (edges.some((e) => !e.pruned && e.weight !== 1)) box.appendChild(el("div", { class: "muted" }, "line width: share of the reader's weight"));
+      const cut = edges.filter((e) => e.pruned).length;
+      if (cut) box.appendChild(prunedToggle(cut));
     } else {
       box.appendChild(el("div", { class: "note" }, `${lay.agents.length} agents (more than ${FULL}): compact view, no edges; every reply is listed below`));
     }
     return box;
+  }
+
+  // a checkbox that shows the round's pruned edges (hidden at first: they hide who read whom)
+  function prunedToggle(n) {
+    const box = el("input", { type: "checkbox", class: "show-pruned" });
+    box.addEventListener("change", () => {
+      const svg = box.closest(".graphbox").querySelector("svg.round-graph");
+      svg.classList.toggle("show-pruned", box.checked);
+    });
+    return el("label", { class: "muted" }, box, `show the ${n} pruned edge${n > 1 ? "s" : ""} (dashed grey)`);
   }
 
   // ------------------------------------------------------------------ start

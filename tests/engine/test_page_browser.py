@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 import tempfile
 from pathlib import Path
 from urllib.parse import quote
@@ -71,6 +72,7 @@ def stored(tmp_path_factory):
         next(v for v in views if v.protocol == "cortex" and any(t.pruned for t in v.rounds[1].turns))
     )
     pruned.question_id = "pruned"
+    pruned.stopped_early, pruned.options["rounds"] = True, len(pruned.rounds) + 1  # as if the agents agreed early
     return out, [*views, hostile, pruned]
 
 
@@ -164,7 +166,7 @@ def test_group_debate_draws_every_agent_its_summaries_groups_and_edges(page):
         made = {s["node"] for s in rnd["summaries"]} | {n for t in rnd["turns"] for n in t["read"] if n < 0}
         assert summaries == made and made <= {-1, -2}  # a summary is drawn from the round it is made
         seen.append(summaries)
-        lines = svg.find_elements("css selector", "line.edge")
+        lines = svg.find_elements("css selector", ".edge")
         drawn_edges = {(int(e.get_attribute("data-src")), int(e.get_attribute("data-dst"))) for e in lines}
         assert drawn_edges == expected_edges(rnd) and len(lines) == len(drawn_edges)
     assert any(expected_edges(r) for r in view["rounds"])  # the check above compared real edges
@@ -225,21 +227,65 @@ def test_model_text_is_shown_as_text_and_runs_nothing(page):
     assert severe(driver) == []
 
 
-def test_pruned_edges_are_dashed_and_weights_set_the_width(page):
+def test_pruned_edges_are_hidden_until_asked_and_shares_set_the_width(page):
+    """Round 1 of a CortexDebate: its pruned edges (dashed) are drawn hidden, the legend's box
+    shows them; kept edges are as wide as their share of the reader's weight; each reader's
+    shares, kept and pruned, sum to 100 % (to rounding)."""
     driver, views, _ = page
     pruned = next(v for v in views if v["question_id"] == "pruned")
     select(driver, views, pruned)
     stored = {(src, t["node"]) for t in pruned["rounds"][1]["turns"] for src in t["pruned"]}
     svg = graphs(driver)[1]
-    lines = svg.find_elements("css selector", "line.edge.pruned")
-    assert {(int(e.get_attribute("data-src")), int(e.get_attribute("data-dst"))) for e in lines} == stored
-    assert stored and all(e.get_attribute("stroke-dasharray") for e in lines)
-    kept = svg.find_elements("css selector", "line.edge:not(.pruned)")
-    assert kept and not any(e.get_attribute("stroke-dasharray") for e in kept)
+    cut = svg.find_elements("css selector", ".edge.pruned")
+    assert {(int(e.get_attribute("data-src")), int(e.get_attribute("data-dst"))) for e in cut} == stored
+    assert stored and all(e.get_attribute("stroke-dasharray") and not e.is_displayed() for e in cut)
+    kept = svg.find_elements("css selector", ".edge:not(.pruned)")
+    assert kept and all(e.is_displayed() and not e.get_attribute("stroke-dasharray") for e in kept)
     if any(w != 1 for t in pruned["rounds"][1]["turns"] for w in t["weights"] or []):
         assert len({e.get_attribute("stroke-width") for e in kept}) > 1
     legends = driver.find_elements("css selector", ".legend")
-    assert "dashed grey: pruned edge" in legends[1].text and "pruned" not in legends[0].text
+    assert f"show the {len(stored)} pruned edge" in legends[1].text and "pruned" not in legends[0].text
+    legends[1].find_element("css selector", "input.show-pruned").click()
+    assert all(e.is_displayed() for e in cut)
+    heads = driver.find_elements("css selector", "details.turn > summary")
+    weighted = [h.text for h in heads if "read " in h.text and "%)" in h.text]
+    assert weighted
+    for text in weighted:
+        shares = [int(x) for x in re.findall(r"\((\d+)%\)", text.split(" read ", 1)[1])]
+        assert abs(sum(shares) - 100) <= len(shares), text
+
+
+def test_pointing_at_an_agent_shows_only_its_edges(page):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    driver, views, _ = page
+    pruned = next(v for v in views if v["question_id"] == "pruned")
+    select(driver, views, pruned)
+    svg = graphs(driver)[1]
+    node = svg.find_element("css selector", 'g.agent-node[data-agent="0"]')
+    ActionChains(driver).move_to_element(node).perform()
+    opacity = {
+        (e.get_attribute("data-src"), e.get_attribute("data-dst")): float(e.value_of_css_property("opacity"))
+        for e in svg.find_elements("css selector", ".edge:not(.pruned)")
+    }
+    mine = {k: o for k, o in opacity.items() if "0" in k}
+    assert mine and all(o == 1 for o in mine.values()) and all(o < 0.5 for k, o in opacity.items() if k not in mine)
+    ActionChains(driver).move_to_element(driver.find_element("css selector", "#question-text")).perform()
+    assert all(float(e.value_of_css_property("opacity")) == 1 for e in svg.find_elements("css selector", ".edge"))
+
+
+def test_a_debate_stopped_early_says_after_which_round_of_how_many(page):
+    driver, views, _ = page
+    pruned = next(v for v in views if v["question_id"] == "pruned")
+    select(driver, views, pruned)
+    ran = len(pruned["rounds"])
+    facts = driver.find_element("css selector", ".facts").text
+    assert f"rounds: {ran} of {ran + 1} \u00b7 stopped early" in facts
+    votes = driver.find_elements("css selector", ".vote")
+    assert "stopped here" in votes[-1].text and not any("stopped" in v.text for v in votes[:-1])
+    other = next(v for v in views if v["protocol"] == "group" and not v["stopped_early"])
+    select(driver, views, other)
+    assert "stopped" not in driver.find_element("css selector", "#detail").text
 
 
 def test_a_wide_debate_is_drawn_compact_with_every_agent(page):
@@ -248,7 +294,7 @@ def test_a_wide_debate_is_drawn_compact_with_every_agent(page):
     select(driver, views, wide)
     for svg in graphs(driver):
         assert len(svg.find_elements("css selector", "g.agent-node")) == wide["n_agents"]
-        assert svg.find_elements("css selector", "line.edge") == []
+        assert svg.find_elements("css selector", ".edge") == []
     assert "compact view" in driver.find_element("css selector", ".legend").text
 
 
