@@ -300,7 +300,7 @@ def report_command(args: argparse.Namespace) -> int:
         console = Console(stderr=True)
     else:
         console = Console()  # the terminal's width; off a terminal $COLUMNS, else 80
-        for table in render_tables(rep.rows, args.baseline):
+        for table in render_tables(rep.rows, args.baseline, console.width):
             console.print(table)
     for note in rep.notes:
         console.print(inert(f"note: {note}"), markup=False, highlight=False)

@@ -649,32 +649,76 @@ def section_cells(rows: list[dict[str, Any]], section: str, baseline: str = "mad
     return header, body
 
 
-def render_tables(rows: list[dict[str, Any]], baseline: str = "mad") -> list[Any]:
-    """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics, cache). No number
-    is ever wrapped: every column but the configuration has a fixed width that holds its widest
-    cell (so no cell wraps; a header wraps at spaces), and the configuration label folds when the
-    console is narrow. Cells are text, never markup (a label quotes run options)."""
+ROUND_COLUMNS = ("consensus by round", "accuracy by round")  # a value per round: wrap at spaces
+
+
+def column_widths(header: list[str], body: list[list[str]], width: int) -> list[int]:
+    """The content width of each column of a summary table for a console ``width`` wide.
+
+    Every column but the configuration (first) and the by-round ones holds its widest cell and
+    the widest word of its header: no number wraps. Those flexible ones get their widest cell
+    where the width allows; else the by-round columns get what the configuration, folded to no
+    fewer than 16 characters, leaves them, shared, each at least its widest single value or
+    header word (rich's own collapse ignores a column's minimum, and a table wider than the
+    console loses its right edge)."""
+    widest = [max((len(r[i]) for r in body), default=1) for i in range(len(header))]
+    word = [
+        max(len(w) for w in [*header[i].split(), *(w for r in body for w in r[i].split())]) for i in range(len(header))
+    ]
+    fixed = [i for i, name in enumerate(header) if i and name not in ROUND_COLUMNS]
+    out = list(widest)
+    for i in fixed:
+        out[i] = max(widest[i], *(len(w) for w in header[i].split()))
+    flex = [i for i in range(len(header)) if i not in fixed]
+    room = width - 3 * len(header) - 1 - sum(out[i] for i in fixed)  # borders and padding
+    if sum(widest[i] for i in flex) <= room:
+        return out
+    rounds = [i for i in flex if i]
+    out[0] = min(widest[0], max(16, room - sum(widest[i] for i in rounds)))
+    share = max(0, room - out[0]) // max(1, len(rounds))
+    for i in rounds:
+        out[i] = max(word[i], min(widest[i], share))
+    return out
+
+
+def fitting_columns(header: list[str], body: list[list[str]], width: int) -> list[int]:
+    """The columns (indices) a table ``width`` wide can show whole: all where
+    :func:`column_widths` fits them, else the configuration and as many of the next ones as fit
+    at their narrowest (the rest would be cut: rich shortens a cell that does not fit with "…")."""
+    keep = list(range(len(header)))
+    while len(keep) > 2:
+        sub_h, sub_b = [header[i] for i in keep], [[r[i] for i in keep] for r in body]
+        if sum(column_widths(sub_h, sub_b, width)) + 3 * len(keep) + 1 <= width:
+            break
+        keep.pop()
+    return keep
+
+
+def render_tables(rows: list[dict[str, Any]], baseline: str = "mad", width: int = 80) -> list[Any]:
+    """The summary as rich Tables, one per :data:`SECTIONS` (accuracy, cost, savings, dynamics,
+    cache), for a console ``width`` wide. No number is ever wrapped: the widths come from
+    :func:`column_widths` (a header wraps at spaces, the configuration label folds, the by-round
+    values wrap between values). Cells are text, never markup (a label quotes run options)."""
     tables = []
     for section in SECTIONS:
         header, body = section_cells(rows, section, baseline)
+        caption = CAPTIONS[section].format(baseline=baseline)
+        keep = fitting_columns(header, body, width)
+        if len(keep) < len(header):
+            left = [header[i] for i in range(len(header)) if i not in keep]
+            caption += f" (left out at {width} columns: {', '.join(left)}; a wider terminal or --format md shows them)"
+            header, body = [header[i] for i in keep], [[r[i] for i in keep] for r in body]
         table = Table(
             title=f"debate report: {section}" + _sim_title(rows),
-            caption=CAPTIONS[section].format(baseline=baseline),
+            caption=caption,
             caption_justify="left",
-            min_width=60,  # room for the caption of a narrow section (savings)
+            min_width=min(60, width),  # room for the caption of a narrow section (savings)
         )
-        for i, name in enumerate(header):
-            widest = max((len(r[i]) for r in body), default=1)
+        for i, (name, w) in enumerate(zip(header, column_widths(header, body, width), strict=True)):
             if i == 0:
-                table.add_column(name, overflow="fold", min_width=min(widest, 16))
-            elif name in ("consensus by round", "accuracy by round"):
-                # a value per round: on a narrow console the values wrap at spaces, each one whole
-                table.add_column(
-                    name, justify="left", min_width=max(len(w) for r in body for w in r[i].split() or ["-"])
-                )
-            else:  # a fixed width that holds every cell whole; only the header wraps, at spaces
-                width = max(widest, *(len(w) for w in name.split()))
-                table.add_column(name, justify="right", width=width)
+                table.add_column(name, overflow="fold", width=w)
+            else:
+                table.add_column(name, justify="left" if name in ROUND_COLUMNS else "right", width=w)
         for cells in body:
             table.add_row(*map(Text, cells))
         tables.append(table)

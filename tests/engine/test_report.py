@@ -457,25 +457,50 @@ def test_placement_is_said_once_per_place_and_once_per_report():
     assert _placement_notes(rows[:1]) == [f"placement of mad 3x2: {text}"]
 
 
-def test_a_report_at_80_columns_cuts_no_number(sweep, tmp_path):
-    """Eight rounds of accuracy at 80 columns: the values wrap at spaces, each one whole, and no
-    line is wider than the terminal."""
+def _printed(rows, width: int, path) -> str:
     from rich.console import Console
 
     from app.report import render_tables
 
-    by_round = [n / 10 for n in range(1, 9)]
-    rows = [dict(r, accuracy_by_round=by_round) for r in summary_rows(load_runs(sweep))]
-    with open(tmp_path / "out.txt", "w") as f:
-        console = Console(width=80, record=True, file=f)
-        for table in render_tables(rows):
+    with open(path, "w") as f:
+        console = Console(width=width, record=True, file=f)
+        for table in render_tables(rows, width=width):
             console.print(table)
-    out = console.export_text()
-    assert max(map(len, out.splitlines())) <= 80
+    return console.export_text()
+
+
+def _edges_whole(out: str, width: int) -> None:
+    """No line wider than ``width``, every table row keeps its right edge, nothing shortened."""
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= width
+    rows = [ln for ln in lines if ln.startswith(("│", "┃"))]
+    assert rows and all(ln.rstrip().endswith(("│", "┃")) for ln in rows), [ln for ln in rows if ln[-1] not in "│┃"][:2]
+    assert "…" not in out
+
+
+def test_a_report_at_80_columns_cuts_no_number(sweep, tmp_path):
+    """Eight rounds of accuracy at 80 columns, long labels: the values wrap at spaces, each one
+    whole, every column shown, and no table loses its right edge."""
+    by_round = [n / 10 for n in range(1, 9)]
+    rows = [
+        dict(r, accuracy_by_round=by_round, label=r["label"] + " seed=12 dataset=gsm8k")
+        for r in summary_rows(load_runs(sweep))
+    ]
+    out = _printed(rows, 80, tmp_path / "out.txt")
+    _edges_whole(out, 80)
     words = out.split()
     assert all(words.count(f"{v:.2f}") >= len(rows) for v in by_round)  # each value whole, on every row
-    assert all(r["protocol"] in words and r["label"].split()[1] in words for r in rows)  # labels kept
-    assert "[0.301, 0.954]" in out  # the interval whole
+    assert all(r["protocol"] in words for r in rows) and "seed=12" in words  # labels kept (folded)
+    assert "[0.301, 0.954]" in out and "left out" not in out  # the interval whole, every column there
+
+
+def test_a_report_too_narrow_for_every_column_leaves_the_last_ones_out_and_says_so(sweep, tmp_path):
+    rows = summary_rows(load_runs(sweep))
+    out = _printed(rows, 50, tmp_path / "out.txt")
+    _edges_whole(out, 50)
+    said = " ".join(out.split())
+    assert "left out at 50 columns:" in said and "a wider terminal or --format md shows them" in said
+    assert "[0.301, 0.954]" in out  # what is shown is whole
 
 
 def test_every_series_has_its_own_marker_and_a_protocol_one_colour():
