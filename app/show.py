@@ -243,6 +243,16 @@ def header(view: DebateView) -> list[RenderableType]:
     return parts
 
 
+def stopped_text(view: DebateView) -> str:
+    """The early stop said with the rounds: "stopped early after 2 of 3 rounds" (round 0, the
+    first answers, counts, as ``--rounds`` counts it); without a stored ``--rounds`` larger than
+    the rounds run, "stopped early after 2 rounds"."""
+    ran = len(view.rounds)
+    asked = view.options.get("rounds")
+    of = f" of {asked}" if isinstance(asked, int) and not isinstance(asked, bool) and asked > ran else ""
+    return f"stopped early after {ran}{of} round{'s' if ran != 1 or of else ''}"
+
+
 def footer(view: DebateView) -> Text:
     """The final answer, graded, with its tie / errored / early-stop flags and the tokens (the
     cached prompt tokens too, over the calls that report them)."""
@@ -253,7 +263,7 @@ def footer(view: DebateView) -> Text:
     if view.errored:
         line.append("   errored (a call failed: counted wrong)", style="red")
     if view.stopped_early:
-        line.append("   stopped early", style="dim")
+        line.append(f"   {stopped_text(view)}", style="dim")
     line.append(f"   tokens {view.tokens['prompt']}/{view.tokens['completion']}", style="dim")
     if has_cached(view):
         line.append(f" ({view.tokens['cached']} prompt tokens cached)", style="dim")

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from app.cli import main
+from app.show import footer
 from app.transcript import (
     AgentInfo,
     DebateView,
@@ -326,3 +327,17 @@ def test_every_turn_carries_the_messages_it_was_sent(group_dir):
                 n += 1
     assert n == len(r.calls)
     assert not any("prompts not stored" in line for v in views for line in v.lacks)
+
+
+def test_the_footer_says_an_early_stop_with_the_rounds_run_and_asked():
+    stopped = _view([["1", "2"], ["1", "1"]], correct=True)
+    stopped.stopped_early, stopped.options = True, {"rounds": 3}
+    stopped.tokens = {"prompt": 10, "completion": 5}
+    assert "stopped early after 2 of 3 rounds" in footer(stopped).plain
+    stopped.options = {}  # no stored --rounds: the count alone
+    assert "stopped early after 2 rounds" in footer(stopped).plain
+    stopped.options = {"rounds": 2}  # never "2 of 2": no rounds were left to skip
+    assert "stopped early after 2 rounds" in footer(stopped).plain
+    full = _view([["1", "2"], ["1", "1"], ["1", "1"]], correct=True)
+    full.options, full.tokens = {"rounds": 3}, {"prompt": 10, "completion": 5}
+    assert "stopped" not in footer(full).plain  # ran every round asked: no stop said
