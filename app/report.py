@@ -1092,7 +1092,7 @@ def _tokens_note(kinds: set[str], paper: bool) -> str:
         )
     if "wilson" in kinds:
         parts.append("1 run: its Wilson" if paper else "95% Wilson interval of a single run")
-    return "bars: " + "; ".join(parts)
+    return "bars: " + (";\n" if paper else "; ").join(parts)  # a line each: fits a column
 
 
 def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: FigureStyle = SCREEN) -> list[Path]:
@@ -1126,7 +1126,7 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: Figur
     _fit_y(axes, 0.0, 1.0)
     pooled = ", one point per configuration (mean over seeds)" if len(pts) > len(groups) else ""
     _legend(fig, axes, style, _tokens_note(kinds, True) if style.paper else None)
-    short = "" if style.paper else f"; {_tokens_note(kinds, True)}"  # the paper legend says it
+    short = "" if style.paper else "\n" + _tokens_note(kinds, True).replace("\n", " ")  # paper: the legend
     caption = _title(fig, style, f"Accuracy vs tokens per question{pooled}{short}", rows)
     note = _tokens_note(kinds, False)
     return _save(fig, path, style, f"{caption}. {note[0].upper()}{note[1:]}.")
