@@ -47,8 +47,9 @@ figure of :data:`PLOTS` as PNG, PDF and SVG: ``accuracy_vs_tokens``, ``consensus
 ``accuracy_by_round``, ``accuracy_tokens_vs_agents`` and ``accuracy_tokens_vs_rounds`` (the last
 two: means over seeds with 95 % Student-t intervals, :func:`seed_interval`, drawn from
 :data:`MIN_SEEDS` seeds; skipped, with a note, when every configuration has the same number of
-agents / rounds), in a :class:`FigureStyle` (``screen``, or ``paper``: column widths at 300 dpi,
-captions in ``<figure>.caption.txt``). Okabe-Ito colours per protocol, a marker per variant,
+agents / rounds; ``accuracy_vs_tokens``: a point per configuration, :func:`config_point`), in
+a :class:`FigureStyle` (``screen``, or ``paper``: column widths at 300 dpi, captions in
+``<figure>.caption.txt``). Okabe-Ito colours per protocol, a marker per variant,
 the legend below the panels, accuracy axes fitted to the data, more series than a panel reads
 split into panels (:func:`_panels`). Simulated-backend data are labelled in every figure.
 The printed table is split into :data:`SECTIONS` (accuracy, cost, savings, dynamics, cache), as
@@ -1052,23 +1053,69 @@ def _by_label(rows: Rows, pts: Rows, drop: Sequence[str]) -> dict[str, Rows]:
     return out
 
 
+def config_point(members: Rows) -> tuple[float, float, list[list[float]], str]:
+    """One configuration's point of accuracy vs tokens: mean tokens per question and mean
+    accuracy over its runs (seeds), the bar as matplotlib's ``yerr``, and what the bar is:
+    "t", the 95 % Student-t interval over the seeds (:func:`seed_interval`, clipped to [0, 1])
+    from :data:`MIN_SEEDS` seeds; "pooled", the 95 % Wilson interval of the seeds' questions
+    pooled, with fewer; "wilson", a single run's own Wilson interval."""
+    x = _mean([r["total_per_q"] for r in members])
+    if len(members) == 1:
+        (r,) = members
+        return x, r["accuracy"], _bar(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"]), "wilson"
+    y, lo, hi = seed_interval([r["accuracy"] for r in members])
+    if len(members) >= MIN_SEEDS and not math.isnan(lo):
+        return x, y, _bar(y, max(0.0, lo), min(1.0, hi)), "t"
+    n = sum(r["n_questions"] for r in members)
+    k = sum(round(r["accuracy"] * r["n_questions"]) for r in members)
+    return x, y, _bar(y, *wilson_interval(k, n)), "pooled"
+
+
+def _tokens_note(kinds: set[str], paper: bool) -> str:
+    """What the bars of :func:`plot_accuracy_vs_tokens` are, given the kinds of bar drawn
+    (:func:`config_point`)."""
+    if kinds <= {"wilson"}:
+        return "bars: 95% Wilson" if paper else "bars: 95% Wilson interval of each run"
+    parts = []
+    if "t" in kinds:
+        parts.append(
+            f"95% t over ≥{MIN_SEEDS} seeds"
+            if paper
+            else "95% Student-t interval over the k seeds (mean ± t(k-1)·sd/√k, clipped to [0, 1]) "
+            f"where k ≥ {MIN_SEEDS}"
+        )
+    if "pooled" in kinds:
+        parts.append(
+            "fewer: 95% Wilson, seeds pooled"
+            if paper
+            else f"95% Wilson interval of the seeds' questions pooled where 2 ≤ k < {MIN_SEEDS}"
+        )
+    if "wilson" in kinds:
+        parts.append("1 run: its Wilson" if paper else "95% Wilson interval of a single run")
+    return "bars: " + (";\n" if paper else "; ").join(parts)  # a line each: fits a column
+
+
 def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: FigureStyle = SCREEN) -> list[Path]:
-    """Accuracy (95 % Wilson interval) against total tokens per question, one point per run;
-    the runs of one configuration over seeds share colour and marker; more series than
-    ``style.max_series``: one panel per group of protocols, sharing both axes."""
+    """Accuracy against total tokens per question, one point per configuration (its runs over
+    seeds: mean accuracy at mean tokens, :func:`config_point`, the legend naming the seeds),
+    with a 95 % t-interval over seeds from :data:`MIN_SEEDS` seeds, else a Wilson interval
+    (seeds pooled); more series than ``style.max_series``: one panel per group of protocols,
+    sharing both axes."""
     pts = [r for r in rows if r["n_questions"]]
     styles = _styles(pts)
     groups = _by_label(rows, pts, ("seed",))
     series = {label: members[0]["protocol"] for label, members in groups.items()}
     panels = _panels(series, style.max_series)
     fig, axes = _grid(style, len(panels))
+    kinds: set[str] = set()
     for ax, labels in zip(axes, panels):
         for label in labels:
             colour, marker, _ = styles[label]
-            for i, r in enumerate(groups[label]):
-                x, y = r["total_per_q"], r["accuracy"]
-                bar = _bar(y, r["accuracy_lo"], r["accuracy_hi"])
-                ax.errorbar([x], [y], yerr=bar, fmt=marker, color=colour, alpha=0.9, label=None if i else label)
+            members = groups[label]
+            x, y, bar, kind = config_point(members)
+            kinds.add(kind)
+            name = label + (f" ({len(members)} seeds)" if len(members) > 1 else "")
+            ax.errorbar([x], [y], yerr=bar, fmt=marker, color=colour, alpha=0.9, label=name)
         _panel_title(ax, labels, series, len(panels) > 1)
         ax.margins(x=0.1)
         ax.grid(alpha=0.3)
@@ -1077,10 +1124,12 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: Figur
     for ax in axes[:: min(3, len(axes))]:
         ax.set_ylabel("accuracy")
     _fit_y(axes, 0.0, 1.0)
-    seeds = "; a point per run, seeds share a marker" if len(pts) > len(groups) else ""
-    _legend(fig, axes, style, "bars: 95% Wilson" if style.paper else None)
-    caption = _title(fig, style, f"Accuracy (95% Wilson) vs tokens per question{seeds}", rows)
-    return _save(fig, path, style, caption)
+    pooled = ", one point per configuration (mean over seeds)" if len(pts) > len(groups) else ""
+    _legend(fig, axes, style, _tokens_note(kinds, True) if style.paper else None)
+    short = "" if style.paper else "\n" + _tokens_note(kinds, True).replace("\n", " ")  # paper: the legend
+    caption = _title(fig, style, f"Accuracy vs tokens per question{pooled}{short}", rows)
+    note = _tokens_note(kinds, False)
+    return _save(fig, path, style, f"{caption}. {note[0].upper()}{note[1:]}.")
 
 
 def pooled_by_round(members: list[dict[str, Any]], key: str) -> tuple[list[float], int]:

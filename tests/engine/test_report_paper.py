@@ -178,6 +178,58 @@ def test_two_seeds_everywhere_say_no_intervals(drawn, monkeypatch):
     assert 0.85 < lo and hi <= 1.01  # the means (0.95) fill the panel, not 0-1 of interval
 
 
+def _tokens_points(monkeypatch, rows):
+    """plot_accuracy_vs_tokens's points: label -> (x, y, yerr), from its errorbar calls."""
+    import matplotlib.axes
+
+    points = {}
+    orig = matplotlib.axes.Axes.errorbar
+
+    def spy(self, x, y, *a, **kw):
+        assert kw["label"] not in points  # one point per configuration
+        points[kw["label"]] = (list(x), list(y), kw["yerr"])
+        return orig(self, x, y, *a, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", spy)
+    return points
+
+
+def test_tokens_three_seeds_one_point_at_the_mean_with_a_t_bar(drawn, monkeypatch):
+    rows = [_row("mad", seed=s, acc=a, tokens=t) for s, a, t in ((1, 0.7, 900.0), (2, 0.8, 1000.0), (3, 0.75, 1100.0))]
+    points = _tokens_points(monkeypatch, rows)
+    report.plot_accuracy_vs_tokens(rows, Path("t.png"), PAPER)
+    ((fig, caption),) = drawn
+    (x, y, ((below,), (above,))) = points["mad 3x3 (3 seeds)"]
+    mean, lo, hi = seed_interval([0.7, 0.8, 0.75])
+    assert x == pytest.approx([1000.0]) and y == pytest.approx([mean])
+    assert below == pytest.approx(mean - lo) and above == pytest.approx(min(1.0, hi) - mean)
+    assert f"t over ≥{MIN_SEEDS} seeds" in fig.legends[0].get_title().get_text()
+    assert "Student-t interval over the k seeds" in caption and "Wilson" not in caption
+
+
+def test_tokens_two_seeds_one_point_with_a_pooled_wilson_bar(drawn, monkeypatch):
+    rows = [_row("mad", seed=s, acc=a) for s, a in ((1, 0.7), (2, 0.8))]
+    points = _tokens_points(monkeypatch, rows)
+    report.plot_accuracy_vs_tokens(rows, Path("t.png"), SCREEN)
+    ((fig, caption),) = drawn
+    (x, y, ((below,), (above,))) = points["mad 3x3 (2 seeds)"]
+    lo, hi = report.wilson_interval(28 + 32, 80)  # the 80 questions of both seeds pooled
+    assert x == pytest.approx([1000.0]) and y == pytest.approx([0.75])
+    assert below == pytest.approx(0.75 - lo) and above == pytest.approx(hi - 0.75)
+    assert "seeds pooled" in fig.get_suptitle() and "questions pooled" in caption
+
+
+def test_tokens_a_single_run_keeps_its_own_wilson_bar(drawn, monkeypatch):
+    rows = [_row("mad", acc=0.8, tokens=1234.0), *(_row("sparse", seed=s, acc=0.6) for s in (1, 2, 3))]
+    points = _tokens_points(monkeypatch, rows)
+    report.plot_accuracy_vs_tokens(rows, Path("t.png"), PAPER)
+    ((fig, caption),) = drawn
+    x, y, ((below,), (above,)) = points["mad 3x3"]  # no seed count: one run
+    assert x == [1234.0] and y == [0.8] and below == pytest.approx(0.1) and above == pytest.approx(0.1)
+    assert set(points) == {"mad 3x3", "sparse 3x3 (3 seeds)"}
+    assert "1 run: its Wilson" in fig.legends[0].get_title().get_text() and "single run" in caption
+
+
 # ----------------------------------------------------------------------------- a whole report
 @pytest.mark.slow  # draws and writes a report's figures in three formats
 def test_paper_report_prints_at_column_widths(tmp_path):
