@@ -275,7 +275,7 @@ def print_summary(result, cfg: RunConfig) -> None:
     caption = f"all {n} questions were already done in this folder: nothing debated now" if resumed else None
     table = Table(title=title, caption=caption, show_header=False)
     table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")  # a long results path folds, never "…"
     for k, v in summary_rows(result, cfg):  # values quote the config: text, never markup
         table.add_row(k, Text(inert(v)))
     Console().print(table)

@@ -62,6 +62,21 @@ def test_the_summary_says_when_nothing_was_debated(capsys, monkeypatch):
     assert "already done" not in capsys.readouterr().out
 
 
+def test_the_summary_at_80_columns_folds_a_long_results_path_whole(capsys, monkeypatch):
+    """Piped or logged (80 columns) the summary keeps every character of where the results are:
+    a long path folds onto the next line instead of ending in an ellipsis."""
+    monkeypatch.setenv("COLUMNS", "80")
+    long = result()
+    long.out_dir = "runs/20261128-202226-a-long-experiment-name/with/more/folders"
+    print_summary(long, RunConfig.flat(backend="simulated"))
+    out = capsys.readouterr().out
+    assert "…" not in out and max(map(len, out.splitlines())) <= 80
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "│ results " in ln)
+    folded = "".join(ln.split("│")[2].strip() for ln in lines[at:] if ln.startswith("│"))
+    assert folded == long.out_dir + "/{calls,questions,runs}"
+
+
 def test_a_simulated_summary_names_no_model():
     simulated = rows(result())["backend / dtype / model"]
     assert simulated == f"simulated / - / {SIMULATED_MODEL}" and MODEL not in simulated
