@@ -653,6 +653,12 @@ def section_cells(rows: list[dict[str, Any]], section: str, baseline: str = "mad
 ROUND_COLUMNS = ("consensus by round", "accuracy by round")  # a value per round: wrap at spaces
 
 
+def _frame(columns: int) -> int:
+    """The characters a rich table of ``columns`` columns adds to their contents: a border left of
+    each and one at the end, a space of padding each side of each."""
+    return 3 * columns + 1
+
+
 def column_widths(header: list[str], body: list[list[str]], width: int) -> list[int]:
     """The content width of each column of a summary table for a console ``width`` wide.
 
@@ -671,7 +677,7 @@ def column_widths(header: list[str], body: list[list[str]], width: int) -> list[
     for i in fixed:
         out[i] = max(widest[i], *(len(w) for w in header[i].split()))
     flex = [i for i in range(len(header)) if i not in fixed]
-    room = width - 3 * len(header) - 1 - sum(out[i] for i in fixed)  # borders and padding
+    room = width - _frame(len(header)) - sum(out[i] for i in fixed)
     if sum(widest[i] for i in flex) <= room:
         return out
     rounds = [i for i in flex if i]
@@ -682,17 +688,17 @@ def column_widths(header: list[str], body: list[list[str]], width: int) -> list[
     return out
 
 
-def fitting_columns(header: list[str], body: list[list[str]], width: int) -> list[int]:
-    """The columns (indices) a table ``width`` wide can show whole: all where
-    :func:`column_widths` fits them, else the configuration and as many of the next ones as fit
-    at their narrowest (the rest would be cut: rich shortens a cell that does not fit with "…")."""
+def fitting_columns(header: list[str], body: list[list[str]], width: int) -> tuple[list[int], list[int]]:
+    """The columns (indices) a table ``width`` wide can show whole, and their widths
+    (:func:`column_widths`): all where they fit, else the configuration and as many of the next
+    ones as fit at their narrowest (the rest would be cut: rich shortens a cell that does not fit
+    with "…")."""
     keep = list(range(len(header)))
-    while len(keep) > 2:
-        sub_h, sub_b = [header[i] for i in keep], [[r[i] for i in keep] for r in body]
-        if sum(column_widths(sub_h, sub_b, width)) + 3 * len(keep) + 1 <= width:
-            break
+    while True:
+        widths = column_widths([header[i] for i in keep], [[r[i] for i in keep] for r in body], width)
+        if len(keep) <= 2 or sum(widths) + _frame(len(keep)) <= width:
+            return keep, widths
         keep.pop()
-    return keep
 
 
 def render_tables(rows: list[dict[str, Any]], baseline: str = "mad", width: int = 80) -> list[Any]:
@@ -704,7 +710,7 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad", width: int 
     for section in SECTIONS:
         header, body = section_cells(rows, section, baseline)
         caption = CAPTIONS[section].format(baseline=baseline)
-        keep = fitting_columns(header, body, width)
+        keep, widths = fitting_columns(header, body, width)
         if len(keep) < len(header):
             left = [header[i] for i in range(len(header)) if i not in keep]
             caption += f" (left out at {width} columns: {', '.join(left)}; a wider terminal or --format md shows them)"
@@ -715,7 +721,7 @@ def render_tables(rows: list[dict[str, Any]], baseline: str = "mad", width: int 
             caption_justify="left",
             min_width=min(60, width),  # room for the caption of a narrow section (savings)
         )
-        for i, (name, w) in enumerate(zip(header, column_widths(header, body, width), strict=True)):
+        for i, (name, w) in enumerate(zip(header, widths, strict=True)):
             if i == 0:
                 table.add_column(name, overflow="fold", width=w)
             else:
@@ -968,14 +974,27 @@ def _fill(groups: list[list[str]], cap: int) -> list[list[str]]:
     return panels
 
 
+GRID_COLUMNS = 3  # panels a row of a faceted figure (:func:`_grid`)
+
+
 def _grid(style: FigureStyle, n: int, sharey: Any = True):
     """A figure of ``n`` panels (up to three a row; unused cells removed). Returns the figure
     and its first ``n`` axes."""
-    ncols = min(n, 3)
+    ncols = min(n, GRID_COLUMNS)
     fig, axes = _figure(style, math.ceil(n / ncols), ncols, sharey=sharey)
     for ax in axes[n:]:
         ax.remove()
     return fig, axes[:n]
+
+
+def _label_grid(axes: list[Any], xlabel: str, ylabel: str) -> None:
+    """Label the panels of a :func:`_grid`: x on the lowest panel of each column, y on the first
+    of each row."""
+    ncols = min(len(axes), GRID_COLUMNS)
+    for ax in axes[-ncols:]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[::ncols]:
+        ax.set_ylabel(ylabel)
 
 
 def _panel_title(ax, labels: list[str], series: dict[str, str], several: bool) -> None:
@@ -1119,10 +1138,7 @@ def plot_accuracy_vs_tokens(rows: list[dict[str, Any]], path: Path, style: Figur
         _panel_title(ax, labels, series, len(panels) > 1)
         ax.margins(x=0.1)
         ax.grid(alpha=0.3)
-    for ax in axes[-min(3, len(axes)) :]:
-        ax.set_xlabel("total tokens per question")
-    for ax in axes[:: min(3, len(axes))]:
-        ax.set_ylabel("accuracy")
+    _label_grid(axes, "total tokens per question", "accuracy")
     _fit_y(axes, 0.0, 1.0)
     pooled = ", one point per configuration (mean over seeds)" if len(pts) > len(groups) else ""
     _legend(fig, axes, style, _tokens_note(kinds, True) if style.paper else None)
@@ -1189,10 +1205,7 @@ def _plot_by_round(
         ax.grid(alpha=0.3)
     longest = max((len(r[key]) for r in pts), default=1)
     axes[0].set_xticks(range(longest))
-    for ax in axes[-min(3, len(axes)) :]:
-        ax.set_xlabel("round (0 = first answer)")
-    for ax in axes[:: min(3, len(axes))]:
-        ax.set_ylabel(ylabel)
+    _label_grid(axes, "round (0 = first answer)", ylabel)
     _fit_y(axes, 0.0, 1.0)
     note = "bars: 95% Wilson, seeds pooled" if key == "accuracy_by_round" and style.paper else None
     _legend(fig, axes, style, note)
