@@ -241,28 +241,27 @@ def _chosen(runs: pa.Table, questions: list[pa.Table]) -> tuple[dict[str, str], 
 
 
 def _keep_chosen(parts: list[dict[str, pa.Table]], chosen: dict[str, str], notes: list[str]) -> dict[str, pa.Table]:
-    """Each table of ``parts`` (one dict per run directory) concatenated, with only the rows of
-    the run directory chosen for their run id; a note per run id left out of a folder's runs or
+    """Each table of ``parts`` (one dict per run directory) but ``runs`` (:func:`load` keeps the
+    runs row in force of each run id, :func:`_chosen`) concatenated, with only the rows of the
+    run directory chosen for their run id; a note per run id left out of a folder's runs or
     questions."""
-    kept: dict[str, list[pa.Table]] = {name: [] for name in LOADED}
+    kept: dict[str, list[pa.Table]] = {name: [] for name in LOADED if name != "runs"}
     for part in parts:
         for name in LOADED:
             t = part[name]
-            if not t.num_rows:
-                kept[name].append(t)
-                continue
-            run_dir = t.column("run_dir")[0].as_py()
-            ids = pc.unique(t.column("run_id")).to_pylist()
-            mine = [run_id for run_id in ids if chosen.get(run_id) == run_dir]
+            ids = pc.unique(t.column("run_id")).to_pylist() if t.num_rows else []
+            run_dir = t.column("run_dir")[0].as_py() if ids else None
             if name in ("runs", "questions"):
                 notes.extend(
                     f"run {run_id} is also in {run_dir}: left out, the rows of {chosen[run_id]} count"
                     for run_id in ids
                     if chosen[run_id] != run_dir
                 )
-            kept[name].append(
-                t if len(mine) == len(ids) else t.filter(pc.is_in(t.column("run_id"), pa.array(mine, pa.string())))
-            )
+            if name != "runs":
+                mine = [run_id for run_id in ids if chosen.get(run_id) == run_dir]
+                kept[name].append(
+                    t if len(mine) == len(ids) else t.filter(pc.is_in(t.column("run_id"), pa.array(mine, pa.string())))
+                )
     return {name: pa.concat_tables(tables) for name, tables in kept.items()}
 
 
