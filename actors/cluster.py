@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from backends.registry import node_cpus
 from engine.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,20 @@ def cluster_gpus() -> float:
     import ray
 
     return float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
+
+
+def largest_node_cpus() -> float:
+    """CPUs of the largest node the running Ray cluster has now, as Ray counts them (a container's
+    CPU limit, ``ray start --num-cpus``); without Ray, or where no node has CPUs yet (an
+    autoscaling head with none), this machine's (:func:`backends.registry.node_cpus`)."""
+    # function-level: importing ray here keeps it off start-up
+    import ray
+
+    if ray.is_initialized():
+        most = max((float(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0.0)
+        if most > 0:
+            return most
+    return node_cpus()
 
 
 def _positive(d: dict[str, float]) -> dict[str, float]:

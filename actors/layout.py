@@ -15,8 +15,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from actors.cluster import cluster_gpus, free_gpu_share, gpu_hints, needs_group, replica_bundles, wants_gpu
-from backends.registry import ReplicaPlacement, engine_settings, node_cpus
+from actors.cluster import (
+    cluster_gpus,
+    free_gpu_share,
+    gpu_hints,
+    largest_node_cpus,
+    needs_group,
+    replica_bundles,
+    wants_gpu,
+)
+from backends.registry import ReplicaPlacement, engine_settings
 from engine.config import ConfigError, RunConfig
 from engine.options import ENGINE_KEYS
 
@@ -30,14 +38,15 @@ def replica_options(
 
     ``gpu``: whether the run's replicas use GPUs; default :func:`actors.cluster.wants_gpu` (from
     the run's configuration, else the GPUs the cluster has now). On GPUs each replica holds one
-    (tensor parallel: see :func:`replica_layout`). On CPUs, without ``--replica-cpus``, the node's
-    CPUs are split evenly between the run's ``n_replicas`` replicas (all models), so several
-    models fit on one machine instead of waiting for CPUs.
+    (tensor parallel: see :func:`replica_layout`). On CPUs, without ``--replica-cpus``, the
+    largest node's CPUs as Ray counts them (:func:`actors.cluster.largest_node_cpus`) are split
+    evenly between the run's ``n_replicas`` replicas (all models), so several models fit on one
+    machine instead of waiting for CPUs.
     """
     spec = cfg.backend_spec
     if gpu is None and spec.loads_model:  # a local model uses the cluster's GPUs when it has some
         gpu = wants_gpu(cfg, cluster_gpus())
-    where = ReplicaPlacement(max(1, n_replicas), bool(gpu), bool(gpu_hints(cfg)), node_cpus())
+    where = ReplicaPlacement(max(1, n_replicas), bool(gpu), bool(gpu_hints(cfg)), largest_node_cpus())
     ask = spec.resources(cfg, where)
     return dict(ask.ray_options), dict(ask.backend_options)
 

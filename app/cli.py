@@ -472,7 +472,7 @@ def _add_skip_bad_parts(p: argparse.ArgumentParser, what: str = "read the rest")
 def _version() -> str:
     try:
         return f"debate {version('debate-engine')}"
-    except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
+    except PackageNotFoundError:  # run from a tree that was never installed (a carried-in copy)
         return "debate (version unknown: not installed)"
 
 

@@ -59,6 +59,17 @@ def sizes():
     return cost_predict.measure(PromptSet.for_task("numeric"), words, count_tokens)
 
 
+# --- without pytest-timeout ---------------------------------------------------------------------
+
+
+def pytest_addoption(parser, pluginmanager):
+    """Where pytest-timeout (the test extra) is missing, as on a machine that got its packages
+    elsewhere, its ``timeout`` setting in pyproject.toml is declared here, unused, so that pytest
+    does not warn about an unknown option; tests then run without a time limit."""
+    if not pluginmanager.hasplugin("timeout"):
+        parser.addini("timeout", "pytest-timeout's time limit (pytest-timeout is not installed: unused)")
+
+
 # --- the ray marker -----------------------------------------------------------------------------
 
 _OWN_TMPDIR: str | None = None
@@ -67,8 +78,11 @@ _OWN_TMPDIR: str | None = None
 def pytest_configure(config):
     """Ray started by this session, here or in a subprocess that inherits the environment, keeps
     its session folders under one ``RAY_TMPDIR`` of the session's own (a user's is kept), so that a
-    new folder there means Ray started; other Ray users on the machine do not count."""
+    new folder there means Ray started; other Ray users on the machine do not count. Without
+    pytest-timeout, its ``timeout`` marker is declared, unused (see :func:`pytest_addoption`)."""
     global _OWN_TMPDIR
+    if not config.pluginmanager.hasplugin("timeout"):
+        config.addinivalue_line("markers", "timeout(seconds): pytest-timeout's limit (not installed: unused)")
     if not os.environ.get("RAY_TMPDIR"):
         # short, under /tmp as Ray's default: Ray's Unix socket paths must stay under 108 bytes
         _OWN_TMPDIR = tempfile.mkdtemp(prefix="pytest-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)

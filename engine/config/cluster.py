@@ -20,7 +20,10 @@ class ClusterConfig(ConfigPart):
     placement_resources: dict[str, Any] = option({}, "where each model's replicas run (YAML only)", cli=False)
     replica_cpus: float | None = option(
         None,
-        ("CPUs each replica reserves on CPU runs (default: the node's CPUs split evenly between the run's replicas)"),
+        (
+            "CPUs each replica reserves on CPU runs (default: the largest node's CPUs, as Ray counts them, split "
+            "evenly between the run's replicas)"
+        ),
         low=0,
         high=MAX_CPUS,
         low_open=True,

