@@ -58,10 +58,15 @@ def git_commit() -> str | None:
     return rev + ("+" if dirty else "")
 
 
-def debate_exe() -> str:
-    """The ``debate`` command of this interpreter's environment (else the one on PATH)."""
+def debate_argv() -> list[str]:
+    """The ``debate`` command of this interpreter's environment, else the one on PATH, else
+    ``python -m app`` (a checkout on PYTHONPATH that was never installed, as on a machine the
+    checkout was carried to)."""
     here = Path(sys.executable).with_name("debate")
-    return str(here) if here.exists() else (shutil.which("debate") or "debate")
+    if here.exists():
+        return [str(here)]
+    on_path = shutil.which("debate")
+    return [on_path] if on_path else [sys.executable, "-m", "app"]
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory:

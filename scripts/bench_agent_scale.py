@@ -78,7 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scripts._bench_common import (  # noqa: E402
     agents_axis,
-    debate_exe,
+    debate_argv,
     finish,
     git_commit,
     loadavg,
@@ -119,18 +119,18 @@ def parse_sizes(spec: str, questions: int) -> list[tuple[int, int]]:
     return sizes
 
 
-def has_layout_flag(debate: str) -> bool:
+def has_layout_flag(debate: list[str]) -> bool:
     """Whether this engine's ``debate run`` takes :data:`LAYOUT_FLAG`."""
-    help_text = subprocess.run([debate, "run", "--help"], capture_output=True, text=True, check=True).stdout
+    help_text = subprocess.run([*debate, "run", "--help"], capture_output=True, text=True, check=True).stdout
     return LAYOUT_FLAG in help_text
 
 
 def debate_command(
-    debate: str, agents: int, questions: int, rounds: int, layout: tuple[str, ...], out: str
+    debate: list[str], agents: int, questions: int, rounds: int, layout: tuple[str, ...], out: str
 ) -> list[str]:
     """The measured command: a simulated sparse-ring debate of ``agents`` agents in ``layout``."""
     return [
-        debate,
+        *debate,
         "run",
         "-q",
         "--backend",
@@ -390,7 +390,7 @@ def read_run(out: Path) -> dict[str, Any]:
     return run_facts(read_table(out, "runs").to_pylist(), read_table(out, "calls", ["run_id"]).num_rows)
 
 
-def sweep_command(debate: str, agents: list[int], questions: int, rounds: int, out: Path) -> list[str]:
+def sweep_command(debate: list[str], agents: list[int], questions: int, rounds: int, out: Path) -> list[str]:
     """``debate sweep`` over ``agents`` (a simulated sparse-ring debate per cell, default layout);
     writes its YAML next to ``out``."""
     spec = out.parent / f"{out.name}.yaml"
@@ -407,7 +407,7 @@ def sweep_command(debate: str, agents: list[int], questions: int, rounds: int, o
             }
         )
     )  # JSON is YAML
-    return [debate, "sweep", "-q", str(spec), "--out", str(out)]
+    return [*debate, "sweep", "-q", str(spec), "--out", str(out)]
 
 
 def read_sweep(out: Path) -> dict[str, Any]:
@@ -547,7 +547,7 @@ def measure(
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown modes {unknown}; known: {list(MODES)}")
-    debate = debate_exe()
+    debate = debate_argv()
     flag = has_layout_flag(debate)
     vm = psutil.virtual_memory()
     res: dict[str, Any] = {

@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.protocols.layout import PROMPT_LAYOUT  # noqa: E402
 from scripts._bench_common import (  # noqa: E402
     agents_axis,
-    debate_exe,
+    debate_argv,
     finish,
     git_commit,
     loadavg,
@@ -301,9 +301,9 @@ def run_cells(args: argparse.Namespace, base, cells, log) -> tuple[dict[str, Any
 
 
 # ----------------------------------------------------------------------------- debate serve
-def has_serve(debate: str) -> bool:
+def has_serve(debate: list[str]) -> bool:
     """Whether this engine's CLI has ``debate serve`` (it came with branch serve)."""
-    return subprocess.run([debate, "serve", "--help"], capture_output=True, text=True).returncode == 0
+    return subprocess.run([*debate, "serve", "--help"], capture_output=True, text=True).returncode == 0
 
 
 def _timed(cmd: list[str], timeout_s: float) -> tuple[float, subprocess.CompletedProcess]:
@@ -318,23 +318,23 @@ def serve_line(args: argparse.Namespace, protocol: str, agents: int, work: Path,
     near 0 when it used the served replica); ``status`` skipped where there is no serve."""
     from engine.results import read_table
 
-    debate = debate_exe()
+    debate = debate_argv()
     if not has_serve(debate):
         return {"status": "skipped: this engine has no debate serve"}
     model = ["--backend", args.backend]
-    run = [debate, "run", "-q", *model, "--protocol", protocol, "--agents", str(agents), "--rounds", str(args.rounds)]
+    run = [*debate, "run", "-q", *model, "--protocol", protocol, "--agents", str(agents), "--rounds", str(args.rounds)]
     run += ["--limit", str(args.questions), "--max-tokens", str(args.max_tokens), "--offset", "0"]
     run += ["--ray-address", "auto", "--out", str(work / "served")]
     out: dict[str, Any] = {"command": " ".join(run[1:])}
     try:
-        out["serve_s"], done = _timed([debate, "serve", *model], timeout_s)
+        out["serve_s"], done = _timed([*debate, "serve", *model], timeout_s)
         if done.returncode != 0:
             return {**out, "status": f"debate serve failed: {done.stderr.strip()[-500:]}"}
         out["run_whole_s"], done = _timed(run, timeout_s)
         if done.returncode != 0:
             return {**out, "status": f"debate run failed: {done.stderr.strip()[-500:]}"}
     finally:
-        out["stop_s"], _ = _timed([debate, "serve", "--stop"], timeout_s)
+        out["stop_s"], _ = _timed([*debate, "serve", "--stop"], timeout_s)
     runs = read_table(work / "served", "runs").to_pylist()[-1]
     timings = runs.get("timings")
     out.update(status="ok", timings=json.loads(timings) if isinstance(timings, str) else timings)

@@ -24,7 +24,7 @@ LIMIT = 30
 
 def argv(out, *more: str) -> list[str]:
     return [
-        str(DEBATE),
+        *DEBATE,
         "run",
         "--backend",
         "simulated",

@@ -68,13 +68,12 @@ LIMIT, AGENTS, ROUNDS = 40, 3, 3  # ~10 s of Ray start-up, then ~17 s of debate 
 @pytest.mark.slow  # a minute of repeated kills: CI runs it, the fast suite leaves it out
 @pytest.mark.timeout(900)
 def test_debate_run_killed_at_random_points_resumes_to_each_question_once(tmp_path):
-    assert DEBATE.exists(), DEBATE
     seed = random.randrange(1_000_000)
     rng = random.Random(seed)
     out = tmp_path / "run"
     log = tmp_path / "run.log"
     argv = [
-        str(DEBATE),
+        *DEBATE,
         "run",
         "--backend",
         "simulated",

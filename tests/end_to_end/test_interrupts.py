@@ -28,7 +28,7 @@ LIMIT, AGENTS, ROUNDS = 24, 3, 3
 
 def argv(out) -> list[str]:
     return [
-        str(DEBATE),
+        *DEBATE,
         "run",
         "--backend",
         "simulated",

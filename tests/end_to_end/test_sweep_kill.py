@@ -40,7 +40,7 @@ SWEEP = {
 def _start(cfg: Path, out: Path, log: Path) -> subprocess.Popen:
     with open(log, "ab") as fh:
         return subprocess.Popen(
-            [str(DEBATE), "sweep", str(cfg), "--out", str(out)],
+            [*DEBATE, "sweep", str(cfg), "--out", str(out)],
             cwd=cfg.parent,
             env=_env(),
             stdout=fh,
@@ -91,7 +91,6 @@ def _run_and_kill(cfg: Path, out: Path, log: Path, cells, rng: random.Random) ->
 
 @pytest.mark.slow  # a minute of SIGKILLed sweeps: CI runs it, the fast suite leaves it out
 def test_sigkilled_sweep_resumes_without_duplicates(tmp_path):
-    assert DEBATE.exists(), DEBATE
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(yaml.safe_dump(SWEEP, sort_keys=False))
     out = tmp_path / "out"

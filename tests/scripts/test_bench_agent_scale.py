@@ -37,7 +37,7 @@ def test_only_per_agent_sizes_are_skipped_and_each_says_why():
 
 
 def test_debate_command_and_the_layout_of_each_mode():
-    cmd = bench.debate_command("debate", 32, 4, 3, bench.MODES["per-agent"], "/tmp/x")
+    cmd = bench.debate_command(["debate"], 32, 4, 3, bench.MODES["per-agent"], "/tmp/x")
     assert cmd == [
         "debate",
         "run",

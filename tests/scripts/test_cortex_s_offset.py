@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.support.needs import need_packaged_minilm
 from tests.support.scripts import load_script
 
 
@@ -16,6 +17,7 @@ def _script():
 @pytest.mark.ray
 @pytest.mark.slow  # 20 s of simulated sweep: CI runs it
 def test_the_literal_formula_keeps_every_edge_and_the_default_is_the_reference(tmp_path, capsys, ray_local):
+    need_packaged_minilm()  # Cortex's similarity: the real embedding model
     mod = _script()
     argv = ["--backend", "simulated", "--limit", "3", "--agents", "4", "--rounds", "3", "--offsets", "0,0.5"]
     assert mod.main([*argv, "--out", str(tmp_path)]) == 0

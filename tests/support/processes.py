@@ -1,5 +1,5 @@
-"""The ``debate`` CLI as a killable subprocess: its path, its environment (its own local Ray), and
-SIGKILL of its whole session (tests/end_to_end: the kill-at-random-points runs)."""
+"""The ``debate`` CLI as a killable subprocess: its command, its environment (its own local Ray),
+and SIGKILL of its whole session (tests/end_to_end: the kill-at-random-points runs)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from scripts._bench_common import debate_argv
 from tests.support.paths import ROOT
 
-DEBATE = ROOT / ".venv" / "bin" / "debate"
+# the installed entry point, or `python -m app` where this checkout was never installed
+DEBATE: list[str] = debate_argv()
 
 
 def _session_procs(sid: int) -> list[tuple[int, str]]:
@@ -55,4 +57,6 @@ def _kill_session(proc: subprocess.Popen) -> None:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)  # its own local Ray, not the test session's
+    if DEBATE[1:] == ["-m", "app"]:  # not installed: the subprocess finds this checkout's packages
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
