@@ -171,7 +171,10 @@ else
   say "ready: vLLM $VLLM_VERSION ($flavour build) in $VENV; --backend auto uses it"
 fi
 # What this environment got, for the tests (tests/support/needs.py): a test needing vLLM or an
-# extra's package fails where it is recorded here and missing, and skips where it was never installed.
+# extra's package (or the browser) fails where it is recorded here and missing, and skips where it
+# was never installed.
+browser=no
+have_browser && browser=yes
 printf '%s\n' "# scripts/setup.sh installed (read by tests/support/needs.py)" "vllm=$flavour" "extras=test$more" \
-  > "$VENV/.debate-installed"
+  "browser=$browser" > "$VENV/.debate-installed"
 touch "$stamp"

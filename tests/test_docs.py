@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.needs import need_mkdocs
+from tests.support.needs import need_browser, need_mkdocs
 from tests.support.paths import ROOT
 from tests.support.scripts import load_script
 
@@ -304,9 +304,7 @@ def test_every_docs_page_fits_a_laptop_screen(site):
     """At 1280 px (a laptop) no table or code block of any page runs off the right edge: wide
     tables fit or were split, long lines wrap (scripts/docs_fit.py, in headless Chromium)."""
     fit = load_script("docs_fit")
-    found = load_script("page_screenshot").find_chromium()
-    if isinstance(found, str):
-        pytest.skip(f"no headless browser: {found}")
+    need_browser()
     pages = fit.pages(site, [])
     over = {name: blocks for name, blocks in fit.measure(site, pages, 1280, 900, None).items() if blocks}
     assert len(pages) > 30 and not {n: b for n, b in over.items() if any(x["over"] > 2 for x in b)}, over

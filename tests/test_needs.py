@@ -10,6 +10,7 @@ import pytest
 from tests.support.needs import (
     RECORD,
     Setup,
+    browser_verdict,
     module_verdict,
     need,
     need_vllm,
@@ -19,10 +20,11 @@ from tests.support.needs import (
 )
 
 
-def _record(folder: Path, vllm: str, extras: str) -> Path:
-    """A record as scripts/setup.sh writes it (its printf)."""
+def _record(folder: Path, vllm: str, extras: str, *more: str) -> Path:
+    """A record as scripts/setup.sh writes it (its printf); ``more``: its further lines."""
     folder.mkdir(parents=True, exist_ok=True)
     text = f"# scripts/setup.sh installed (read by tests/support/needs.py)\nvllm={vllm}\nextras={extras}\n"
+    text += "".join(f"{line}\n" for line in more)
     (folder / RECORD).write_text(text)
     return folder
 
@@ -88,6 +90,22 @@ def test_a_dependency_of_the_project_fails_wherever_setup_ran(tmp_path):
     )
     action, why = module_verdict(bare, module, False, None, "the model")
     assert action == "fail" and why.startswith(f"{module} is not installed (a dependency of the project), although")
+
+
+def test_a_missing_browser_fails_only_where_setup_had_one(tmp_path):
+    had = Setup("cpu", frozenset({"test"}), tmp_path / RECORD, browser=True)
+    without = Setup("cpu", frozenset({"test"}), tmp_path / RECORD)
+    assert browser_verdict(had, ("/usr/bin/chromium", "/usr/bin/chromedriver")) == ("run", "")
+    for setup in (None, without):
+        assert browser_verdict(setup, "no chromedriver found") == (
+            "skip",
+            "no headless browser for the page test: no chromedriver found",
+        )
+    action, why = browser_verdict(had, "no chromedriver found")
+    assert action == "fail" and f"{tmp_path / RECORD}: browser=yes" in why
+    assert read_setup(_record(tmp_path / "b", "cpu", "test", "browser=yes")).browser
+    assert not read_setup(_record(tmp_path / "n", "cpu", "test", "browser=no")).browser
+    assert not read_setup(_record(tmp_path / "old", "cpu", "test")).browser  # a record from before the line
 
 
 def test_the_helpers_skip_and_fail_the_calling_test(tmp_path, monkeypatch):

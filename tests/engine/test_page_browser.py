@@ -20,6 +20,7 @@ from app.cli import main as cli_main
 from app.page import FULL_GRAPH_AGENTS, write_page
 from app.transcript import PREDICATES, debate_views
 from engine.results import load
+from tests.support.needs import need_browser
 from tests.support.result_dirs import simulated_run
 
 # A real headless Chromium per test (seconds each): CI runs them; the inner loop checks the page
@@ -78,9 +79,7 @@ def stored(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    found = page_screenshot.find_chromium()
-    if isinstance(found, str):
-        pytest.skip(f"no headless browser for the page test: {found}")
+    need_browser()
     driver = page_screenshot.start_browser()
     yield driver
     driver.quit()
@@ -350,9 +349,7 @@ def test_each_call_shows_its_cached_prompt_tokens_when_it_knows_them(browser, tm
 def test_the_browser_leaves_no_temporary_folders_behind():
     """Chromium stopped by its driver leaves its temporary folders (``org.chromium.Chromium.*``);
     start_browser gives it its own, which quit() removes."""
-    found = page_screenshot.find_chromium()
-    if isinstance(found, str):
-        pytest.skip(f"no headless browser for the page test: {found}")
+    need_browser()
     tmp = Path(tempfile.gettempdir())
     before = set(tmp.glob("org.chromium.*")) | set(tmp.glob("debate-browser-*"))
     driver = page_screenshot.start_browser()

