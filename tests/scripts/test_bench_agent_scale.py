@@ -219,7 +219,7 @@ def test_script_json_and_plot_on_a_tiny_run(tmp_path):
     assert row["samples"] >= 10 and row["leftover_killed"] == [] and row["memory_per_agent_mb"] is None
     assert [t["agents"] for t in r["targets"]] == [1000, 128] and all(t["met"] is None for t in r["targets"])
     sw = r["sweep"]
-    assert sw["status"] == "ok" and "debate sweep -q" in sw["command"] and sw["ray_in_tree"]
+    assert sw["status"] == "ok" and " sweep -q " in sw["command"] and sw["ray_in_tree"]
     assert [(c["agents"], c["calls"]) for c in sw["cells"]] == [(2, 2 * 3), (3, 3 * 3)] and sw["calls"] == 15
     assert all(c["debate_s"] > 0 for c in sw["cells"]) and sw["peak_pss_gb"] > 0.1
     png = Path(r["png"])
