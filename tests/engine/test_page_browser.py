@@ -7,7 +7,6 @@ Skipped, with the reason, only where no Chromium / chromedriver / Selenium is fo
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 import tempfile
@@ -22,16 +21,13 @@ from app.transcript import PREDICATES, debate_views
 from engine.results import load
 from tests.support.needs import need_browser
 from tests.support.result_dirs import simulated_run
+from tests.support.scripts import load_script
 
 # A real headless Chromium per test (seconds each): CI runs them; the inner loop checks the page
 # without a browser (tests/engine/test_page.py).
 pytestmark = pytest.mark.slow
 
-_SPEC = importlib.util.spec_from_file_location(
-    "page_screenshot", Path(__file__).resolve().parents[2] / "scripts" / "page_screenshot.py"
-)
-page_screenshot = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(page_screenshot)
+page_screenshot = load_script("page_screenshot")
 
 
 def word_overlap(texts: list[str]) -> list[list[float]]:
